@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+// TokenRelay: layers point one way.
+//   C* system libraries → *Bridge modules (the only code that touches C) → IdentityCore (pure
+//   Swift, no I/O) → TokenRelayApp (acquisition, accounts, routes, store) → two executables.
+// The emulator uses the bridges but none of IdentityCore (SPEC §9).
+import PackageDescription
+
+let package = Package(
+    name: "TokenRelay",
+    products: [
+        .executable(name: "token-relay", targets: ["TokenRelayCLI"]),
+        .executable(name: "sts-emulator", targets: ["STSEmulatorMain"]),
+    ],
+    targets: [
+        // MARK: C libraries from Debian (pkg-config names).
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // MARK: Bridges: one Swift module per C library; no C type leaks out.
+        .target(name: "HTTPCommon"),
+        .target(name: "HTTPServerBridge", dependencies: ["CMicroHTTPD", "HTTPCommon"]),
+        .target(name: "PostgresBridge", dependencies: ["CPostgres"]),
+        .target(name: "HTTPClientBridge", dependencies: ["CCurl", "HTTPCommon"]),
+        .target(name: "CryptoBridge", dependencies: ["COpenSSL"]),
+
+        // MARK: Identity core: authority, scopes, cache rules, error mapping, retry policy.
+        .target(name: "IdentityCore"),
+
+        // MARK: Application and executables.
+        .target(
+            name: "TokenRelayApp",
+            dependencies: ["IdentityCore", "HTTPCommon", "HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge"]
+        ),
+        .executableTarget(name: "TokenRelayCLI", dependencies: ["TokenRelayApp"]),
+        .target(name: "STSEmulator", dependencies: ["HTTPCommon", "HTTPServerBridge", "CryptoBridge"]),
+        .executableTarget(name: "STSEmulatorMain", dependencies: ["STSEmulator"]),
+
+        // MARK: Tests.
+        .target(name: "TokenRelayTesting", dependencies: ["HTTPCommon", "HTTPClientBridge", "PostgresBridge"]),
+        .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"]),
+        .testTarget(
+            name: "BridgeTests",
+            dependencies: ["HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]
+        ),
+        .testTarget(name: "EmulatorTests", dependencies: ["STSEmulator", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]),
+        .testTarget(name: "TokenRelayAppTests", dependencies: ["TokenRelayApp", "IdentityCore", "TokenRelayTesting"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TokenRelayTesting", "HTTPClientBridge", "HTTPCommon"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

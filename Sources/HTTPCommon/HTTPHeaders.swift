@@ -1,0 +1,72 @@
+/// An ordered list of HTTP header fields whose names compare case-insensitively (RFC 9110 §5.1).
+///
+/// Shared by the server and client bridges so that neither leaks a C type and both look headers
+/// up the same way (`retry-after` and `Retry-After` are one field).
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, Equatable {
+    public typealias Element = (name: String, value: String)
+
+    private var fields: [(name: String, value: String)]
+
+    public init() { fields = [] }
+
+    public init(_ fields: [(String, String)]) {
+        self.fields = fields.map { (name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    /// The first value of the field `name`, or nil.
+    public subscript(name: String) -> String? {
+        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    /// Every value of the field `name`, in order.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// Appends a field, keeping any existing field of the same name.
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append((name: name, value: value))
+    }
+
+    /// Replaces every field named `name` by one with `value`.
+    public mutating func set(_ name: String, _ value: String) {
+        remove(name)
+        fields.append((name: name, value: value))
+    }
+
+    public mutating func remove(_ name: String) {
+        fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+    }
+
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    public var count: Int { fields.count }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+        fields.makeIterator()
+    }
+
+    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        lhs.fields.count == rhs.fields.count
+            && zip(lhs.fields, rhs.fields).allSatisfy { $0.name.caseInsensitiveEquals($1.name) && $0.value == $1.value }
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive comparison, as header names and scopes need.
+    @inlinable
+    public func caseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x + 32 : x
+            let ly = (y >= 65 && y <= 90) ? y + 32 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,47 @@
+/// A request as the server bridge hands it to the application: the whole body read.
+public struct HTTPRequest: Sendable {
+    /// Upper-case method, e.g. `GET`.
+    public var method: String
+    /// The path, percent-decoded by the server, without the query (`/v1/accounts/abc`).
+    public var path: String
+    /// Query parameters in order, percent-decoded (`?a=1&a=2` gives two entries).
+    public var query: [(name: String, value: String)]
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// True when the body exceeded the server's limit; `body` is then empty and the handler
+    /// should answer 413 without reading it.
+    public var bodyExceededLimit: Bool
+    /// The peer's address, e.g. `127.0.0.1`, when known.
+    public var remoteAddress: String?
+
+    public init(
+        method: String, path: String, query: [(name: String, value: String)] = [], headers: HTTPHeaders = HTTPHeaders(),
+        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.bodyExceededLimit = bodyExceededLimit
+        self.remoteAddress = remoteAddress
+    }
+
+    /// The first value of query parameter `name`, or nil.
+    public func queryValue(_ name: String) -> String? {
+        query.first { $0.name == name }?.value
+    }
+}
+
+/// A complete response: status, headers and body bytes.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}

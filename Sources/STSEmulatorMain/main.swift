@@ -1,0 +1,1 @@
+print("sts-emulator")
