@@ -1,0 +1,35 @@
+import IdentityCore
+
+/// A `POST /v1/tokens/silent` request after validation (SPEC §2, §12 Token requests).
+struct SilentTokenRequest: Sendable {
+    enum AccountSelector: Sendable, Equatable {
+        case accountId(String)
+        case homeAccountId(String)
+        case username(String, tenantId: String?)
+    }
+
+    var account: AccountSelector
+    var scopes: ScopeSet
+    /// An authority other than the account's own (must be valid and known).
+    var authority: Authority?
+    /// The caller's claims request (JSON text), before capabilities are merged.
+    var claims: String?
+    var forceRefresh: Bool = false
+    /// Seconds the token must still be valid for; 0 = only the expiry skew applies.
+    var minTTLSeconds: Int = 0
+    var allowPartial: Bool = false
+}
+
+/// A token handed to the caller (never a refresh token).
+struct SilentTokenResult: Sendable {
+    enum Source: String, Sendable {
+        case cache
+        case refresh
+        case identityProvider = "identity_provider"
+    }
+
+    let token: StoredAccessToken
+    let account: AccountRecord
+    let source: Source
+    let declinedScopes: [String]
+}

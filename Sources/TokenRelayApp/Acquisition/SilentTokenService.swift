@@ -1,0 +1,190 @@
+import Foundation
+import IdentityCore
+import PostgresBridge
+
+/// The server-side `acquireTokenSilent` (SPEC §2): cache first (memory, then the encrypted
+/// persistent cache), else redeem the refresh token under a per-account lock, else a clear
+/// `interaction_required`.
+struct SilentTokenService: Sendable {
+    let store: TokenStore
+    let sts: STSClient
+    let authorities: AuthorityValidator
+    let memory: MemoryTokenCache
+    let coalescer: RefreshCoalescer<RefreshOutcome>
+    let clientId: String
+    let clientCapabilities: [String]
+    let expirySkewSeconds: Int
+    let metrics: Metrics
+    let logger: Logger
+    let now: @Sendable () -> Int
+
+    /// What one refresh produced, shared by every request that joined it.
+    enum RefreshOutcome: Sendable {
+        case token(StoredAccessToken, declined: [String], source: SilentTokenResult.Source)
+        case problem(Problem)
+    }
+
+    /// Acquires a token for `request`.
+    /// - Throws: `Problem`: 404 `account_not_found`, 409 `ambiguous_account`,
+    ///   `interaction_required` or `server_declined_scopes`, 429 `throttled`, 502, 503/504.
+    func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
+        let account = try await resolve(request.account)
+        return try await acquire(request, for: account, context: context)
+    }
+
+    /// Acquires a token for an account already resolved (downstream calls resolve once).
+    func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
+        guard account.state == .active else {
+            throw Problem(
+                .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
+                extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
+        }
+        let authority = try request.authority ?? authorities.validate(account.authority)
+        let claims: String?
+        do {
+            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
+        } catch {
+            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
+        }
+        let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
+        let minTTL = request.minTTLSeconds
+
+        if !bypassCache {
+            if let hit = memory.lookup(accountId: account.accountId, environment: account.environment, realm: account.realm, scopes: request.scopes),
+                usable(hit, minTTL: minTTL)
+            {
+                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"])
+                return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+            }
+            let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: account.realm)
+            if let hit = best(stored, covering: request.scopes, minTTL: minTTL) {
+                memory.store(hit)
+                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "database"])
+                return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+            }
+            metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
+        }
+
+        let key = [account.accountId, request.scopes.cacheKey, claims ?? "", bypassCache ? "bypass" : "cache", String(minTTL)].joined(separator: "|")
+        let (outcome, joined) = try await coalescer.run(key: key) {
+            try await refresh(account: account, authority: authority, scopes: request.scopes, claims: claims, bypassCache: bypassCache, minTTL: minTTL, context: context)
+        }
+        if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
+        switch outcome {
+        case .problem(let problem):
+            if problem.extensions["account_state"] == .string("interaction_required") { memory.removeAll(accountId: account.accountId) }
+            throw problem
+        case .token(let token, let declined, let source):
+            memory.store(token)
+            if !declined.isEmpty && !request.allowPartial {
+                throw Problem(
+                    .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
+                    extensions: [
+                        "granted_scopes": .array(token.scopes.map(JSONValue.string)),
+                        "declined_scopes": .array(declined.map(JSONValue.string)),
+                    ])
+            }
+            return SilentTokenResult(token: token, account: account, source: source, declinedScopes: declined)
+        }
+    }
+
+    /// Finds the account named by `selector`.
+    /// - Throws: `Problem` 404 `account_not_found`, 409 `ambiguous_account` with `account_ids`.
+    func resolve(_ selector: SilentTokenRequest.AccountSelector) async throws -> AccountRecord {
+        switch selector {
+        case .accountId(let id):
+            guard let account = try await store.account(id: id) else { throw Problem.accountNotFound() }
+            return account
+        case .homeAccountId(let home):
+            guard let account = try await store.accounts(homeAccountId: home).first else { throw Problem.accountNotFound() }
+            return account
+        case .username(let username, let tenantId):
+            let matches = try await store.accounts(username: username, tenantId: tenantId)
+            guard let first = matches.first else { throw Problem.accountNotFound() }
+            guard matches.count == 1 else {
+                throw Problem(
+                    .ambiguousAccount, "Several accounts have this username; pass account_id, or narrow by tenant_id.",
+                    extensions: ["account_ids": .array(matches.map { .string($0.accountId) })])
+            }
+            return first
+        }
+    }
+
+    // MARK: Refresh
+
+    /// Redeems the refresh token while holding the account's advisory lock, so replicas take
+    /// turns and each redemption uses the token the previous one returned (strict rotation).
+    /// The new access token and rotated refresh token are stored in the same transaction.
+    private func refresh(
+        account: AccountRecord, authority: Authority, scopes: ScopeSet, claims: String?, bypassCache: Bool, minTTL: Int, context: RequestContext
+    ) async throws -> RefreshOutcome {
+        let store = self.store
+        let clientId = self.clientId
+        let sts = self.sts
+        let now = self.now
+        let service = self
+        return try await store.database.transaction { connection -> RefreshOutcome in
+            try TokenStore.lockRefresh(in: connection, accountId: account.accountId, clientId: clientId)
+            if !bypassCache {
+                // Another replica may have refreshed while this one waited for the lock.
+                let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: account.realm)
+                if let hit = service.best(stored, covering: scopes, minTTL: minTTL) {
+                    return .token(hit, declined: [], source: .cache)
+                }
+            }
+            guard let refreshToken = try store.refreshToken(in: connection, accountId: account.accountId) else {
+                return .problem(Problem(
+                    .interactionRequired, "No refresh token is stored for this account; the user must sign in.",
+                    extensions: ["account_state": .string("active")]))
+            }
+            let result: Result<TokenResponse, STSCallError> = try blockingWait {
+                do {
+                    return .success(try await sts.redeem(
+                        grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
+                        authority: authority, scopes: scopes, claims: claims, context: context))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch result {
+            case .failure(.unavailable(let problem)):
+                return .problem(problem)
+            case .failure(.rejected(let failure)):
+                if failure.disposition == .refreshTokenDead {
+                    // Persist the deletion before answering, so the dead token is never sent again.
+                    try store.markRefreshTokenDead(in: connection, accountId: account.accountId)
+                    service.logger.info("account.interaction_required", ["account.id": account.accountId, "sts.error_codes": failure.stsErrorCodes.map(String.init).joined(separator: ",")])
+                }
+                return .problem(Problem(failure, requestedScopes: scopes))
+            case .success(let response):
+                let granted = ScopeRules.granted(response.scope, requested: scopes)
+                let declined = ScopeRules.declined(requested: scopes, granted: granted)
+                let issuedAt = now()
+                let token = StoredAccessToken(
+                    accountId: account.accountId, environment: account.environment, realm: account.realm, clientId: clientId,
+                    scopes: granted.canonical, secret: response.accessToken, expiresOn: issuedAt + response.expiresIn,
+                    extExpiresOn: response.extExpiresIn.map { issuedAt + $0 }, refreshOn: response.refreshIn.map { issuedAt + $0 })
+                try store.saveAccessToken(in: connection, token)
+                // Never store a null over a stored refresh token (case 14).
+                if let rotated = response.refreshToken, !rotated.isEmpty {
+                    try store.saveRefreshToken(in: connection, accountId: account.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
+                }
+                return .token(token, declined: declined, source: .refresh)
+            }
+        }
+    }
+
+    // MARK: Freshness
+
+    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
+    func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
+        switch TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
+        case .fresh, .refreshDue: return true
+        case .expired, .extendedOnly: return false
+        }
+    }
+
+    func best(_ tokens: [StoredAccessToken], covering scopes: ScopeSet, minTTL: Int) -> StoredAccessToken? {
+        tokens.filter { $0.scopeSet.isSuperset(of: scopes) && usable($0, minTTL: minTTL) }.max { $0.expiresOn < $1.expiresOn }
+    }
+}

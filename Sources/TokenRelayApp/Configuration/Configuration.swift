@@ -1,0 +1,99 @@
+import Foundation
+
+/// TokenRelay's settings (SPEC §11). Every property documents its default and unit; names of the
+/// environment variables are part of the contract (`TOKENRELAY_` + the upper-cased JSON name).
+public struct Configuration: Sendable {
+    /// Where to serve, `host:port`. Default `127.0.0.1:8080`.
+    public var listenHost: String = "127.0.0.1"
+    public var listenPort: Int = 8080
+    /// libpq URL of the database. Required by `serve` and `migrate`.
+    public var databaseURL: String = ""
+    /// Connections in the pool. Default 8.
+    public var databasePoolSize: Int = 8
+    /// The app registration's client id. Required.
+    public var clientId: String = ""
+    /// The confidential client credential (secret). Never logged.
+    public var clientSecret: String?
+    /// Default authority URL, e.g. `https://login.microsoftonline.com/{tenant}`. Required.
+    public var authority: String = ""
+    /// Authority hosts or URLs trusted without instance discovery (B2C, custom, emulator).
+    public var knownAuthorities: [String] = []
+    /// Accept `http://127.0.0.1` / `localhost` authorities and downstream APIs. Default false.
+    public var allowHTTPLoopback: Bool = false
+    /// The registered redirect URI that reaches `/v1/sign-ins/callback`.
+    /// Default `http://{listen}/v1/sign-ins/callback`.
+    public var redirectURI: String?
+    /// Key ring `id1:base64key,id2:base64key`; the first key encrypts, all decrypt. Required.
+    public var encryptionKeys: String = ""
+    /// Downstream APIs by name (SPEC §6). Default: `graph` at `https://graph.microsoft.com/v1.0`, scopes `User.Read`.
+    public var downstreamAPIs: [String: DownstreamAPI] = [
+        "graph": DownstreamAPI(baseURL: "https://graph.microsoft.com/v1.0", scopes: ["User.Read"], appScopes: nil)
+    ]
+    /// An admin API key accepted as it is (development, first set-up). Never logged.
+    public var bootstrapAPIKey: String?
+    /// `debug|info|warn|error`. Default `info`.
+    public var logLevel: LogLevel = .info
+    /// Whether usernames may appear in logs. Default false.
+    public var logPII: Bool = false
+    /// Default request deadline in seconds (SPEC §5). Default 30.
+    public var requestTimeoutSeconds: Double = 30
+    /// Attempts per STS or downstream call, the first included. Default 3.
+    public var maxAttempts: Int = 3
+    /// Longest Retry-After waited for inside a request, seconds. Default 60.
+    public var maxRetryAfterSeconds: Int = 60
+    /// A token this close to `expires_on` (seconds) is not served. Default 300.
+    public var expirySkewSeconds: Int = 300
+    /// How long an interaction-required answer is replayed, seconds. Default 60.
+    public var uiRequiredTTLSeconds: Int = 60
+    /// Serve tokens up to `ext_expires_on` while the STS is down. Default false.
+    public var allowExtendedLifetime: Bool = false
+    /// Client capabilities sent as `xms_cc` claims, e.g. `cp1`. Default none.
+    public var clientCapabilities: [String] = []
+    /// Request body limit in bytes. Default 65536.
+    public var maxBodyBytes: Int = 65536
+    /// Concurrent client connections. Default 4096.
+    public var maxConnections: Int = 4096
+    /// Server threads answering requests. Default: the number of cores.
+    public var serverThreads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Apply pending migrations at start-up. Default false.
+    public var migrateOnStart: Bool = false
+    /// The base URL callers and browsers use (behind a proxy). Default `http://{listen}`.
+    public var publicBaseURL: String?
+    /// Origins allowed for `redirect_after` (no open redirect). Default none.
+    public var redirectAfterOrigins: [String] = []
+    /// Directory of `NNNN_*.sql` migrations. Default: found next to the binary or in the working directory.
+    public var migrationsDirectory: String?
+
+    public init() {}
+
+    /// `host:port` as configured.
+    public var listen: String { "\(listenHost):\(listenPort)" }
+
+    /// The externally visible base URL, without a trailing slash.
+    public var effectivePublicBaseURL: String {
+        let base = publicBaseURL ?? "http://\(listen)"
+        return base.hasSuffix("/") ? String(base.dropLast()) : base
+    }
+
+    public var effectiveRedirectURI: String {
+        redirectURI ?? "\(effectivePublicBaseURL)/v1/sign-ins/callback"
+    }
+}
+
+/// A configured downstream API (SPEC §6).
+public struct DownstreamAPI: Sendable, Equatable {
+    /// Base URL without a trailing slash, e.g. `https://graph.microsoft.com/v1.0`.
+    public var baseURL: String
+    /// Delegated scopes requested for calls made for a user.
+    public var scopes: [String]
+    /// Application scopes; default `{origin}/.default`.
+    public var appScopes: [String]?
+}
+
+public enum LogLevel: String, Sendable, Comparable, CaseIterable {
+    case debug, info, warn, error
+
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import IdentityCore
+
+/// A setting that cannot be used; start-up stops with this one line (SPEC §8).
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public let setting: String
+    public let reason: String
+    public var description: String { "invalid configuration: \(setting): \(reason)" }
+}
+
+/// Reads `Configuration` from `TOKENRELAY_*` environment variables over an optional JSON file
+/// (`TOKENRELAY_CONFIG`, lower-case names without the prefix). Every secret setting can also be
+/// read from a file named by `NAME_FILE` (systemd credentials, Kubernetes secrets).
+public struct ConfigurationLoader: Sendable {
+    private let environment: [String: String]
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    /// Builds and validates the configuration.
+    /// - Parameter requireIdentity: whether the client id, authority and key ring must be present
+    ///   (`serve` needs them; `migrate` does not).
+    /// - Throws: `ConfigurationError` naming the first bad setting.
+    public func load(requireIdentity: Bool = true) throws -> Configuration {
+        let file = try fileSettings()
+        func value(_ name: String) throws -> String? {
+            let variable = "TOKENRELAY_" + name.uppercased()
+            if let direct = environment[variable], !direct.isEmpty { return direct }
+            if let path = environment[variable + "_FILE"], !path.isEmpty {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw ConfigurationError(setting: variable + "_FILE", reason: "cannot read the file")
+                }
+                return text.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            return file[name]
+        }
+        func int(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let text = try value(name) else { return nil }
+            guard let number = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+                throw ConfigurationError(setting: "TOKENRELAY_" + name.uppercased(), reason: "must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return number
+        }
+        func bool(_ name: String) throws -> Bool? {
+            guard let text = try value(name)?.lowercased() else { return nil }
+            switch text {
+            case "1", "true", "yes", "on": return true
+            case "0", "false", "no", "off": return false
+            default: throw ConfigurationError(setting: "TOKENRELAY_" + name.uppercased(), reason: "must be true or false")
+            }
+        }
+        func list(_ name: String) throws -> [String]? {
+            try value(name).map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        }
+
+        var config = Configuration()
+        if let listen = try value("listen") {
+            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+                throw ConfigurationError(setting: "TOKENRELAY_LISTEN", reason: "must be host:port")
+            }
+            config.listenHost = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            config.listenPort = port
+        }
+        config.databaseURL = try value("database_url") ?? ""
+        config.databasePoolSize = try int("database_pool_size", 1...256) ?? config.databasePoolSize
+        config.clientId = try value("client_id") ?? ""
+        config.clientSecret = try value("client_secret")
+        config.authority = try value("authority") ?? ""
+        config.knownAuthorities = try list("known_authorities") ?? []
+        config.allowHTTPLoopback = try bool("allow_http_loopback") ?? false
+        config.redirectURI = try value("redirect_uri")
+        config.encryptionKeys = try value("encryption_keys") ?? ""
+        if let apis = try value("downstream_apis") {
+            config.downstreamAPIs = try Self.parseDownstreamAPIs(apis)
+        }
+        config.bootstrapAPIKey = try value("bootstrap_api_key")
+        if let level = try value("log_level") {
+            guard let parsed = LogLevel(rawValue: level.lowercased()) else {
+                throw ConfigurationError(setting: "TOKENRELAY_LOG_LEVEL", reason: "must be one of debug, info, warn, error")
+            }
+            config.logLevel = parsed
+        }
+        config.logPII = try bool("log_pii") ?? false
+        if let timeout = try value("request_timeout_s") {
+            guard let seconds = Double(timeout), seconds > 0, seconds <= 120 else {
+                throw ConfigurationError(setting: "TOKENRELAY_REQUEST_TIMEOUT_S", reason: "must be a number of seconds in (0, 120]")
+            }
+            config.requestTimeoutSeconds = seconds
+        }
+        config.maxAttempts = try int("max_attempts", 1...10) ?? config.maxAttempts
+        config.maxRetryAfterSeconds = try int("max_retry_after_s", 0...3600) ?? config.maxRetryAfterSeconds
+        config.expirySkewSeconds = try int("expiry_skew_s", 0...3600) ?? config.expirySkewSeconds
+        config.uiRequiredTTLSeconds = try int("ui_required_ttl_s", 0...3600) ?? config.uiRequiredTTLSeconds
+        config.allowExtendedLifetime = try bool("allow_extended_lifetime") ?? false
+        config.clientCapabilities = try list("client_capabilities") ?? []
+        config.maxBodyBytes = try int("max_body_bytes", 1024...(64 << 20)) ?? config.maxBodyBytes
+        config.maxConnections = try int("max_connections", 1...1_000_000) ?? config.maxConnections
+        config.serverThreads = try int("server_threads", 1...256) ?? config.serverThreads
+        config.migrateOnStart = try bool("migrate_on_start") ?? false
+        config.publicBaseURL = try value("public_base_url")
+        config.redirectAfterOrigins = try list("redirect_after_origins") ?? []
+        config.migrationsDirectory = try value("migrations_dir")
+
+        if requireIdentity {
+            try validateIdentity(config)
+        }
+        return config
+    }
+
+    private func validateIdentity(_ config: Configuration) throws {
+        guard !config.clientId.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ID", reason: "is required")
+        }
+        guard !config.authority.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: "is required")
+        }
+        guard !config.databaseURL.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
+        }
+        do {
+            let validator = try AuthorityValidator(knownAuthorities: config.knownAuthorities, allowHTTPLoopback: config.allowHTTPLoopback)
+            _ = try validator.validate(config.authority)
+        } catch {
+            throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)
+        }
+        do {
+            _ = try KeyRing(parsing: config.encryptionKeys)
+        } catch let error as KeyRingError {
+            throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: error.description)
+        }
+        for (name, api) in config.downstreamAPIs where !(api.baseURL.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(api.baseURL))) {
+            throw ConfigurationError(setting: "TOKENRELAY_DOWNSTREAM_APIS", reason: "\(name).base_url must be https (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
+        }
+    }
+
+    static func isLoopback(_ url: String) -> Bool {
+        ["http://127.0.0.1", "http://localhost", "http://[::1]"].contains { url == $0 || url.hasPrefix($0 + ":") || url.hasPrefix($0 + "/") }
+    }
+
+    private func fileSettings() throws -> [String: String] {
+        guard let path = environment["TOKENRELAY_CONFIG"], !path.isEmpty else { return [:] }
+        guard let data = FileManager.default.contents(atPath: path),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else {
+            throw ConfigurationError(setting: "TOKENRELAY_CONFIG", reason: "cannot read a JSON object from the file")
+        }
+        var settings: [String: String] = [:]
+        for (key, value) in object {
+            switch value {
+            case let text as String: settings[key] = text
+            case let flag as Bool: settings[key] = flag ? "true" : "false"
+            case let number as NSNumber: settings[key] = number.stringValue
+            case let list as [String]: settings[key] = list.joined(separator: ",")
+            default:
+                if let data = try? JSONSerialization.data(withJSONObject: value) {
+                    settings[key] = String(decoding: data, as: UTF8.self)
+                }
+            }
+        }
+        return settings
+    }
+
+    static func parseDownstreamAPIs(_ text: String) throws -> [String: DownstreamAPI] {
+        let setting = "TOKENRELAY_DOWNSTREAM_APIS"
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw ConfigurationError(setting: setting, reason: "must be a JSON object {name: {base_url, scopes, app_scopes}}")
+        }
+        var apis: [String: DownstreamAPI] = [:]
+        for (name, entry) in object {
+            guard let entry = entry as? [String: Any], let base = entry["base_url"] as? String, !base.isEmpty else {
+                throw ConfigurationError(setting: setting, reason: "\(name).base_url is required")
+            }
+            guard let scopes = entry["scopes"] as? [String], !scopes.isEmpty else {
+                throw ConfigurationError(setting: setting, reason: "\(name).scopes must be a non-empty array of strings")
+            }
+            let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
+            apis[name] = DownstreamAPI(baseURL: trimmed, scopes: scopes, appScopes: entry["app_scopes"] as? [String])
+        }
+        return apis
+    }
+}

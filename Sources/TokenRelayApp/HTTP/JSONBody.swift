@@ -1,0 +1,104 @@
+import Foundation
+import HTTPCommon
+import IdentityCore
+
+/// A request's JSON object body with typed accessors whose errors name the field (400
+/// `invalid_request` with `field`), so callers learn exactly what to fix.
+struct JSONBody: Sendable {
+    let members: [String: JSONValue]
+
+    /// Parses the body of `request`.
+    /// - Throws: `Problem` 415 when the content type is not JSON, 400 when the body is not a JSON object.
+    init(_ request: HTTPRequest) throws(Problem) {
+        let contentType = request.headers["Content-Type"]?.lowercased() ?? ""
+        let mediaType = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json")) else {
+            throw Problem(.unsupportedMediaType, "The request body must be application/json.", extensions: ["field": .string("Content-Type")])
+        }
+        guard !request.body.isEmpty else {
+            throw Problem.invalidRequest(field: "body", "The request body is empty; a JSON object is required.")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(request.body))
+        } catch {
+            throw Problem.invalidRequest(field: "body", "The request body is not valid JSON.")
+        }
+        guard case .object(let members) = value else {
+            throw Problem.invalidRequest(field: "body", "The request body must be a JSON object.")
+        }
+        self.members = members
+    }
+
+    init(members: [String: JSONValue]) { self.members = members }
+
+    func has(_ field: String) -> Bool {
+        if let value = members[field], value != .null { return true }
+        return false
+    }
+
+    func string(_ field: String) throws(Problem) -> String? {
+        switch members[field] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text
+        default: throw Problem.invalidRequest(field: field, "'\(field)' must be a string.")
+        }
+    }
+
+    func requiredString(_ field: String) throws(Problem) -> String {
+        guard let text = try string(field), !text.isEmpty else {
+            throw Problem.invalidRequest(field: field, "'\(field)' is required.")
+        }
+        return text
+    }
+
+    func bool(_ field: String) throws(Problem) -> Bool? {
+        switch members[field] {
+        case nil, .null?: return nil
+        case .bool(let flag)?: return flag
+        default: throw Problem.invalidRequest(field: field, "'\(field)' must be true or false.")
+        }
+    }
+
+    func int(_ field: String) throws(Problem) -> Int? {
+        switch members[field] {
+        case nil, .null?: return nil
+        case .number(let number)? where number == number.rounded() && abs(number) < 1e15: return Int(number)
+        default: throw Problem.invalidRequest(field: field, "'\(field)' must be an integer.")
+        }
+    }
+
+    func stringArray(_ field: String) throws(Problem) -> [String]? {
+        switch members[field] {
+        case nil, .null?: return nil
+        case .array(let items)?:
+            var strings: [String] = []
+            for item in items {
+                guard case .string(let text) = item else {
+                    throw Problem.invalidRequest(field: field, "'\(field)' must be an array of strings.")
+                }
+                strings.append(text)
+            }
+            return strings
+        default: throw Problem.invalidRequest(field: field, "'\(field)' must be an array of strings.")
+        }
+    }
+
+    /// A claims request given as a JSON object or as JSON text (SPEC §1).
+    func claims(_ field: String) throws(Problem) -> String? {
+        switch members[field] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text.isEmpty ? nil : text
+        case .object?:
+            return String(decoding: JSONWriter.encode(members[field]!), as: UTF8.self)
+        default: throw Problem.invalidRequest(field: field, "'\(field)' must be a JSON object or JSON text.")
+        }
+    }
+
+    /// Rejects members the route does not know, so a typo is an error rather than ignored.
+    func rejectUnknown(allowed: Set<String>) throws(Problem) {
+        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw Problem.invalidRequest(field: unknown, "Unknown field '\(unknown)'.")
+        }
+    }
+}

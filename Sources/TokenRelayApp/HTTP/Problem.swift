@@ -1,0 +1,52 @@
+import Foundation
+import HTTPCommon
+import IdentityCore
+
+/// An RFC 9457 problem the service answers with (`application/problem+json`).
+///
+/// `type` is `urn:tokenrelay:problem:{error}` and `error` the stable machine code (SPEC §4, §12).
+/// Extra members (`field`, `suberror`, `sts_error_codes`, ...) travel in `extensions`.
+struct Problem: Error, Sendable {
+    var code: ProblemCode
+    var detail: String
+    var status: Int
+    var extensions: [String: JSONValue]
+    var headers: HTTPHeaders
+
+    init(_ code: ProblemCode, _ detail: String, status: Int? = nil, extensions: [String: JSONValue] = [:], headers: HTTPHeaders = HTTPHeaders()) {
+        self.code = code
+        self.detail = detail
+        self.status = status ?? code.status
+        self.extensions = extensions
+        self.headers = headers
+    }
+
+    /// 400 `invalid_request` naming the offending field.
+    static func invalidRequest(field: String, _ detail: String) -> Problem {
+        Problem(.invalidRequest, detail, extensions: ["field": .string(field)])
+    }
+
+    static func accountNotFound() -> Problem {
+        Problem(.accountNotFound, "No account matches the given identifier.")
+    }
+
+    /// 503 `upstream_unavailable` with `Retry-After` (SPEC §12: always carried).
+    static func unavailable(_ detail: String, retryAfterSeconds: Int) -> Problem {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", String(retryAfterSeconds))
+        return Problem(.upstreamUnavailable, detail, extensions: ["retry_after_s": .number(Double(retryAfterSeconds))], headers: headers)
+    }
+
+    func response(correlationId: String) -> HTTPResponse {
+        var members = extensions
+        members["type"] = .string(code.typeURI)
+        members["title"] = .string(code.title)
+        members["status"] = .number(Double(status))
+        members["detail"] = .string(detail)
+        members["error"] = .string(code.rawValue)
+        members["correlation_id"] = .string(correlationId)
+        var headers = self.headers
+        headers.set("Content-Type", "application/problem+json")
+        return HTTPResponse(status: status, headers: headers, body: JSONWriter.encode(.object(members)))
+    }
+}

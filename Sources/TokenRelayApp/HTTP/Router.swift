@@ -1,0 +1,108 @@
+import HTTPCommon
+
+/// Matches a method and path against route templates such as `/v1/accounts/{account_id}` and
+/// `/v1/downstream/{api}/{path...}` (the last form takes the rest of the path, several segments).
+///
+/// Unknown paths are 404 `not_found`; a known path with another method is 405 with `Allow`
+/// (SPEC §12 Problems).
+struct Router: Sendable {
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+        case remainder(String)
+    }
+
+    struct Route: Sendable {
+        let method: String
+        let template: String
+        let segments: [Segment]
+        let access: RouteAccess
+        let handler: RouteHandler
+    }
+
+    enum Match {
+        case found(Route, [String: String])
+        case methodNotAllowed(allowed: [String])
+        case notFound
+    }
+
+    private(set) var routes: [Route] = []
+
+    /// Registers `handler` for `method` on `template`.
+    mutating func add(_ method: String, _ template: String, access: RouteAccess, _ handler: @escaping RouteHandler) {
+        routes.append(Route(method: method, template: template, segments: Self.parse(template), access: access, handler: handler))
+    }
+
+    func match(method: String, path: String) -> Match {
+        let parts = Self.split(path)
+        var allowed: [String] = []
+        for route in routes {
+            guard let parameters = Self.bind(route.segments, to: parts) else { continue }
+            if route.method == method || (method == "HEAD" && route.method == "GET") {
+                return .found(route, parameters)
+            }
+            allowed.append(route.method)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+    }
+
+    /// The templates in OpenAPI form (`{path}` for a remainder), for the route-parity test.
+    var openAPIOperations: [(method: String, path: String)] {
+        routes.map { route in
+            (route.method, route.template.replacingOccurrences(of: "...}", with: "}"))
+        }
+    }
+
+    private static func parse(_ template: String) -> [Segment] {
+        split(template).map { part in
+            if part.hasPrefix("{") && part.hasSuffix("...}") {
+                return .remainder(String(part.dropFirst().dropLast(4)))
+            }
+            if part.hasPrefix("{") && part.hasSuffix("}") {
+                return .parameter(String(part.dropFirst().dropLast()))
+            }
+            return .literal(part)
+        }
+    }
+
+    private static func split(_ path: String) -> [String] {
+        path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+    }
+
+    private static func bind(_ segments: [Segment], to parts: [String]) -> [String: String]? {
+        var parameters: [String: String] = [:]
+        for (index, segment) in segments.enumerated() {
+            switch segment {
+            case .literal(let text):
+                guard index < parts.count, parts[index] == text else { return nil }
+            case .parameter(let name):
+                guard index < parts.count, !parts[index].isEmpty else { return nil }
+                parameters[name] = parts[index]
+            case .remainder(let name):
+                guard index < parts.count else { return nil }
+                parameters[name] = parts[index...].joined(separator: "/")
+                return parameters
+            }
+        }
+        return segments.count == parts.count ? parameters : nil
+    }
+}
+
+/// Who may call a route (SPEC §11, §12 Permissions).
+enum RouteAccess: Sendable, Equatable {
+    /// No API key: health, readiness, metrics, the sign-in callback.
+    case open
+    /// An API key with this permission.
+    case requires(Permission)
+}
+
+typealias RouteHandler = @Sendable (RouteRequest) async throws -> HTTPResponse
+
+/// What a route handler gets: the request, its path parameters and its per-request context.
+struct RouteRequest: Sendable {
+    let http: HTTPRequest
+    let parameters: [String: String]
+    let context: RequestContext
+
+    func parameter(_ name: String) -> String { parameters[name] ?? "" }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Synchronization
+
+/// Prometheus counters and histograms for `/metrics` (SPEC §8), kept in this process.
+///
+/// Labels are bounded: routes are templates, never raw paths; outcomes are short codes.
+public final class Metrics: Sendable {
+    private struct State {
+        var counters: [String: [String: Double]] = [:]  // name → rendered labels → value
+        var histograms: [String: [String: Histogram]] = [:]
+        var help: [String: (type: String, text: String)] = [:]
+    }
+
+    private struct Histogram {
+        static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+        var buckets = [UInt64](repeating: 0, count: bounds.count)
+        var count: UInt64 = 0
+        var sum: Double = 0
+
+        mutating func observe(_ value: Double) {
+            for (index, bound) in Self.bounds.enumerated() where value <= bound { buckets[index] += 1 }
+            count += 1
+            sum += value
+        }
+    }
+
+    private let state = Mutex(State())
+    /// Gauges computed when scraped (pool use, cache size).
+    private let gauges: Mutex<[@Sendable () -> [(name: String, labels: [String: String], value: Double)]]> = Mutex([])
+
+    public init() {
+        describe("tokenrelay_http_requests_total", "counter", "HTTP requests by route template and status.")
+        describe("tokenrelay_http_request_duration_seconds", "histogram", "HTTP request latency by route template.")
+        describe("tokenrelay_token_cache_total", "counter", "Silent token requests by cache outcome (hit, miss).")
+        describe("tokenrelay_sts_requests_total", "counter", "Token endpoint calls by grant and outcome.")
+        describe("tokenrelay_retries_total", "counter", "Retried upstream attempts by target.")
+        describe("tokenrelay_throttled_total", "counter", "Requests answered throttled.")
+        describe("tokenrelay_refresh_coalesced_total", "counter", "Refreshes that joined one already in flight.")
+    }
+
+    func describe(_ name: String, _ type: String, _ text: String) {
+        state.withLock { $0.help[name] = (type, text) }
+    }
+
+    public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {
+        let key = Self.render(labels)
+        state.withLock { $0.counters[name, default: [:]][key, default: 0] += amount }
+    }
+
+    public func observe(_ name: String, _ labels: [String: String] = [:], seconds: Double) {
+        let key = Self.render(labels)
+        state.withLock { $0.histograms[name, default: [:]][key, default: Histogram()].observe(seconds) }
+    }
+
+    /// Registers gauges read at scrape time.
+    public func addGauges(_ read: @escaping @Sendable () -> [(name: String, labels: [String: String], value: Double)]) {
+        gauges.withLock { $0.append(read) }
+    }
+
+    /// The current value of a counter (tests and health checks).
+    public func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
+        state.withLock { $0.counters[name]?[Self.render(labels)] ?? 0 }
+    }
+
+    /// Prometheus text exposition format 0.0.4.
+    public func render() -> String {
+        var lines: [String] = []
+        let snapshot = state.withLock { $0 }
+        for name in snapshot.counters.keys.sorted() {
+            if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) counter"] }
+            for (labels, value) in snapshot.counters[name]!.sorted(by: { $0.key < $1.key }) {
+                lines.append("\(name)\(labels) \(Self.format(value))")
+            }
+        }
+        for name in snapshot.histograms.keys.sorted() {
+            if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) histogram"] }
+            for (labels, histogram) in snapshot.histograms[name]!.sorted(by: { $0.key < $1.key }) {
+                let inner = labels.isEmpty ? "" : String(labels.dropFirst().dropLast()) + ","
+                for (index, bound) in Histogram.bounds.enumerated() {
+                    lines.append("\(name)_bucket{\(inner)le=\"\(Self.format(bound))\"} \(histogram.buckets[index])")
+                }
+                lines.append("\(name)_bucket{\(inner)le=\"+Inf\"} \(histogram.count)")
+                lines.append("\(name)_sum\(labels) \(Self.format(histogram.sum))")
+                lines.append("\(name)_count\(labels) \(histogram.count)")
+            }
+        }
+        let readers = gauges.withLock { $0 }
+        var seen = Set<String>()
+        for read in readers {
+            for gauge in read() {
+                if seen.insert(gauge.name).inserted { lines.append("# TYPE \(gauge.name) gauge") }
+                lines.append("\(gauge.name)\(Self.render(gauge.labels)) \(Self.format(gauge.value))")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func render(_ labels: [String: String]) -> String {
+        guard !labels.isEmpty else { return "" }
+        let body = labels.sorted { $0.key < $1.key }.map { key, value in
+            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+            return "\(key)=\"\(escaped)\""
+        }
+        return "{" + body.joined(separator: ",") + "}"
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

@@ -1,0 +1,187 @@
+import CryptoBridge
+import Foundation
+import IdentityCore
+
+/// Sign-in with the authorization code flow and PKCE (RFC 6749 §4.1, RFC 7636 S256, OpenID
+/// Connect Core §3.1): `start` mints state, nonce and verifier and returns the authorize URL;
+/// `complete` checks the state once, redeems the code, validates the id_token and stores the
+/// account with its tokens (SPEC §3).
+struct SignInService: Sendable {
+    let store: TokenStore
+    let sts: STSClient
+    let metadata: OpenIDMetadataCache
+    let authorities: AuthorityValidator
+    let defaultAuthority: Authority
+    let clientId: String
+    let redirectURI: String
+    let redirectAfterOrigins: [String]
+    let clientCapabilities: [String]
+    let memory: MemoryTokenCache
+    let logger: Logger
+    let now: @Sendable () -> Int
+
+    /// A sign-in lives 10 minutes (SPEC §3).
+    static let lifetimeSeconds = 600
+
+    struct StartRequest: Sendable {
+        var scopes: ScopeSet
+        var authority: Authority?
+        var loginHint: String?
+        var prompt: String?
+        var claims: String?
+        var redirectAfter: String?
+    }
+
+    struct Started: Sendable {
+        let authorizeURL: String
+        let signInId: String
+        /// Unix seconds.
+        let expiresAt: Int
+    }
+
+    enum Completion: Sendable {
+        case account(AccountRecord)
+        case redirect(String, AccountRecord)
+    }
+
+    func start(_ request: StartRequest) async throws -> Started {
+        if let redirectAfter = request.redirectAfter {
+            try checkRedirectAfter(redirectAfter)
+        }
+        let authority = request.authority ?? defaultAuthority
+        let state = RandomToken.make(bytes: 32)
+        let nonce = RandomToken.make(bytes: 16)
+        let verifier = RandomToken.make(bytes: 32)  // 43 characters, RFC 7636 §4.1
+        let challenge = Base64URL.encode(SHA256.hash(Array(verifier.utf8)))
+        let signInId = "si_" + RandomToken.make(bytes: 16)
+        let expiresAt = now() + Self.lifetimeSeconds
+        let claims: String?
+        do {
+            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
+        } catch {
+            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
+        }
+        try await store.savePendingSignIn(
+            PendingSignIn(
+                signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
+                redirectAfter: request.redirectAfter, expiresAt: expiresAt),
+            stateHash: SHA256.hash(Array(state.utf8)))
+
+        var query: [(String, String)] = [
+            ("client_id", clientId), ("response_type", "code"), ("redirect_uri", redirectURI), ("response_mode", "query"),
+            ("scope", request.scopes.wireValue), ("state", state), ("nonce", nonce),
+            ("code_challenge", challenge), ("code_challenge_method", "S256"), ("client_info", "1"),
+        ]
+        if let hint = request.loginHint { query.append(("login_hint", hint)) }
+        if let prompt = request.prompt { query.append(("prompt", prompt)) }
+        if let claims { query.append(("claims", claims)) }
+        return Started(authorizeURL: authority.authorizeEndpoint + "?" + FormEncoding.query(query), signInId: signInId, expiresAt: expiresAt)
+    }
+
+    /// Completes the sign-in the authority redirected back with.
+    /// - Throws: `Problem`: 400 `invalid_request` (unknown, used or expired state; missing code),
+    ///   400 `user_canceled` (access_denied), 409 `interaction_required`, 502 `upstream_error`
+    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable`.
+    func complete(query: [String: String], context: RequestContext) async throws -> Completion {
+        guard let state = query["state"], !state.isEmpty else {
+            throw Problem.invalidRequest(field: "state", "The callback carries no 'state'.")
+        }
+        guard let pending = try await store.consumePendingSignIn(stateHash: SHA256.hash(Array(state.utf8))) else {
+            throw Problem.invalidRequest(field: "state", "The sign-in is unknown, already completed, or expired; start a new one.")
+        }
+        if let error = query["error"] {
+            throw Self.authorizeProblem(error: error, description: query["error_description"] ?? "")
+        }
+        guard let code = query["code"], !code.isEmpty else {
+            throw Problem.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
+        }
+        let authority = try authorities.validate(pending.authority)
+        let scopes = ScopeSet(canonical: pending.scopes)
+
+        let response: TokenResponse
+        do {
+            response = try await sts.redeem(
+                grant: [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI), ("code_verifier", pending.codeVerifier)],
+                authority: authority, scopes: scopes, claims: nil, context: context)
+        } catch .rejected(let failure) {
+            throw Problem(failure, requestedScopes: scopes)
+        } catch .unavailable(let problem) {
+            throw problem
+        }
+
+        guard let idTokenText = response.idToken, let idToken = try? JWT.parse(idTokenText) else {
+            throw Problem(.upstreamError, "The token response has no readable id_token.", status: 502)
+        }
+        let (openID, verifier) = try await metadata.verifier(for: authority, keyId: idToken.keyId)
+        let claims: IDTokenClaims
+        do {
+            claims = try IDTokenValidator(clientId: clientId).validate(idToken, expectedIssuer: openID.issuer, nonce: pending.nonce, now: now(), verifier: verifier)
+        } catch {
+            logger.warn("sign_in.id_token_rejected", ["reason": String(describing: error), "correlation.id": context.correlationId])
+            throw Problem(.upstreamError, "The id_token failed validation: \(error).", status: 502)
+        }
+        guard let clientInfoText = response.clientInfo, let clientInfo = try? ClientInfo.decode(clientInfoText) else {
+            throw Problem(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502)
+        }
+
+        let issuedAt = now()
+        let realm = claims.tid ?? clientInfo.utid
+        let granted = ScopeRules.granted(response.scope, requested: scopes)
+        let accessToken = StoredAccessToken(
+            accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
+            secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
+            refreshOn: response.refreshIn.map { issuedAt + $0 })
+        let account = try await store.saveSignIn(
+            SignedInAccount(
+                environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
+                username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
+            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken)
+        memory.removeAll(accountId: account.accountId)
+        logger.info("sign_in.completed", ["account.id": account.accountId, "sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+
+        if let redirectAfter = pending.redirectAfter {
+            let separator = redirectAfter.contains("?") ? "&" : "?"
+            return .redirect(redirectAfter + separator + FormEncoding.query([("account_id", account.accountId)]), account)
+        }
+        return .account(account)
+    }
+
+    /// `redirect_after` must be an absolute http(s) URL on an allowed origin: no open redirect.
+    func checkRedirectAfter(_ url: String) throws {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            let host = components.host?.lowercased()
+        else {
+            throw Problem.invalidRequest(field: "redirect_after", "'redirect_after' must be an absolute http(s) URL.")
+        }
+        let origin = "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
+        guard redirectAfterOrigins.contains(where: { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == origin }) else {
+            throw Problem.invalidRequest(field: "redirect_after", "'redirect_after' is not on an allowed origin (TOKENRELAY_REDIRECT_AFTER_ORIGINS).")
+        }
+    }
+
+    /// An error the authority sent to the redirect URI (RFC 6749 §4.1.2.1).
+    static func authorizeProblem(error: String, description: String) -> Problem {
+        let codes = STSErrorResponse.parse(Array(#"{"error":"\#(error)","error_description":\#(jsonString(description))}"#.utf8)).errorCodes
+        var extensions: [String: JSONValue] = [:]
+        if !codes.isEmpty { extensions["sts_error_codes"] = .array(codes.map { .number(Double($0)) }) }
+        switch error {
+        case "access_denied":
+            return Problem(.userCanceled, "The user declined at the authority.", extensions: extensions)
+        case "interaction_required", "login_required", "consent_required":
+            extensions["suberror"] = error == "consent_required" ? .string("consent_required") : nil
+            return Problem(.interactionRequired, "The authority needs the user's interaction: \(error).", extensions: extensions)
+        default:
+            return Problem(.upstreamError, "The authority answered '\(error)'.", status: 502, extensions: extensions)
+        }
+    }
+
+    private static func jsonString(_ text: String) -> String {
+        String(decoding: JSONWriter.encode(.string(text)), as: UTF8.self)
+    }
+
+    /// The non-secret standard claims kept with the account (SPEC §12 Accounts).
+    static func publicClaims(_ claims: IDTokenClaims) -> String {
+        let keep: Set<String> = ["iss", "tid", "oid", "sub", "preferred_username", "name", "emails", "email", "given_name", "family_name", "ver", "idp", "tfp", "acr", "iat", "auth_time"]
+        return String(decoding: JSONWriter.encode(.object(claims.all.filter { keep.contains($0.key) })), as: UTF8.self)
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import IdentityCore
+
+/// One signed-in user for this client (SPEC §1, §3) as stored.
+struct AccountRecord: Sendable, Equatable {
+    enum State: String, Sendable {
+        case active
+        case interactionRequired = "interaction_required"
+    }
+
+    let accountId: String
+    let clientId: String
+    let environment: String
+    let homeAccountId: String?
+    let realm: String
+    let localAccountId: String?
+    let username: String?
+    let name: String?
+    let authority: String
+    let authorityType: AuthorityType
+    var state: State
+    let idTokenClaims: String
+    let createdAt: String
+    let lastUsedAt: String?
+
+    /// The account object of the API (SPEC §3, §12 Accounts).
+    var json: JSONValue {
+        let claims = (try? JSONValue.parse(idTokenClaims)) ?? .object([:])
+        return .object([
+            "account_id": .string(accountId),
+            "home_account_id": homeAccountId.map(JSONValue.string) ?? .null,
+            "environment": .string(environment),
+            "realm": .string(realm),
+            "local_account_id": localAccountId.map(JSONValue.string) ?? .null,
+            "username": username.map(JSONValue.string) ?? .null,
+            "name": name.map(JSONValue.string) ?? .null,
+            "authority_type": .string(authorityType.rawValue),
+            "state": .string(state.rawValue),
+            "created_at": .string(createdAt),
+            "last_used_at": lastUsedAt.map(JSONValue.string) ?? .null,
+            "id_token_claims": claims,
+            "tenant_profiles": .array([
+                .object([
+                    "realm": .string(realm),
+                    "local_account_id": localAccountId.map(JSONValue.string) ?? .null,
+                    "is_home": .bool(homeAccountId?.hasSuffix("." + realm) ?? true),
+                ])
+            ]),
+        ])
+    }
+}
+
+extension JSONValue {
+    /// Parses JSON text into a value.
+    static func parse(_ text: String) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+}

@@ -1,0 +1,49 @@
+import Dispatch
+import Foundation
+import PostgresBridge
+import Synchronization
+
+/// The PostgreSQL pool as the application sees it: every database failure becomes a problem
+/// (503 `upstream_unavailable` with `Retry-After` when the server is unreachable, SPEC §5).
+struct Database: Sendable {
+    let pool: PostgresPool
+
+    /// Seconds a caller is told to wait while the database is unreachable.
+    static let retryAfterSeconds = 2
+
+    /// Runs `body` on a pool worker thread inside one transaction.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await run { connection in try connection.transaction(body) }
+    }
+
+    /// Runs `body` on a pool worker thread holding one connection.
+    func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        do {
+            return try await pool.withConnection(body)
+        } catch let error as PostgresError {
+            throw Self.problem(for: error)
+        }
+    }
+
+    static func problem(for error: PostgresError) -> Problem {
+        if error.isConnectionFailure {
+            return Problem.unavailable("The database is unavailable.", retryAfterSeconds: retryAfterSeconds)
+        }
+        return Problem(.internal, "A database operation failed.")
+    }
+}
+
+/// Waits for an async operation from a thread that may block: a PostgreSQL worker thread holding
+/// a transaction (the refresh lock), never a Swift concurrency thread.
+func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+    let outcome = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await operation()) } catch { result = .failure(error) }
+        outcome.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    return try outcome.withLock { $0! }.get()
+}

@@ -1,0 +1,120 @@
+import Foundation
+import IdentityCore
+import PostgresBridge
+
+/// A sign-in waiting for its callback (authorization code flow with PKCE, SPEC §3).
+struct PendingSignIn: Sendable {
+    let signInId: String
+    let authority: String
+    /// Canonical requested scopes.
+    let scopes: [String]
+    let nonce: String
+    let codeVerifier: String
+    let redirectAfter: String?
+    /// Unix seconds.
+    let expiresAt: Int
+}
+
+/// What a successful sign-in writes, in one transaction.
+struct SignedInAccount: Sendable {
+    let environment: String
+    let homeAccountId: String
+    let realm: String
+    let localAccountId: String?
+    let username: String?
+    let name: String?
+    let authority: Authority
+    let idTokenClaims: String
+}
+
+extension TokenStore {
+    /// Stores a pending sign-in keyed by the SHA-256 of its `state` (the state itself is never stored).
+    func savePendingSignIn(_ signIn: PendingSignIn, stateHash: [UInt8]) async throws {
+        let sealed = try cipher.seal(signIn.codeVerifier, for: SealingContext(owner: signIn.signInId, kind: .pkceVerifier, clientId: clientId))
+        _ = try await database.run { connection in
+            // Expired rows go with each new insert, so the table stays small without a sweeper.
+            _ = try connection.query("DELETE FROM sign_ins WHERE expires_at < now() - interval '1 hour'")
+            return try connection.query(
+                """
+                INSERT INTO sign_ins (state_hash, sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after, expires_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10))
+                """,
+                [
+                    .bytes(stateHash), .text(signIn.signInId), .text(signIn.authority), .text(signIn.scopes.joined(separator: " ")),
+                    .text(signIn.nonce), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
+                    Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)),
+                ]
+            ).affectedRows
+        }
+    }
+
+    /// Takes the pending sign-in for `stateHash` exactly once: the row is deleted as it is read,
+    /// so a replayed callback finds nothing. Expired rows are not returned.
+    func consumePendingSignIn(stateHash: [UInt8]) async throws -> PendingSignIn? {
+        let clientId = self.clientId
+        let cipher = self.cipher
+        return try await database.run { connection in
+            guard let row = try connection.query(
+                """
+                DELETE FROM sign_ins WHERE state_hash = $1
+                RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
+                  extract(epoch FROM expires_at)::bigint AS expires_at
+                """,
+                [.bytes(stateHash)]
+            ).rows.first else { return nil }
+            let signInId = row.string("sign_in_id") ?? ""
+            let expiresAt = Int(row.int("expires_at") ?? 0)
+            guard expiresAt > Int(Date().timeIntervalSince1970) else { return nil }
+            let sealed = SealedSecret(
+                keyId: row.string("verifier_key_id") ?? "", nonce: row.bytes("verifier_nonce") ?? [], ciphertext: row.bytes("verifier_ciphertext") ?? [])
+            let verifier = try cipher.open(sealed, for: SealingContext(owner: signInId, kind: .pkceVerifier, clientId: clientId))
+            return PendingSignIn(
+                signInId: signInId, authority: row.string("authority") ?? "",
+                scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init), nonce: row.string("nonce") ?? "",
+                codeVerifier: verifier, redirectAfter: row.string("redirect_after"), expiresAt: expiresAt)
+        }
+    }
+
+    /// Creates or updates the account of a sign-in and stores its tokens in one transaction.
+    /// A returning user keeps their `account_id`; the account becomes `active` again.
+    func saveSignIn(_ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?) async throws -> AccountRecord {
+        let clientId = self.clientId
+        let newId = "acc_" + RandomToken.make(bytes: 16)
+        return try await database.transaction { connection in
+            guard let row = try connection.query(
+                """
+                INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, local_account_id, username, name,
+                                      authority, authority_type, state, id_token_claims)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'active', $11::jsonb)
+                ON CONFLICT (client_id, environment, home_account_id) DO UPDATE SET
+                  realm = EXCLUDED.realm, local_account_id = EXCLUDED.local_account_id, username = EXCLUDED.username,
+                  name = EXCLUDED.name, authority = EXCLUDED.authority, authority_type = EXCLUDED.authority_type,
+                  state = 'active', id_token_claims = EXCLUDED.id_token_claims
+                RETURNING \(Self.accountColumns)
+                """,
+                [
+                    .text(newId), .text(clientId), .text(account.environment), .text(account.homeAccountId), .text(account.realm),
+                    Self.optional(account.localAccountId), Self.optional(account.username), Self.optional(account.name),
+                    .text(account.authority.url), .text(account.authority.type.rawValue), .text(account.idTokenClaims),
+                ]
+            ).rows.first else { throw Problem(.internal, "The account could not be stored.") }
+            let record = Self.account(from: row)
+            if let refreshToken {
+                try self.saveRefreshToken(in: connection, accountId: record.accountId, token: refreshToken, familyId: familyId, replacing: nil)
+            }
+            if let accessToken {
+                try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))
+            }
+            return record
+        }
+    }
+}
+
+extension StoredAccessToken {
+    /// The same entry for another owner (a sign-in learns its account id inside the transaction).
+    func owned(by accountId: String) -> StoredAccessToken {
+        StoredAccessToken(
+            accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: secret,
+            expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn)
+    }
+}

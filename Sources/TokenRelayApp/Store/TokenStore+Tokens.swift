@@ -1,0 +1,113 @@
+import IdentityCore
+import PostgresBridge
+
+/// Token rows. The `in` functions run inside a caller's transaction (the refresh lock holds one
+/// open across the STS call, SPEC §2 step 3); each is one statement.
+extension TokenStore {
+    /// Serialises refreshes of one (account, client_id) across replicas until the transaction
+    /// ends. Transaction-scoped so it works through pgbouncer in transaction mode (SPEC §8).
+    static func lockRefresh(in connection: PostgresConnection, accountId: String, clientId: String) throws {
+        _ = try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [.text("refresh|\(accountId)|\(clientId)")])
+    }
+
+    func accessTokens(in connection: PostgresConnection, accountId: String, environment: String, realm: String) throws -> [StoredAccessToken] {
+        let rows = try connection.query(
+            """
+            SELECT target, scopes, key_id, nonce, ciphertext, expires_on, ext_expires_on, refresh_on FROM access_tokens
+            WHERE account_id = $1 AND environment = $2 AND realm = $3 AND client_id = $4
+            """,
+            [.text(accountId), .text(environment), .text(realm), .text(clientId)]
+        ).rows
+        return rows.compactMap { row in
+            let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
+            // A row that no longer opens (key removed from the ring) is a cache miss, not an error.
+            guard let secret = try? cipher.open(sealed, for: SealingContext(owner: accountId, kind: .accessToken, clientId: clientId)) else { return nil }
+            return StoredAccessToken(
+                accountId: accountId, environment: environment, realm: realm, clientId: clientId,
+                scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init),
+                secret: secret, expiresOn: Int(row.int("expires_on") ?? 0),
+                extExpiresOn: row.int("ext_expires_on").map(Int.init), refreshOn: row.int("refresh_on").map(Int.init))
+        }
+    }
+
+    func accessTokens(accountId: String, environment: String, realm: String) async throws -> [StoredAccessToken] {
+        try await database.run { connection in
+            try self.accessTokens(in: connection, accountId: accountId, environment: environment, realm: realm)
+        }
+    }
+
+    /// Stores `token` under its granted scopes, replacing entries whose scopes it overlaps (as
+    /// MSAL does), so a lookup by requested scopes finds the newest token.
+    func saveAccessToken(in connection: PostgresConnection, _ token: StoredAccessToken) throws {
+        let target = ScopeSet(canonical: token.scopes)
+        let existing = try connection.query(
+            "SELECT target FROM access_tokens WHERE account_id = $1 AND environment = $2 AND realm = $3 AND client_id = $4",
+            [.text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId)]
+        ).rows.compactMap { $0.string("target") }
+        let lowered = Set(target.canonical.map { $0.lowercased() })
+        for other in existing where other != target.cacheKey && !lowered.isDisjoint(with: other.split(separator: " ").map(String.init)) {
+            _ = try connection.query(
+                "DELETE FROM access_tokens WHERE account_id = $1 AND environment = $2 AND realm = $3 AND client_id = $4 AND target = $5",
+                [.text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(other)])
+        }
+        let sealed = try cipher.seal(token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId))
+        _ = try connection.query(
+            """
+            INSERT INTO access_tokens (account_id, environment, realm, client_id, target, scopes, key_id, nonce, ciphertext, expires_on, ext_expires_on, refresh_on)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+            ON CONFLICT (account_id, environment, realm, client_id, target) DO UPDATE SET
+              scopes = EXCLUDED.scopes, key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce, ciphertext = EXCLUDED.ciphertext,
+              expires_on = EXCLUDED.expires_on, ext_expires_on = EXCLUDED.ext_expires_on, refresh_on = EXCLUDED.refresh_on, cached_at = now()
+            """,
+            [
+                .text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(target.cacheKey),
+                .text(target.canonical.joined(separator: " ")), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
+                .int(Int64(token.expiresOn)), token.extExpiresOn.map { .int(Int64($0)) } ?? .null, token.refreshOn.map { .int(Int64($0)) } ?? .null,
+            ])
+    }
+
+    /// The account's refresh token and its generation, or nil when none is stored.
+    func refreshToken(in connection: PostgresConnection, accountId: String) throws -> (token: String, generation: Int64)? {
+        guard let row = try connection.query(
+            "SELECT key_id, nonce, ciphertext, generation FROM refresh_tokens WHERE account_id = $1 AND client_id = $2",
+            [.text(accountId), .text(clientId)]
+        ).rows.first else { return nil }
+        let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
+        let token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
+        return (token, row.int("generation") ?? 0)
+    }
+
+    /// Stores a refresh token. With `replacing` it is a compare-and-swap on the generation read
+    /// under the lock, so a superseded token can never come back.
+    /// - Throws: `Problem` 500 when the swap lost (a bug: the advisory lock should prevent it).
+    func saveRefreshToken(in connection: PostgresConnection, accountId: String, token: String, familyId: String?, replacing generation: Int64?) throws {
+        let sealed = try cipher.seal(token, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
+        if let generation {
+            let updated = try connection.query(
+                """
+                UPDATE refresh_tokens SET key_id = $3, nonce = $4, ciphertext = $5, family_id = COALESCE($6, family_id),
+                  generation = generation + 1, updated_at = now()
+                WHERE account_id = $1 AND client_id = $2 AND generation = $7
+                """,
+                [.text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId), .int(generation)]
+            ).affectedRows
+            guard updated == 1 else { throw Problem(.internal, "The refresh token changed during a rotation; nothing was written.") }
+        } else {
+            _ = try connection.query(
+                """
+                INSERT INTO refresh_tokens (account_id, client_id, key_id, nonce, ciphertext, family_id) VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (account_id, client_id) DO UPDATE SET key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce,
+                  ciphertext = EXCLUDED.ciphertext, family_id = EXCLUDED.family_id, generation = refresh_tokens.generation + 1, updated_at = now()
+                """,
+                [.text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId)])
+        }
+    }
+
+    /// The STS said the refresh token is dead (expired, revoked, idle): delete it and put the
+    /// whole account in `interaction_required` until a new sign-in (SPEC §2 step 1, §5).
+    func markRefreshTokenDead(in connection: PostgresConnection, accountId: String) throws {
+        _ = try connection.query("DELETE FROM refresh_tokens WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
+        _ = try connection.query("DELETE FROM access_tokens WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
+        _ = try connection.query("UPDATE accounts SET state = 'interaction_required' WHERE account_id = $1", [.text(accountId)])
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import IdentityCore
+import PostgresBridge
+
+/// All SQL of TokenRelay: accounts, encrypted tokens, pending sign-ins. Routes and services call
+/// these methods; nothing else writes SQL. Every statement is parameterised.
+struct TokenStore: Sendable {
+    let database: Database
+    let clientId: String
+    let cipher: TokenCipher
+
+    static let accountColumns = """
+        account_id, client_id, environment, home_account_id, realm, local_account_id, username, name,
+        authority, authority_type, state, id_token_claims::text AS id_token_claims,
+        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created_at,
+        to_char(last_used_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_used_at
+        """
+
+    // MARK: Accounts
+
+    func account(id: String) async throws -> AccountRecord? {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query(
+                "SELECT \(Self.accountColumns) FROM accounts WHERE account_id = $1 AND client_id = $2",
+                [.text(id), .text(clientId)]
+            ).rows.first.map(Self.account(from:))
+        }
+    }
+
+    /// Accounts matching a home_account_id, or a username (case-insensitive) optionally narrowed
+    /// to a tenant. More than one result means the caller must disambiguate (409).
+    func accounts(homeAccountId: String? = nil, username: String? = nil, tenantId: String? = nil, limit: Int = 10) async throws -> [AccountRecord] {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query(
+                """
+                SELECT \(Self.accountColumns) FROM accounts
+                WHERE client_id = $1
+                  AND ($2::text IS NULL OR home_account_id = $2)
+                  AND ($3::text IS NULL OR lower(username) = lower($3))
+                  AND ($4::text IS NULL OR realm = $4)
+                ORDER BY account_id LIMIT $5
+                """,
+                [.text(clientId), Self.optional(homeAccountId), Self.optional(username), Self.optional(tenantId), .int(Int64(limit))]
+            ).rows.map(Self.account(from:))
+        }
+    }
+
+    /// One page of accounts ordered by `account_id`, starting after `afterAccountId`.
+    func listAccounts(username: String?, tenantId: String?, afterAccountId: String?, limit: Int) async throws -> [AccountRecord] {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query(
+                """
+                SELECT \(Self.accountColumns) FROM accounts
+                WHERE client_id = $1
+                  AND ($2::text IS NULL OR lower(username) = lower($2))
+                  AND ($3::text IS NULL OR realm = $3)
+                  AND ($4::text IS NULL OR account_id > $4)
+                ORDER BY account_id LIMIT $5
+                """,
+                [.text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit))]
+            ).rows.map(Self.account(from:))
+        }
+    }
+
+    /// Removes the account and, by cascade, every token it owns. Returns whether a row went.
+    @discardableResult
+    func deleteAccount(id: String) async throws -> Bool {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query("DELETE FROM accounts WHERE account_id = $1 AND client_id = $2", [.text(id), .text(clientId)]).affectedRows > 0
+        }
+    }
+
+    /// Writes `last_used_at` at most once per 5 minutes (SPEC §12 Accounts).
+    func touch(accountId: String) async throws {
+        _ = try await database.run { connection in
+            try connection.query(
+                "UPDATE accounts SET last_used_at = now() WHERE account_id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '5 minutes')",
+                [.text(accountId)]
+            )
+        }
+    }
+
+    // MARK: Mapping
+
+    static func optional(_ text: String?) -> PostgresParameter {
+        text.map(PostgresParameter.text) ?? .null
+    }
+
+    static func account(from row: PostgresRow) -> AccountRecord {
+        AccountRecord(
+            accountId: row.string("account_id") ?? "",
+            clientId: row.string("client_id") ?? "",
+            environment: row.string("environment") ?? "",
+            homeAccountId: row.string("home_account_id"),
+            realm: row.string("realm") ?? "",
+            localAccountId: row.string("local_account_id"),
+            username: row.string("username"),
+            name: row.string("name"),
+            authority: row.string("authority") ?? "",
+            authorityType: AuthorityType(rawValue: row.string("authority_type") ?? "") ?? .aad,
+            state: AccountRecord.State(rawValue: row.string("state") ?? "") ?? .active,
+            idTokenClaims: row.string("id_token_claims") ?? "{}",
+            createdAt: row.string("created_at") ?? "",
+            lastUsedAt: row.string("last_used_at")
+        )
+    }
+}
