@@ -1,0 +1,174 @@
+import Foundation
+
+/// Authority validation without network calls (SPEC §1 "Authority", MSAL "authority
+/// validation" / `knownAuthorities`).
+///
+/// Accepted: the well-known AAD hosts over https on port 443 with any tenant; any other host
+/// (B2C, CIAM, custom domains, loopback test authorities) only when it matches an entry of
+/// `knownAuthorities`. `http` only when `allowHTTPLoopback` is set, the host is 127.0.0.1,
+/// localhost or [::1], and it matches a known entry (include the configured default authority
+/// in `knownAuthorities`).
+public struct AuthorityValidator: Sendable {
+    struct KnownEntry: Sendable, Hashable {
+        let scheme: String
+        let host: String
+        let port: Int
+        /// Lower-cased path segments the authority's path must start with (empty: any).
+        let pathPrefix: [String]
+    }
+
+    let known: [KnownEntry]
+    let allowHTTPLoopback: Bool
+
+    /// - Parameters:
+    ///   - knownAuthorities: URLs (`https://host[:port][/path]`: scheme, host and port must
+    ///     match, the path is a whole-segment prefix) or bare hosts (`https://host:443`, any
+    ///     path).
+    ///   - allowHTTPLoopback: accept `http` for loopback hosts (tests with the emulator).
+    /// - Throws: `AuthorityError` naming an entry that cannot be parsed.
+    public init(knownAuthorities: [String], allowHTTPLoopback: Bool) throws(AuthorityError) {
+        var entries: [KnownEntry] = []
+        for raw in knownAuthorities {
+            let text = raw.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty { continue }
+            let parsed = try ParsedURL.parse(text.contains("://") ? text : "https://" + text)
+            guard text.contains("://") || parsed.segments.isEmpty else {
+                throw AuthorityError(detail: "known authority '\(text)' has a path but no scheme")
+            }
+            entries.append(
+                KnownEntry(
+                    scheme: parsed.scheme, host: parsed.host, port: parsed.port,
+                    pathPrefix: parsed.segments.map { $0.lowercased() }))
+        }
+        self.known = entries
+        self.allowHTTPLoopback = allowHTTPLoopback
+    }
+
+    /// Validates and canonicalises an authority URL.
+    /// - Parameter url: e.g. `https://login.microsoftonline.com/common`,
+    ///   `https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com/B2C_1_susi`.
+    /// - Returns: the canonical `Authority`.
+    /// - Throws: `AuthorityError` (→ 400 `invalid_authority`) when malformed, not https, or
+    ///   neither well-known nor known.
+    public func validate(_ url: String) throws(AuthorityError) -> Authority {
+        let parsed = try ParsedURL.parse(url.trimmingCharacters(in: .whitespaces))
+        if parsed.scheme == "http" {
+            guard allowHTTPLoopback else { throw AuthorityError(detail: "authority must use https") }
+            guard ["127.0.0.1", "localhost", "[::1]"].contains(parsed.host) else {
+                throw AuthorityError(detail: "http is allowed only for loopback authorities")
+            }
+        }
+        let wellKnown = parsed.scheme == "https" && parsed.port == 443 && Authority.wellKnownHosts.contains(parsed.host)
+        if !wellKnown {
+            let lowerSegments = parsed.segments.map { $0.lowercased() }
+            let matches = known.contains { entry in
+                entry.scheme == parsed.scheme && entry.host == parsed.host && entry.port == parsed.port
+                    && lowerSegments.starts(with: entry.pathPrefix)
+            }
+            guard matches else {
+                throw AuthorityError(detail: "authority host '\(parsed.host)' is not a well-known or configured known authority")
+            }
+        }
+        return try Self.makeAuthority(parsed)
+    }
+
+    /// Splits the path into tenant and policy and detects the type.
+    /// `*.b2clogin.com`, a `tfp` segment or a `B2C_1_`/`B2C_1A_` policy segment → b2c;
+    /// `*.ciamlogin.com` → ciam; otherwise aad.
+    static func makeAuthority(_ parsed: ParsedURL) throws(AuthorityError) -> Authority {
+        var segments = parsed.segments
+        var hasTFP = false
+        if let first = segments.first, first.lowercased() == "tfp" {
+            hasTFP = true
+            segments.removeFirst()
+        }
+        // Tolerate the v2 suffixes people paste (`/v2.0`, `/oauth2/v2.0/...`).
+        if let index = segments.firstIndex(where: { ["v2.0", "oauth2"].contains($0.lowercased()) }) {
+            segments.removeSubrange(index...)
+        }
+        let policyLooking = segments.count > 1 && Self.isB2CPolicy(segments[1])
+        let type: AuthorityType
+        if parsed.host.hasSuffix(".b2clogin.com") || hasTFP || policyLooking {
+            type = .b2c
+        } else if parsed.host.hasSuffix(".ciamlogin.com") {
+            type = .ciam
+        } else {
+            type = .aad
+        }
+        switch type {
+        case .b2c:
+            guard segments.count == 2 else {
+                throw AuthorityError(detail: "a B2C authority is https://{host}/[tfp/]{tenant}/{policy}")
+            }
+            return Authority(
+                scheme: parsed.scheme, host: parsed.host, port: parsed.port,
+                tenant: segments[0], policy: segments[1], type: .b2c)
+        case .ciam, .aad:
+            if segments.isEmpty, type == .ciam {
+                // MSAL: `https://contoso.ciamlogin.com/` means tenant contoso.onmicrosoft.com.
+                let name = parsed.host.split(separator: ".").first.map(String.init) ?? parsed.host
+                return Authority(
+                    scheme: parsed.scheme, host: parsed.host, port: parsed.port,
+                    tenant: "\(name).onmicrosoft.com", policy: nil, type: .ciam)
+            }
+            guard segments.count == 1 else {
+                throw AuthorityError(detail: segments.isEmpty ? "authority has no tenant" : "authority path must be /{tenant}")
+            }
+            return Authority(
+                scheme: parsed.scheme, host: parsed.host, port: parsed.port,
+                tenant: segments[0], policy: nil, type: type)
+        }
+    }
+
+    static func isB2CPolicy(_ segment: String) -> Bool {
+        let lower = segment.lowercased()
+        return lower.hasPrefix("b2c_1_") || lower.hasPrefix("b2c_1a_")
+    }
+}
+
+/// A minimal absolute-URL splitter for authorities (RFC 3986 §3): no userinfo, query or
+/// fragment allowed.
+struct ParsedURL: Sendable, Equatable {
+    let scheme: String
+    let host: String
+    let port: Int
+    let segments: [String]
+
+    static func parse(_ text: String) throws(AuthorityError) -> ParsedURL {
+        guard let schemeEnd = text.range(of: "://") else { throw AuthorityError(detail: "authority must be an absolute URL") }
+        let scheme = text[..<schemeEnd.lowerBound].lowercased()
+        guard scheme == "https" || scheme == "http" else { throw AuthorityError(detail: "authority scheme must be https") }
+        let rest = text[schemeEnd.upperBound...]
+        guard !rest.contains("?"), !rest.contains("#") else {
+            throw AuthorityError(detail: "authority must not have a query or fragment")
+        }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let hostPort = String(rest[..<slash])
+        guard !hostPort.contains("@"), !hostPort.isEmpty else { throw AuthorityError(detail: "authority host is missing or has userinfo") }
+        var host: String
+        var portText: Substring?
+        if hostPort.hasPrefix("[") {
+            guard let close = hostPort.firstIndex(of: "]") else { throw AuthorityError(detail: "bad IPv6 literal") }
+            host = String(hostPort[...close])
+            let after = hostPort[hostPort.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+                throw AuthorityError(detail: "bad authority host")
+            }
+        } else if let colon = hostPort.firstIndex(of: ":") {
+            host = String(hostPort[..<colon])
+            portText = hostPort[hostPort.index(after: colon)...]
+        } else {
+            host = hostPort
+        }
+        host = host.lowercased()
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789.-[]:")
+        guard !host.isEmpty, host.allSatisfy({ allowed.contains($0) }) else { throw AuthorityError(detail: "bad authority host") }
+        var port = scheme == "http" ? 80 : 443
+        if let portText {
+            guard let value = Int(portText), (1...65535).contains(value) else { throw AuthorityError(detail: "bad authority port") }
+            port = value
+        }
+        let segments = rest[slash...].split(separator: "/").map(String.init)
+        return ParsedURL(scheme: scheme, host: host, port: port, segments: segments)
+    }
+}

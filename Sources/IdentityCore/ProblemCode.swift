@@ -1,0 +1,68 @@
+/// TokenRelay's stable machine error codes and their HTTP statuses (SPEC §4, §12 "Problems").
+public enum ProblemCode: String, Sendable, CaseIterable {
+    case invalidRequest = "invalid_request"
+    case invalidScope = "invalid_scope"
+    case invalidAuthority = "invalid_authority"
+    case unauthenticated
+    case forbidden
+    case accountNotFound = "account_not_found"
+    case notFound = "not_found"
+    case methodNotAllowed = "method_not_allowed"
+    case interactionRequired = "interaction_required"
+    case userCanceled = "user_canceled"
+    case ambiguousAccount = "ambiguous_account"
+    case serverDeclinedScopes = "server_declined_scopes"
+    case throttled
+    case rateLimited = "rate_limited"
+    case payloadTooLarge = "payload_too_large"
+    case unsupportedMediaType = "unsupported_media_type"
+    case upstreamError = "upstream_error"
+    case upstreamUnavailable = "upstream_unavailable"
+    case `internal`
+
+    /// The HTTP status (SPEC §4). `upstream_unavailable` is 503 here; a timeout may answer 504.
+    public var status: Int {
+        switch self {
+        case .invalidRequest, .invalidScope, .invalidAuthority, .userCanceled: 400
+        case .unauthenticated: 401
+        case .forbidden: 403
+        case .accountNotFound, .notFound: 404
+        case .methodNotAllowed: 405
+        case .interactionRequired, .ambiguousAccount, .serverDeclinedScopes: 409
+        case .payloadTooLarge: 413
+        case .unsupportedMediaType: 415
+        case .throttled, .rateLimited: 429
+        case .internal: 500
+        case .upstreamError: 502
+        case .upstreamUnavailable: 503
+        }
+    }
+
+    /// A short human title (RFC 9457 §3.1.3).
+    public var title: String {
+        switch self {
+        case .invalidRequest: "Invalid request"
+        case .invalidScope: "Invalid scope"
+        case .invalidAuthority: "Invalid authority"
+        case .unauthenticated: "Unauthenticated"
+        case .forbidden: "Forbidden"
+        case .accountNotFound: "Account not found"
+        case .notFound: "Not found"
+        case .methodNotAllowed: "Method not allowed"
+        case .interactionRequired: "Interaction required"
+        case .userCanceled: "User canceled"
+        case .ambiguousAccount: "Ambiguous account"
+        case .serverDeclinedScopes: "Server declined scopes"
+        case .throttled: "Throttled"
+        case .rateLimited: "Rate limited"
+        case .payloadTooLarge: "Payload too large"
+        case .unsupportedMediaType: "Unsupported media type"
+        case .upstreamError: "Upstream error"
+        case .upstreamUnavailable: "Upstream unavailable"
+        case .internal: "Internal error"
+        }
+    }
+
+    /// `urn:tokenrelay:problem:{error}` (SPEC §12).
+    public var typeURI: String { "urn:tokenrelay:problem:\(rawValue)" }
+}

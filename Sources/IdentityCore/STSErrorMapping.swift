@@ -1,0 +1,226 @@
+import Foundation
+
+/// The STS-error → TokenRelay table (SPEC §4, §5; STYLE: "a table, one test per row").
+///
+/// Sources: Microsoft identity platform "Microsoft Entra authentication and authorization
+/// error codes" (AADSTS meanings); "Handle errors and exceptions in MSAL" and MSAL.NET's
+/// `MsalUiRequiredException` classifications (suberrors basic_action, additional_action,
+/// message_only, consent_required, user_password_expired); MSAL Python 1.10 (PR #321: an
+/// `invalid_grant` for one resource must not evict the refresh token); MSAL.js PR #6757
+/// (suberror `bad_token` removes the refresh token); Azure AD B2C "Error codes"; MSAL.NET
+/// "retry policy" (retry 5xx once) and #3661; ADAL ObjC #321 (500 AADSTS90036 is
+/// non-retryable).
+///
+/// Precedence in `classify`: HTTP 429 → `throttled`; a known code (first code that has a
+/// row); for 5xx, the code decides only whether it is non-retryable, else `transient`;
+/// `invalid_client` → credential rejected; then the suberror; then the OAuth `error`.
+/// `invalid_grant` with no code and no suberror means the grant itself is rejected
+/// (refresh token dead); `invalid_grant` with an unknown code keeps the refresh token and
+/// answers `interaction_required` (deleting a token on an unknown policy code would log
+/// the user out of resources that still work: MSAL Python #314).
+public enum STSErrorMapping {
+    /// What a row matches.
+    public enum Match: Sendable, Hashable, CustomStringConvertible {
+        case code(STSErrorCode)
+        case suberror(String)
+        case error(String)
+
+        public var description: String {
+            switch self {
+            case .code(let code): "\(code)"
+            case .suberror(let value): "suberror=\(value)"
+            case .error(let value): "error=\(value)"
+            }
+        }
+    }
+
+    /// One row of the table.
+    public struct Rule: Sendable, Hashable, CustomStringConvertible {
+        public let match: Match
+        public let disposition: STSFailure.Disposition
+        /// Problem for `badRequest` rows (400 `invalid_scope` or 502 `upstream_error`).
+        public let problem: ProblemCode
+        /// Meaning, from the error-code reference.
+        public let meaning: String
+
+        public var description: String { "\(match) → \(disposition.rawValue)" }
+    }
+
+    private static func row(
+        _ match: Match, _ disposition: STSFailure.Disposition, _ meaning: String, problem: ProblemCode? = nil
+    ) -> Rule {
+        Rule(match: match, disposition: disposition, problem: problem ?? defaultProblem(disposition), meaning: meaning)
+    }
+
+    static func defaultProblem(_ disposition: STSFailure.Disposition) -> ProblemCode {
+        switch disposition {
+        case .refreshTokenDead, .interactionRequired: .interactionRequired
+        case .userCanceled: .userCanceled
+        case .clientCredentialRejected, .nonRetryableServer, .badRequest: .upstreamError
+        case .throttled: .throttled
+        case .transient: .upstreamUnavailable
+        }
+    }
+
+    /// The table. Code rows first, then suberror rows, then OAuth `error` rows.
+    public static let table: [Rule] = [
+        // Refresh token dead: delete it, account → interaction_required.
+        row(.code(.aadsts(700082)), .refreshTokenDead, "refresh token expired due to inactivity (90 days)"),
+        row(.code(.aadsts(70008)), .refreshTokenDead, "authorization code or refresh token expired or revoked"),
+        row(.code(.aadsts(700081)), .refreshTokenDead, "refresh token reached its maximum lifetime"),
+        row(.code(.aadsts(700084)), .refreshTokenDead, "refresh token issued to a SPA expired (24 h fixed lifetime)"),
+        row(.code(.aadsts(50173)), .refreshTokenDead, "grant revoked (password changed or reset, sessions revoked)"),
+        row(.code(.aadsts(70043)), .refreshTokenDead, "refresh token expired by conditional access sign-in frequency"),
+        row(.code(.aadsts(50089)), .refreshTokenDead, "flow token expired"),
+        row(.code(.aadsts(50133)), .refreshTokenDead, "session invalid: expired or password recently changed"),
+        row(.code(.aadsts(50132)), .refreshTokenDead, "session invalid: password expired or recently changed"),
+        row(.code(.aadsts(70000)), .refreshTokenDead, "invalid grant: the refresh token is not valid"),
+        row(.code(.aadsts(50057)), .refreshTokenDead, "user account is disabled"),
+        row(.code(.aadsts(50034)), .refreshTokenDead, "user account does not exist in the directory"),
+        row(.code(.aadb2c(90080)), .refreshTokenDead, "B2C: the provided grant has expired"),
+        row(.code(.aadb2c(90129)), .refreshTokenDead, "B2C: the provided grant has been revoked"),
+        // Policy for this resource: keep the refresh token.
+        row(.code(.aadsts(50076)), .interactionRequired, "MFA required (configuration change or new location)"),
+        row(.code(.aadsts(50079)), .interactionRequired, "MFA registration required"),
+        row(.code(.aadsts(50074)), .interactionRequired, "strong authentication required"),
+        row(.code(.aadsts(50072)), .interactionRequired, "MFA enrolment required"),
+        row(.code(.aadsts(50078)), .interactionRequired, "presented MFA expired by policy"),
+        row(.code(.aadsts(50158)), .interactionRequired, "external security challenge not satisfied"),
+        row(.code(.aadsts(65001)), .interactionRequired, "consent required for the application and resource"),
+        row(.code(.aadsts(53000)), .interactionRequired, "conditional access: device not compliant"),
+        row(.code(.aadsts(53001)), .interactionRequired, "conditional access: device not domain-joined"),
+        row(.code(.aadsts(53002)), .interactionRequired, "conditional access: application not approved"),
+        row(.code(.aadsts(53003)), .interactionRequired, "blocked by conditional access"),
+        row(.code(.aadsts(53004)), .interactionRequired, "proof-up (MFA registration) required by policy"),
+        row(.code(.aadsts(50055)), .interactionRequired, "password expired"),
+        row(.code(.aadsts(50125)), .interactionRequired, "sign-in interrupted by password reset or registration"),
+        row(.code(.aadsts(70044)), .interactionRequired, "session expired or invalid by conditional access"),
+        row(.code(.aadsts(50058)), .interactionRequired, "silent sign-in requested but no user session"),
+        row(.code(.aadsts(16000)), .interactionRequired, "user account does not exist in this tenant (guest)"),
+        row(.code(.aadsts(50105)), .interactionRequired, "user not assigned to a role for the application"),
+        row(.code(.aadb2c(90077)), .interactionRequired, "B2C: no existing session and prompt=none"),
+        row(.code(.aadb2c(90118)), .interactionRequired, "B2C: user asked to reset the password"),
+        // The user said no.
+        row(.code(.aadsts(65004)), .userCanceled, "user declined consent"),
+        row(.code(.aadb2c(90091)), .userCanceled, "B2C: user cancelled the flow"),
+        // TokenRelay's own credential.
+        row(.code(.aadsts(7000215)), .clientCredentialRejected, "invalid client secret (secret ID given, or wrong value)"),
+        row(.code(.aadsts(7000222)), .clientCredentialRejected, "client secret expired"),
+        row(.code(.aadsts(700016)), .clientCredentialRejected, "application not found in the directory"),
+        row(.code(.aadsts(700027)), .clientCredentialRejected, "client assertion failed signature validation"),
+        row(.code(.aadsts(700024)), .clientCredentialRejected, "client assertion not within its valid time range"),
+        row(.code(.aadsts(7000218)), .clientCredentialRejected, "request body lacks client_assertion or client_secret"),
+        row(.code(.aadsts(7000112)), .clientCredentialRejected, "application is disabled"),
+        // Requests the STS refuses.
+        row(.code(.aadsts(70011)), .badRequest, "invalid scope", problem: .invalidScope),
+        row(.code(.aadsts(28000)), .badRequest, "scopes of several resources in one request", problem: .invalidScope),
+        row(.code(.aadsts(28003)), .badRequest, "empty scope", problem: .invalidScope),
+        row(.code(.aadsts(500011)), .badRequest, "resource principal not found in the tenant", problem: .invalidScope),
+        row(.code(.aadsts(65005)), .badRequest, "application misconfigured for the requested resource"),
+        row(.code(.aadsts(900144)), .badRequest, "request body lacks a required parameter"),
+        row(.code(.aadsts(9002313)), .badRequest, "malformed request"),
+        // Server side.
+        row(.code(.aadsts(90033)), .transient, "transient error, try again"),
+        row(.code(.aadsts(90036)), .nonRetryableServer, "unexpected non-retryable error"),
+        row(.code(.aadsts(50196)), .throttled, "client request loop detected"),
+        // Suberrors (invalid_grant without a known code).
+        row(.suberror("bad_token"), .refreshTokenDead, "the refresh token is invalid or expired"),
+        row(.suberror("token_expired"), .refreshTokenDead, "the refresh token expired"),
+        row(.suberror("basic_action"), .interactionRequired, "user can fix it in an interactive sign-in (e.g. MFA)"),
+        row(.suberror("additional_action"), .interactionRequired, "user must do something more in an interactive sign-in"),
+        row(.suberror("message_only"), .interactionRequired, "a message must be shown; the user cannot fix it alone"),
+        row(.suberror("consent_required"), .interactionRequired, "consent required"),
+        row(.suberror("login_required"), .interactionRequired, "sign-in required"),
+        row(.suberror("user_password_expired"), .interactionRequired, "password expired"),
+        row(.suberror("protection_policy_required"), .interactionRequired, "app protection policy required"),
+        row(.suberror("client_mismatch"), .interactionRequired, "refresh token belongs to another client of the family"),
+        // OAuth errors (RFC 6749 §5.2, OpenID Connect Core §3.1.2.6).
+        row(.error("interaction_required"), .interactionRequired, "interaction required"),
+        row(.error("consent_required"), .interactionRequired, "consent required"),
+        row(.error("login_required"), .interactionRequired, "sign-in required"),
+        row(.error("access_denied"), .userCanceled, "resource owner denied the request"),
+        row(.error("invalid_client"), .clientCredentialRejected, "client authentication failed"),
+        row(.error("unauthorized_client"), .clientCredentialRejected, "client not authorised for this grant"),
+        row(.error("temporarily_unavailable"), .transient, "server temporarily unavailable"),
+        row(.error("server_error"), .transient, "server error"),
+        row(.error("slow_down"), .throttled, "slow down"),
+        row(.error("invalid_scope"), .badRequest, "invalid scope", problem: .invalidScope),
+        row(.error("invalid_resource"), .badRequest, "invalid resource", problem: .invalidScope),
+        row(.error("invalid_request"), .badRequest, "malformed request"),
+        row(.error("unsupported_grant_type"), .badRequest, "unsupported grant type"),
+        row(.error("invalid_grant"), .refreshTokenDead, "grant invalid, with no code or suberror naming a policy"),
+    ]
+
+    private static let byMatch: [Match: Rule] = Dictionary(table.map { ($0.match, $0) }, uniquingKeysWith: { first, _ in first })
+
+    /// The rule for a match, if the table has one.
+    public static func rule(for match: Match) -> Rule? { byMatch[match] }
+
+    /// Classifies a failed token-endpoint response.
+    /// - Parameters:
+    ///   - status: HTTP status (≥ 400).
+    ///   - headers: response headers (names case-insensitive; `Retry-After`,
+    ///     `x-ms-request-id`, `client-request-id` are read).
+    ///   - body: the body (JSON or anything else).
+    ///   - now: current time, for an HTTP-date `Retry-After`.
+    /// - Returns: the failure; never throws.
+    public static func classify(status: Int, headers: [(String, String)], body: [UInt8], now: Date) -> STSFailure {
+        let response = STSErrorResponse.parse(body)
+        func header(_ name: String) -> String? {
+            headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+        }
+        let retryAfter = RetryAfter.seconds(header("Retry-After"), now: now)
+        let codeRule = response.codes.lazy.compactMap { byMatch[.code($0)] }.first
+        let error = response.error?.lowercased()
+
+        var rule: Rule?
+        var disposition: STSFailure.Disposition
+        if status == 429 {
+            disposition = .throttled
+        } else if status >= 500 {
+            let description = response.errorDescription?.lowercased() ?? ""
+            let saysNonRetryable = ["non-retryable", "non-retriable", "nonretryable"].contains { description.contains($0) }
+            disposition = codeRule?.disposition == .nonRetryableServer || saysNonRetryable ? .nonRetryableServer : .transient
+            rule = disposition == .nonRetryableServer ? codeRule : nil
+        } else if let codeRule {
+            rule = codeRule
+            disposition = codeRule.disposition
+        } else if error == "invalid_client" {
+            rule = byMatch[.error("invalid_client")]
+            disposition = .clientCredentialRejected
+        } else if let suberror = response.suberror?.lowercased(), let subRule = byMatch[.suberror(suberror)] {
+            rule = subRule
+            disposition = subRule.disposition
+        } else if error == "invalid_grant", !response.codes.isEmpty {
+            // An unknown code on invalid_grant: keep the token (see the type's doc).
+            disposition = .interactionRequired
+        } else if let error, let errorRule = byMatch[.error(error)] {
+            rule = errorRule
+            disposition = errorRule.disposition
+        } else {
+            disposition = .badRequest
+        }
+
+        let problem = rule?.problem ?? defaultProblem(disposition)
+        let detail: String
+        if let summary = response.summary {
+            detail = summary
+        } else if let error = response.error {
+            detail = "The identity provider answered HTTP \(status) \(error)."
+        } else {
+            detail = "The identity provider answered HTTP \(status)."
+        }
+        return STSFailure(
+            disposition: disposition,
+            problem: problem,
+            status: problem.status,
+            error: response.error,
+            suberror: response.suberror,
+            stsErrorCodes: response.errorCodes,
+            claims: response.claims,
+            traceId: response.traceId ?? header("x-ms-request-id"),
+            correlationId: response.correlationId ?? header("client-request-id"),
+            retryAfterSeconds: retryAfter,
+            detail: detail)
+    }
+}

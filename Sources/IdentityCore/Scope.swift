@@ -1,0 +1,41 @@
+/// One scope split into its resource and its permission name.
+///
+/// `https://graph.microsoft.com/User.Read` and `User.Read` are the same scope (SPEC §1:
+/// unprefixed scopes belong to Microsoft Graph; MSAL Android #672). The resource is everything
+/// before the last `/`, so `https://management.core.windows.net//.default` has the resource
+/// `https://management.core.windows.net/`.
+struct Scope: Sendable, Hashable {
+    static let graph = "https://graph.microsoft.com"
+
+    let resource: String
+    let name: String
+
+    /// - Parameters:
+    ///   - text: a trimmed, non-empty scope.
+    ///   - defaultResource: resource of an unprefixed scope (Graph on requests).
+    init(_ text: String, defaultResource: String = Scope.graph) {
+        if let slash = text.lastIndex(of: "/") {
+            let resource = String(text[..<slash])
+            let name = String(text[text.index(after: slash)...])
+            if resource.lowercased() == Scope.graph {
+                self.resource = Scope.graph
+            } else {
+                self.resource = resource
+            }
+            self.name = name
+        } else {
+            self.resource = defaultResource
+            self.name = text
+        }
+    }
+
+    var isDefault: Bool { name.lowercased() == ".default" }
+    var isGraph: Bool { resource == Scope.graph }
+
+    /// Canonical text: Graph permissions short (`User.Read`), everything else (including
+    /// Graph's `/.default`) as a full URI.
+    var canonical: String { isGraph && !isDefault ? name : fullURI }
+    /// The form sent to the STS.
+    var fullURI: String { "\(resource)/\(name)" }
+    var resourceKey: String { resource.lowercased() }
+}

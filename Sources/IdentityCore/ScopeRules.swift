@@ -1,0 +1,91 @@
+import Foundation
+
+/// Request and response rules for scopes (SPEC §1 "Scopes", §4 `server_declined_scopes`).
+///
+/// Sources: Microsoft identity platform "Scopes and permissions" (`/.default`, one resource
+/// per token request: AADSTS28000 / AADSTS70011); MSAL's declined-scope handling (MSAL
+/// Python #450, MSAL.NET #743, MSAL iOS #393: OIDC scopes are never declined).
+public enum ScopeRules {
+    /// The OIDC scopes TokenRelay adds itself; never part of a cache key or a decline.
+    public static let reserved: Set<String> = ["openid", "profile", "offline_access", "email"]
+
+    /// Validates and normalises the scopes of a token request before any network call.
+    ///
+    /// Rules: exactly one of `scopes` / `resource`; empty or only-reserved scopes are invalid;
+    /// scopes of several resources are invalid; `/.default` with other scopes of the same
+    /// resource is invalid; `resource` becomes `{resource}/.default` (`//.default` when it
+    /// ends with `/`); unprefixed scopes are Graph's.
+    /// - Parameters:
+    ///   - scopes: the request's `scopes` array.
+    ///   - resource: the legacy `resource` parameter.
+    /// - Returns: the normalised set.
+    /// - Throws: `ScopeError` (→ 400 `invalid_scope`) naming the field.
+    public static func requested(scopes: [String]?, resource: String?) throws(ScopeError) -> ScopeSet {
+        switch (scopes, resource) {
+        case (.some, .some):
+            throw ScopeError(field: "resource", detail: "give either scopes or resource, not both")
+        case (nil, nil):
+            throw ScopeError(field: "scopes", detail: "scopes are required")
+        case (nil, .some(let resource)):
+            let trimmed = resource.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty, !trimmed.contains(" ") else {
+                throw ScopeError(field: "resource", detail: "resource must be one non-empty resource URI")
+            }
+            return ScopeSet(normalizing: [trimmed + "/.default"])
+        case (.some(let scopes), nil):
+            for element in scopes where element.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                throw ScopeError(field: "scopes", detail: "scopes must not contain an empty string")
+            }
+            let set = ScopeSet(normalizing: scopes)
+            guard !set.isEmpty else {
+                throw ScopeError(
+                    field: "scopes",
+                    detail: "scopes must name a resource scope; openid, profile, offline_access and email are added automatically")
+            }
+            let resources = Set(set.scopes.map(\.resourceKey))
+            guard resources.count == 1 else {
+                throw ScopeError(
+                    field: "scopes", detail: "scopes name \(resources.count) resources; one token request may name one resource only")
+            }
+            if set.isDefaultScope, set.scopes.count > 1 {
+                throw ScopeError(field: "scopes", detail: "/.default cannot be mixed with other scopes of the same resource")
+            }
+            return set
+        }
+    }
+
+    /// The granted set from the STS's space-separated `scope` response field.
+    ///
+    /// Unprefixed scopes are taken to belong to the requested resource (Graph answers
+    /// `User.Read` for `https://graph.microsoft.com/User.Read`). A missing or blank `scope`
+    /// means the requested set (RFC 6749 §5.1). A `/.default` request is granted as its
+    /// `/.default` scope plus whatever the STS lists, so a cached entry is found by the same
+    /// request again.
+    /// - Parameters:
+    ///   - scopeString: the response's `scope`, OIDC scopes included.
+    ///   - requested: the request's set.
+    /// - Returns: the normalised granted set.
+    public static func granted(_ scopeString: String?, requested: ScopeSet) -> ScopeSet {
+        guard let scopeString, !scopeString.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return requested }
+        var items = scopeString.split(separator: " ").map(String.init)
+        let resource = requested.resource ?? Scope.graph
+        // Unprefixed response scopes belong to the requested resource.
+        items = items.map { item in
+            if item.contains("/") || reserved.contains(item.lowercased()) || resource == Scope.graph { return item }
+            return resource.hasSuffix("/") ? resource + item : resource + "/" + item
+        }
+        items += requested.scopes.filter(\.isDefault).map(\.fullURI)
+        return ScopeSet(normalizing: items)
+    }
+
+    /// Requested scopes the STS did not grant, in canonical form.
+    ///
+    /// Compared case-insensitively after normalising; OIDC scopes are never declined;
+    /// `/.default` requests never report declines (the STS lists the static permissions).
+    /// - Returns: the declined canonical scopes, sorted; empty when all were granted.
+    public static func declined(requested: ScopeSet, granted: ScopeSet) -> [String] {
+        if requested.isDefaultScope { return [] }
+        let grantedKeys = Set(granted.canonical.map { $0.lowercased() })
+        return requested.canonical.filter { !grantedKeys.contains($0.lowercased()) }
+    }
+}

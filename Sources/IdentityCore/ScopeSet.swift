@@ -1,0 +1,71 @@
+import Foundation
+
+/// A normalised, order-free, case-insensitive set of resource scopes (SPEC §1 "Scopes",
+/// §12 "canonical").
+///
+/// Graph scopes are kept short (`User.Read`), other resources' scopes as full URIs, the OIDC
+/// scopes (`openid profile offline_access email`) removed, duplicates (case-insensitive)
+/// removed, sorted case-insensitively.
+public struct ScopeSet: Sendable, Hashable {
+    /// The canonical scopes, sorted.
+    public let canonical: [String]
+    let scopes: [Scope]
+
+    /// Normalises scopes without request validation (use for stored or granted sets).
+    /// - Parameters:
+    ///   - scopes: scopes; elements may hold several space-separated scopes.
+    ///   - defaultResource: resource of unprefixed scopes (Graph unless told otherwise).
+    public init(normalizing scopes: [String], defaultResource: String = "https://graph.microsoft.com") {
+        var seen = Set<String>()
+        var kept: [Scope] = []
+        for element in scopes {
+            for piece in element.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }) {
+                let text = String(piece)
+                if ScopeRules.reserved.contains(text.lowercased()) { continue }
+                let scope = Scope(text, defaultResource: defaultResource)
+                if seen.insert(scope.canonical.lowercased()).inserted { kept.append(scope) }
+            }
+        }
+        kept.sort { lhs, rhs in
+            let l = lhs.canonical.lowercased()
+            let r = rhs.canonical.lowercased()
+            return l == r ? lhs.canonical < rhs.canonical : l < r
+        }
+        self.scopes = kept
+        self.canonical = kept.map(\.canonical)
+    }
+
+    /// Empty set.
+    public static let empty = ScopeSet(normalizing: [])
+
+    public var isEmpty: Bool { canonical.isEmpty }
+
+    /// Lower-cased canonical scopes joined by one space: the cache key's target part.
+    public var cacheKey: String { canonical.map { $0.lowercased() }.joined(separator: " ") }
+
+    /// The resource of the set (`https://graph.microsoft.com` for Graph), nil when empty.
+    public var resource: String? { scopes.first?.resource }
+
+    /// True when the set asks for `{resource}/.default`.
+    public var isDefaultScope: Bool { scopes.contains { $0.isDefault } }
+
+    /// True when every scope of `other` is in this set (case-insensitive): the cache rule
+    /// "served from an entry whose target is a superset" (SPEC §1).
+    public func isSuperset(of other: ScopeSet) -> Bool {
+        Set(canonical.map { $0.lowercased() }).isSuperset(of: other.canonical.map { $0.lowercased() })
+    }
+
+    /// The `scope` parameter for a user-token request: full URIs plus
+    /// `openid profile offline_access` (SPEC §1: added to every user-token request).
+    public var wireValue: String {
+        (scopes.map(\.fullURI) + ["openid", "profile", "offline_access"]).joined(separator: " ")
+    }
+
+    /// The `scope` parameter without OIDC scopes (client credentials, SPEC §2 `tokens/app`).
+    public var resourceWireValue: String {
+        scopes.map(\.fullURI).joined(separator: " ")
+    }
+
+    public static func == (lhs: ScopeSet, rhs: ScopeSet) -> Bool { lhs.cacheKey == rhs.cacheKey }
+    public func hash(into hasher: inout Hasher) { hasher.combine(cacheKey) }
+}
