@@ -11,7 +11,8 @@ import HTTPCommon
 /// `Expect: 100-continue`, HEAD and `Content-Length` are libmicrohttpd's. No TLS: terminate it in
 /// front.
 public final class HTTPServer: Sendable {
-    private let configuration: HTTPServerConfiguration
+    /// The configuration the server was created with.
+    public let configuration: HTTPServerConfiguration
     private let core: ServerCore
 
     /// Creates a stopped server.
@@ -47,6 +48,7 @@ public final class HTTPServer: Sendable {
         try core.state.withLock { state in
             guard !state.wasStarted else { throw HTTPServerError.alreadyStarted }
             errno = 0
+            // Unretained: `self` owns `core` and stops the daemon (its only user) in deinit.
             let context = Unmanaged.passUnretained(core).toOpaque()
             let daemon = address.withSockAddr { sockaddr in
                 cmhd_start_daemon(
@@ -63,7 +65,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// The bound TCP port after ``start()`` (the kernel's pick when the configuration said 0);
-    /// 0 before.
+    /// 0 before; the last bound port after ``stop()``.
     public var port: Int { core.state.withLock { $0.port } }
 
     /// Stops accepting, closes every connection and joins the polling threads. Requests whose

@@ -8,6 +8,10 @@ import HTTPCommon
 
 /// MHD_AccessHandlerCallback: called once when the headers are read, once per body chunk, once
 /// when the request is complete, and once more after a suspended connection is resumed.
+///
+/// A body declared (`Content-Length`) over the limit is answered on the first call, before it is
+/// read: MHD then sends the answer without `100 Continue` and closes the connection
+/// (RFC 9110 §10.1.1, §15.5.14). A chunked body is dropped past the limit and answered at its end.
 func accessHandler(
     _ serverPointer: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
     _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
@@ -16,13 +20,26 @@ func accessHandler(
     guard let serverPointer, let connection, let uploadDataSize, let requestPointer else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue()
 
-    // First call: headers only. Queueing a response here would make MHD close the connection
-    // (no keep-alive), so just attach our context; MHD calls again (and sends 100 Continue).
     guard let existing = requestPointer.pointee else {
-        requestPointer.pointee = Unmanaged.passRetained(RequestContext(connection: connection)).toOpaque()
-        return .YES
+        // First call: headers only. Queueing a response here makes MHD close the connection
+        // afterwards, so attach our context and wait for the next call, unless the declared body
+        // is already too large: then the early answer and the close are what we want.
+        let context = RequestContext(connection: connection)
+        requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
+        guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
+        context.bodyExceededLimit = true
+        return dispatch(context, core: core, connection: connection, url: url, method: method)
     }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+    if context.isSuspended {
+        // Back from MHD_resume_connection: send what the async handler produced. Body bytes
+        // still arriving here belong to a body over the limit: drop them.
+        uploadDataSize.pointee = 0
+        let outcome = context.outcome.withLock { $0 }
+        guard case .respond(let response) = outcome else { return .NO }
+        return queue(response, on: connection)
+    }
 
     if uploadDataSize.pointee > 0 {
         context.append(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee), limit: core.maxBodyBytes)
@@ -30,19 +47,30 @@ func accessHandler(
         return .YES
     }
 
-    if context.isSuspended {
-        // Back from MHD_resume_connection: send what the async handler produced.
-        let outcome = context.outcome.withLock { $0 }
-        guard case .respond(let response) = outcome else { return .NO }
-        return queue(response, on: connection)
-    }
+    // The request is complete. A chunked body that went over the limit was read and dropped to
+    // here: libmicrohttpd 0.9.75 refuses a response queued in the middle of the body.
+    return dispatch(context, core: core, connection: connection, url: url, method: method)
+}
 
+/// Hands the request to the handler: answers at once if `respondImmediately` can, otherwise
+/// suspends the connection for the async handler (503 if the server is stopping).
+private func dispatch(
+    _ context: RequestContext, core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?,
+    method: UnsafePointer<CChar>?
+) -> MHD_Result {
     let request = makeRequest(connection: connection, url: url, method: method, context: context)
     if let response = core.handler.respondImmediately(to: request) {
         return queue(response, on: connection)
     }
     if core.suspend(context, request: request) { return .YES }
     return queue(HTTPResponse(status: 503), on: connection)
+}
+
+/// The request's `Content-Length`, or 0 when absent or unparsable (MHD itself rejects a malformed
+/// one with 400 before calling us).
+private func declaredContentLength(_ connection: OpaquePointer) -> Int {
+    guard let text = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") else { return 0 }
+    return Int(String(cString: text)) ?? 0
 }
 
 /// MHD_RequestCompletedCallback: the request is over (answered, client gone, timeout or daemon

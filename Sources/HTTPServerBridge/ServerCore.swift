@@ -32,14 +32,19 @@ final class ServerCore: Sendable {
     /// thread, inside the access handler.
     /// - Returns: false when the server is stopping (nothing was suspended).
     func suspend(_ context: RequestContext, request: HTTPRequest) -> Bool {
+        // Set first: once suspended, the Task may resume the connection at any moment (MHD only
+        // acts on that after this access-handler call returns, on this same thread).
+        context.isSuspended = true
         let suspended = state.withLock { state -> Bool in
             guard !state.isStopping else { return false }
             state.suspended[ObjectIdentifier(context)] = context
             MHD_suspend_connection(context.connection)
             return true
         }
-        guard suspended else { return false }
-        context.isSuspended = true
+        guard suspended else {
+            context.isSuspended = false
+            return false
+        }
         Task { [self] in
             let response = await handler.respond(to: request)
             resume(context, with: .respond(response))

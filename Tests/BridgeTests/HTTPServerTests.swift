@@ -141,32 +141,54 @@ struct HTTPServerTests {
         #expect(request.remoteAddress == "127.0.0.1")
     }
 
-    @Test("a body over maxBodyBytes reaches the handler as empty with bodyExceededLimit; one at the limit does not")
+    @Test("a body over maxBodyBytes: handler sees bodyExceededLimit and an empty body, a declared one answered before it is read")
     func bodyLimit() async throws {
         let log = RequestLog()
         let server = try startServer(
             ClosureHandler(immediate: { request in
                 log.record(request)
+                if request.path == "/async" { return nil }
                 return HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
+            }, async: { request in
+                HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
             }), maxBodyBytes: 16)
         defer { server.stop() }
         let port = server.port
-        let (over, atLimit) = try await onOwnThread {
-            let connection = try RawHTTPConnection(port: port)
-            let big = String(repeating: "x", count: 100_000)
-            try connection.send("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: \(big.utf8.count)\r\n\r\n\(big)")
-            let over = try connection.readResponse()
-            try connection.send("POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n0123456789abcdef")
-            return (over, try connection.readResponse())
+        let (declared, chunked, async, atLimit) = try await onOwnThread {
+            // Only the headers are sent: the answer must not wait for the 100 000 declared bytes.
+            let first = try RawHTTPConnection(port: port)
+            try first.send("POST /declared HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+            let declared = try first.readResponse()
+
+            let second = try RawHTTPConnection(port: port)
+            let chunk = String(repeating: "y", count: 10)
+            try second.send("POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\na\r\n\(chunk)\r\n")
+            try second.send("a\r\n\(chunk)\r\n0\r\n\r\n")  // 20 bytes, over 16: read, dropped, answered at the end
+            let chunked = try second.readResponse()
+
+            let third = try RawHTTPConnection(port: port)
+            try third.send("POST /async HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n\(String(repeating: "z", count: 5000))")
+            let async = try third.readResponse()
+
+            let fourth = try RawHTTPConnection(port: port)
+            try fourth.send("POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n0123456789abcdef")
+            let atLimit = try fourth.readResponse()
+            try fourth.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n")  // still keep-alive
+            _ = try fourth.readResponse()
+            return (declared, chunked, async, atLimit)
         }
-        #expect(over.status == 413)
+        #expect(declared.status == 413)
+        #expect(chunked.status == 413)
+        #expect(async.status == 413)
         #expect(atLimit.status == 200)
-        let requests = log.all
-        #expect(requests.count == 2)
-        #expect(requests.first?.bodyExceededLimit == true)
-        #expect(requests.first?.body.isEmpty == true)
-        #expect(requests.last?.bodyExceededLimit == false)
-        #expect(requests.last?.body == Array("0123456789abcdef".utf8))
+        let requests = Dictionary(log.all.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        for path in ["/declared", "/chunked", "/async"] {
+            #expect(requests[path]?.bodyExceededLimit == true, "\(path)")
+            #expect(requests[path]?.body.isEmpty == true, "\(path)")
+        }
+        #expect(requests["/small"]?.bodyExceededLimit == false)
+        #expect(requests["/small"]?.body == Array("0123456789abcdef".utf8))
+        #expect(log.all.count == 5)
     }
 
     @Test("keep-alive: several requests, immediate and async, on one connection")
