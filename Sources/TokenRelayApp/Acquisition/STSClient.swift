@@ -109,7 +109,7 @@ extension STSFailure {
     /// The same failure telling the caller to wait `seconds`.
     func withRetryAfter(_ seconds: Int) -> STSFailure {
         STSFailure(
-            disposition: disposition, problem: problem, status: status, suberror: suberror, stsErrorCodes: stsErrorCodes, claims: claims,
+            disposition: disposition, problem: problem, status: status, error: error, suberror: suberror, stsErrorCodes: stsErrorCodes, claims: claims,
             traceId: traceId, correlationId: correlationId, retryAfterSeconds: seconds, detail: detail)
     }
 }

@@ -142,8 +142,10 @@ struct SilentTokenService: Sendable {
                     return .success(try await sts.redeem(
                         grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
                         authority: authority, scopes: scopes, claims: claims, context: context))
-                } catch {
+                } catch let error as STSCallError {
                     return .failure(error)
+                } catch {
+                    return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
                 }
             }
             switch result {

@@ -54,10 +54,11 @@ public struct Logger: Sendable {
 
 /// Where log lines go: standard error, or memory (tests read what would have been written).
 public final class LogSink: Sendable {
-    private let lines: Mutex<[String]>?
+    private let capturing: Bool
+    private let lines = Mutex<[String]>([])
 
     private init(capturing: Bool) {
-        lines = capturing ? Mutex([]) : nil
+        self.capturing = capturing
     }
 
     public static let standardError = LogSink(capturing: false)
@@ -65,7 +66,7 @@ public final class LogSink: Sendable {
     public static func memory() -> LogSink { LogSink(capturing: true) }
 
     func write(_ line: String) {
-        if let lines {
+        if capturing {
             lines.withLock { $0.append(line) }
         } else {
             FileHandle.standardError.write(Data((line + "\n").utf8))
@@ -73,5 +74,5 @@ public final class LogSink: Sendable {
     }
 
     /// Lines captured by a memory sink.
-    public var captured: [String] { lines?.withLock { $0 } ?? [] }
+    public var captured: [String] { lines.withLock { $0 } }
 }

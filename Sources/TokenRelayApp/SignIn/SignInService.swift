@@ -96,7 +96,7 @@ struct SignInService: Sendable {
             throw Problem.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
         }
         let authority = try authorities.validate(pending.authority)
-        let scopes = ScopeSet(canonical: pending.scopes)
+        let scopes = ScopeSet(normalizing: pending.scopes)
 
         let response: TokenResponse
         do {

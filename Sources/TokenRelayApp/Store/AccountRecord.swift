@@ -1,4 +1,3 @@
-import Foundation
 import IdentityCore
 
 /// One signed-in user for this client (SPEC §1, §3) as stored.
@@ -25,7 +24,7 @@ struct AccountRecord: Sendable, Equatable {
 
     /// The account object of the API (SPEC §3, §12 Accounts).
     var json: JSONValue {
-        let claims = (try? JSONValue.parse(idTokenClaims)) ?? .object([:])
+        let claims = JSONValue.parse(idTokenClaims) ?? .object([:])
         return .object([
             "account_id": .string(accountId),
             "home_account_id": homeAccountId.map(JSONValue.string) ?? .null,
@@ -47,12 +46,5 @@ struct AccountRecord: Sendable, Equatable {
                 ])
             ]),
         ])
-    }
-}
-
-extension JSONValue {
-    /// Parses JSON text into a value.
-    static func parse(_ text: String) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
     }
 }

@@ -17,5 +17,5 @@ struct StoredAccessToken: Sendable, Equatable {
 
     var times: CachedTokenTimes { CachedTokenTimes(expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn) }
 
-    var scopeSet: ScopeSet { ScopeSet(canonical: scopes) }
+    var scopeSet: ScopeSet { ScopeSet(normalizing: scopes) }
 }

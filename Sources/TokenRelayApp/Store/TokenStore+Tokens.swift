@@ -39,7 +39,7 @@ extension TokenStore {
     /// Stores `token` under its granted scopes, replacing entries whose scopes it overlaps (as
     /// MSAL does), so a lookup by requested scopes finds the newest token.
     func saveAccessToken(in connection: PostgresConnection, _ token: StoredAccessToken) throws {
-        let target = ScopeSet(canonical: token.scopes)
+        let target = ScopeSet(normalizing: token.scopes)
         let existing = try connection.query(
             "SELECT target FROM access_tokens WHERE account_id = $1 AND environment = $2 AND realm = $3 AND client_id = $4",
             [.text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId)]

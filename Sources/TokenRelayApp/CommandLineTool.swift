@@ -1,0 +1,184 @@
+import Foundation
+import HTTPClientBridge
+import PostgresBridge
+
+/// `token-relay` sub-commands (SPEC §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
+/// `api-keys create|list|revoke`, `encryption generate-key`. Exit codes: 0 success, 1 failure,
+/// 2 usage or configuration error (one clear line on standard error).
+public enum CommandLineTool {
+    public static func run(_ arguments: [String]) async -> Int32 {
+        let loader = ConfigurationLoader()
+        do {
+            switch arguments.first {
+            case "serve", nil:
+                return try await serve(loader.load())
+            case "migrate":
+                return try await migrate(loader.load(requireIdentity: false))
+            case "check-config":
+                _ = try loader.load()
+                print(#"{"status":"ok"}"#)
+                return 0
+            case "healthcheck":
+                return await healthcheck(try loader.load(requireIdentity: false))
+            case "api-keys":
+                return try await apiKeys(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "encryption":
+                guard arguments.dropFirst().first == "generate-key" else { return usage("encryption generate-key [--id ID]") }
+                let id = option("--id", in: arguments) ?? "k" + String(Int(Date().timeIntervalSince1970))
+                print(KeyRing.generateEntry(id: id))
+                return 0
+            case "--help", "-h", "help":
+                printUsage()
+                return 0
+            default:
+                return usage("unknown command '\(arguments[0])'")
+            }
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("token-relay: \(error.description)\n".utf8))
+            return 2
+        } catch let problem as Problem {
+            FileHandle.standardError.write(Data("token-relay: \(problem.detail)\n".utf8))
+            return 1
+        } catch {
+            FileHandle.standardError.write(Data("token-relay: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    private static func serve(_ configuration: Configuration) async throws -> Int32 {
+        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
+        let service = try TokenRelayService(configuration: configuration, logger: logger)
+        let port = try await service.start()
+        // One machine-readable line for scripts and tests that start the binary on port 0.
+        FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.listenHost):\#(port)"}"#.utf8 + [10]))
+        await waitForTermination()
+        logger.info("service.stopping")
+        service.stop()
+        return 0
+    }
+
+    private static func migrate(_ configuration: Configuration) async throws -> Int32 {
+        guard !configuration.databaseURL.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
+        }
+        guard let directory = Migrator.locateDirectory(configured: configuration.migrationsDirectory) else {
+            throw ConfigurationError(setting: "TOKENRELAY_MIGRATIONS_DIR", reason: "no migrations directory found; set it")
+        }
+        let migrator = try Migrator(directory: directory)
+        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        defer { pool.close() }
+        let applied = try await migrator.apply(on: pool)
+        print(#"{"applied":[\#(applied.map { "\"\($0)\"" }.joined(separator: ","))],"total":\#(migrator.migrations.count)}"#)
+        return 0
+    }
+
+    private static func healthcheck(_ configuration: Configuration) async -> Int32 {
+        let host = configuration.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.listenHost
+        let client = HTTPClient()
+        defer { client.shutdown() }
+        guard let response = try? await client.execute(HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.listenPort)/healthz", timeout: 5)) else {
+            return 1
+        }
+        return response.status == 200 ? 0 : 1
+    }
+
+    private static func apiKeys(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
+        guard !configuration.databaseURL.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
+        }
+        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        defer { pool.close() }
+        let store = APIKeyStore(database: Database(pool: pool))
+        switch arguments.first {
+        case "create":
+            guard let name = option("--name", in: arguments), !name.isEmpty else { return usage("api-keys create --name NAME --permissions p1,p2") }
+            let requested = (option("--permissions", in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            var permissions: [Permission] = []
+            for text in requested {
+                guard let permission = Permission(rawValue: text) else {
+                    return usage("unknown permission '\(text)'; use \(Permission.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                permissions.append(permission)
+            }
+            guard !permissions.isEmpty else { return usage("api-keys create needs --permissions") }
+            let created = try await APIKeyAuthenticator.create(name: name, permissions: permissions, store: store)
+            let object: [String: Any] = ["key_id": created.keyId, "name": name, "permissions": permissions.map(\.rawValue), "api_key": created.apiKey]
+            print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+            return 0
+        case "list":
+            for key in try await store.all() {
+                let object: [String: Any] = [
+                    "key_id": key.keyId, "name": key.name, "permissions": key.permissions.map(\.rawValue), "created_at": key.createdAt,
+                    "revoked_at": key.revokedAt ?? NSNull(),
+                ]
+                print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+            }
+            return 0
+        case "revoke":
+            guard arguments.count >= 2 else { return usage("api-keys revoke KEY_ID") }
+            let revoked = try await store.revoke(arguments[1])
+            print(#"{"key_id":"\#(arguments[1])","revoked":\#(revoked)}"#)
+            return revoked ? 0 : 1
+        default:
+            return usage("api-keys create|list|revoke")
+        }
+    }
+
+    private static func option(_ name: String, in arguments: [String]) -> String? {
+        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+        return arguments[index + 1]
+    }
+
+    private static func usage(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("token-relay: \(message)\n".utf8))
+        return 2
+    }
+
+    private static func printUsage() {
+        print("""
+            usage: token-relay <command>
+              serve                      serve HTTP (default)
+              migrate                    apply pending migrations and exit
+              check-config               validate the configuration and exit
+              healthcheck                exit 0 when /healthz passes
+              api-keys create --name NAME --permissions p1,p2 | list | revoke KEY_ID
+              encryption generate-key [--id ID]
+            configuration: TOKENRELAY_* environment variables (see README.md)
+            """)
+    }
+
+    /// Suspends until SIGINT or SIGTERM.
+    private static func waitForTermination() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            signal(SIGINT, SIG_IGN)
+            signal(SIGTERM, SIG_IGN)
+            let queue = DispatchQueue(label: "token-relay.signals")
+            let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
+            let resumed = ResumeOnce(continuation, keepAlive: sources)
+            for source in sources {
+                source.setEventHandler { resumed.resume() }
+                source.resume()
+            }
+        }
+    }
+}
+
+/// Resumes a continuation once however many signals arrive; keeps the signal sources alive.
+private final class ResumeOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Void, Never>?
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ continuation: CheckedContinuation<Void, Never>, keepAlive sources: [any DispatchSourceSignal]) {
+        self.continuation = continuation
+        self.sources = sources
+    }
+
+    func resume() {
+        lock.lock()
+        let pending = continuation
+        continuation = nil
+        lock.unlock()
+        pending?.resume()
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import HTTPClientBridge
+import HTTPCommon
+import IdentityCore
+
+/// Calls a configured downstream API for an account (SPEC §6): acquires the token (§2), calls
+/// the API with `Authorization: Bearer`, passes the method, query, body and safe headers
+/// through, and relays the API's answer. A claims challenge (401 `insufficient_claims`) is
+/// answered by one more acquisition with those claims, never a loop.
+struct DownstreamService: Sendable {
+    let apis: [String: DownstreamAPI]
+    let tokens: SilentTokenService
+    let http: HTTPClient
+    let maxAttempts: Int
+    let maxRetryAfterSeconds: Int
+    let metrics: Metrics
+
+    /// Request headers passed to the API; everything else (hop-by-hop, the caller's
+    /// `Authorization`, TokenRelay's own) stays here.
+    static let forwardedRequestHeaders = ["Content-Type", "Accept", "If-Match", "If-None-Match", "Prefer", "ConsistencyLevel", "client-request-id", "traceparent"]
+    /// Response headers relayed to the caller.
+    static let relayedResponseHeaders = ["Content-Type", "Retry-After", "WWW-Authenticate", "ETag", "Location", "request-id", "client-request-id"]
+
+    struct Call: Sendable {
+        let api: String
+        let path: String
+        let method: String
+        let query: [(name: String, value: String)]
+        let headers: HTTPHeaders
+        let body: [UInt8]
+        let accountId: String
+    }
+
+    func relay(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
+        guard let api = apis[call.api] else {
+            throw Problem(.notFound, "No downstream API named '\(call.api)' is configured.", extensions: ["field": .string("api")])
+        }
+        let scopes: ScopeSet
+        do {
+            scopes = try ScopeRules.requested(scopes: api.scopes, resource: nil)
+        } catch {
+            throw Problem(.internal, "The scopes configured for '\(call.api)' are invalid.")
+        }
+        let account = try await tokens.resolve(.accountId(call.accountId))
+        var request = SilentTokenRequest(account: .accountId(call.accountId), scopes: scopes)
+        let first = try await tokens.acquire(request, for: account, context: context)
+        var response = try await send(call, api: api, token: first.token.secret, context: context)
+
+        if response.status == 401, let challenge = response.headers["WWW-Authenticate"], let claims = ClaimsChallenge.claims(fromWWWAuthenticate: challenge) {
+            request.claims = claims
+            do {
+                let second = try await tokens.acquire(request, for: account, context: context)
+                response = try await send(call, api: api, token: second.token.secret, context: context)
+            } catch var problem as Problem where problem.code == .interactionRequired {
+                problem.extensions["claims"] = .string(claims)
+                problem.headers.set("WWW-Authenticate", challenge)
+                throw problem
+            }
+        }
+        return relayed(response)
+    }
+
+    private func send(_ call: Call, api: DownstreamAPI, token: String, context: RequestContext) async throws -> HTTPClientResponse {
+        var headers = HTTPHeaders()
+        for name in Self.forwardedRequestHeaders {
+            for value in call.headers.values(for: name) { headers.add(name, value) }
+        }
+        headers.set("Authorization", "Bearer " + token)
+        if !headers.contains("client-request-id"), context.correlationIdIsGUID { headers.set("client-request-id", context.correlationId) }
+        let query = call.query.isEmpty ? "" : "?" + FormEncoding.query(call.query.map { ($0.name, $0.value) })
+        let path = call.path.split(separator: "/").map { FormEncoding.pathEscape(String($0)) }.joined(separator: "/")
+        let url = api.baseURL + "/" + path + query
+        let idempotent = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(call.method)
+        let policy = RetryPolicy(target: .downstream(idempotent: idempotent), maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)
+
+        var attempt = 1
+        while true {
+            let remaining = context.remainingSeconds
+            guard remaining > 0.05 else {
+                throw Problem(.upstreamUnavailable, "The request deadline passed before the API answered.", status: 504,
+                    extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
+            }
+            let outcome: RetryPolicy.Outcome
+            var last: HTTPClientResponse?
+            do {
+                let response = try await http.execute(
+                    HTTPClientRequest(method: call.method, url: url, headers: headers, body: call.body.isEmpty ? nil : call.body, timeout: min(remaining, 30)))
+                last = response
+                outcome = .response(status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: Date()), nonRetryable: false)
+            } catch let error as HTTPClientError {
+                outcome = error.kind == .timedOut ? .timedOut : .networkError(requestSent: error.requestSent)
+            }
+            switch policy.decide(attempt: attempt, outcome: outcome, deadlineRemaining: context.remainingSeconds, random: Double.random(in: 0..<1)) {
+            case .accept:
+                if let last { return last }
+                throw Problem.unavailable("The downstream API could not be reached.", retryAfterSeconds: 1)
+            case .retry(let delay):
+                metrics.increment("tokenrelay_retries_total", ["target": "downstream"])
+                try? await Task.sleep(for: .seconds(delay))
+                attempt += 1
+            case .giveUp(let retryAfter):
+                guard var last else {
+                    throw Problem.unavailable("The downstream API could not be reached.", retryAfterSeconds: max(1, retryAfter ?? 1))
+                }
+                // SPEC §12 Downstream: a 429 or 503 without Retry-After gets the backoff we would have used.
+                if (last.status == 429 || last.status == 503) && last.headers["Retry-After"] == nil {
+                    last.headers.set("Retry-After", String(max(1, retryAfter ?? 1)))
+                }
+                return last
+            }
+        }
+    }
+
+    private func relayed(_ response: HTTPClientResponse) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        for name in Self.relayedResponseHeaders {
+            for value in response.headers.values(for: name) { headers.add(name, value) }
+        }
+        headers.set("TokenRelay-Relayed", "true")
+        return HTTPResponse(status: response.status, headers: headers, body: response.body)
+    }
+}
+
+extension FormEncoding {
+    /// One path segment (RFC 3986 pchar without '/').
+    static func pathEscape(_ segment: String) -> String {
+        segment.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@"))!
+    }
+}

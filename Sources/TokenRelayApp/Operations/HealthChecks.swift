@@ -1,0 +1,60 @@
+import Foundation
+import HTTPCommon
+import IdentityCore
+import PostgresBridge
+
+/// Liveness and readiness in the shape of the IETF "Health Check Response Format for HTTP APIs"
+/// draft (`application/health+json`): `status` pass|warn|fail, `version`, `releaseId`, and
+/// `checks` whose values are arrays of objects (SPEC §8, §12 Health).
+struct HealthChecks: Sendable {
+    static let version = "0.1.0"
+    static let releaseId = "0.1.0-skeleton"
+
+    let database: Database
+    let migrator: Migrator?
+    let keyRing: KeyRing
+
+    func liveness() -> HTTPResponse {
+        respond(status: "pass", checks: [:])
+    }
+
+    /// Database reachable, migrations current, encryption key loaded; 503 otherwise.
+    func readiness() async -> HTTPResponse {
+        let time = Date().formatted(.iso8601)
+        var checks: [String: JSONValue] = [:]
+        var overall = "pass"
+        let started = Date()
+        do {
+            let pending = try await database.run { connection -> [String] in
+                _ = try connection.query("SELECT 1")
+                return try migrator?.pending(on: connection) ?? []
+            }
+            let elapsed = Date().timeIntervalSince(started) * 1000
+            checks["postgresql:responseTime"] = .array([.object([
+                "status": .string("pass"), "observedValue": .number((elapsed * 100).rounded() / 100), "observedUnit": .string("ms"), "time": .string(time),
+            ])])
+            let migrationsOK = pending.isEmpty
+            if !migrationsOK { overall = "fail" }
+            checks["migrations:pending"] = .array([.object([
+                "status": .string(migrationsOK ? "pass" : "fail"), "observedValue": .number(Double(pending.count)), "time": .string(time),
+            ] .merging(migrationsOK ? [:] : ["output": .string("run `token-relay migrate`")]) { $1 })])
+        } catch {
+            overall = "fail"
+            checks["postgresql:responseTime"] = .array([.object([
+                "status": .string("fail"), "output": .string("the database is unreachable"), "time": .string(time),
+            ])])
+        }
+        checks["encryption:keys"] = .array([.object([
+            "status": .string("pass"), "observedValue": .number(Double(keyRing.keys.count)), "componentId": .string(keyRing.primary.id), "time": .string(time),
+        ])])
+        return respond(status: overall, checks: checks)
+    }
+
+    private func respond(status: String, checks: [String: JSONValue]) -> HTTPResponse {
+        var body: [String: JSONValue] = ["status": .string(status), "version": .string(Self.version), "releaseId": .string(Self.releaseId)]
+        if !checks.isEmpty { body["checks"] = .object(checks) }
+        return HTTPResponse(
+            status: status == "fail" ? 503 : 200, headers: ["Content-Type": "application/health+json", "Cache-Control": "no-store"],
+            body: JSONWriter.encode(.object(body)))
+    }
+}

@@ -1,0 +1,59 @@
+import CryptoBridge
+import Foundation
+import HTTPCommon
+import IdentityCore
+
+/// `GET /v1/accounts`, `GET /v1/accounts/{account_id}`, `DELETE /v1/accounts/{account_id}` (SPEC §3).
+enum AccountRoutes {
+    static func register(on router: inout Router, _ services: AppServices) {
+        router.add("GET", "/v1/accounts", access: .requires(.accountsRead)) { request in
+            let limitText = request.http.queryValue("limit")
+            let limit = limitText.map { Int($0) ?? -1 } ?? 50
+            guard (1...200).contains(limit) else {
+                throw Problem.invalidRequest(field: "limit", "'limit' must be an integer from 1 to 200.")
+            }
+            var after: String?
+            if let cursor = request.http.queryValue("cursor"), !cursor.isEmpty {
+                guard let decoded = Cursor.decode(cursor) else {
+                    throw Problem.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
+                }
+                after = decoded
+            }
+            let username = request.http.queryValue("username").flatMap { $0.isEmpty ? nil : $0 }
+            let tenantId = request.http.queryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
+            // One row more than asked tells whether another page exists.
+            var page = try await services.store.listAccounts(username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1)
+            var next: JSONValue = .null
+            if page.count > limit {
+                page.removeLast()
+                next = .string(Cursor.encode(page.last!.accountId))
+            }
+            return .json(200, .object(["accounts": .array(page.map(\.json)), "next_cursor": next]))
+        }
+
+        router.add("GET", "/v1/accounts/{account_id}", access: .requires(.accountsRead)) { request in
+            guard let account = try await services.store.account(id: request.parameter("account_id")) else {
+                throw Problem.accountNotFound()
+            }
+            return .json(200, account.json)
+        }
+
+        router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
+            let accountId = request.parameter("account_id")
+            // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
+            try await services.store.deleteAccount(id: accountId)
+            services.memory.removeAll(accountId: accountId)
+            return HTTPResponse(status: 204)
+        }
+    }
+
+    /// Opaque page cursor: base64url of the last account id seen.
+    enum Cursor {
+        static func encode(_ accountId: String) -> String { Base64URL.encode(Array(("a:" + accountId).utf8)) }
+
+        static func decode(_ cursor: String) -> String? {
+            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("a:") else { return nil }
+            return String(text.dropFirst(2))
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import IdentityCore
+
+/// Everything route handlers call; built once at start-up by `TokenRelayService`.
+struct AppServices: Sendable {
+    let configuration: Configuration
+    let store: TokenStore
+    let tokens: SilentTokenService
+    let signIns: SignInService
+    let downstream: DownstreamService
+    let authorities: AuthorityValidator
+    let health: HealthChecks
+    let metrics: Metrics
+    let memory: MemoryTokenCache
+}
+
+/// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).
+enum Routes {
+    static func make(_ services: AppServices) -> Router {
+        var router = Router()
+        OperationsRoutes.register(on: &router, services)
+        SignInRoutes.register(on: &router, services)
+        AccountRoutes.register(on: &router, services)
+        TokenRoutes.register(on: &router, services)
+        DownstreamRoutes.register(on: &router, services)
+        return router
+    }
+}

@@ -1,0 +1,17 @@
+import HTTPCommon
+import IdentityCore
+
+/// `/healthz`, `/readyz`, `/metrics` (SPEC §8); no API key.
+enum OperationsRoutes {
+    static func register(on router: inout Router, _ services: AppServices) {
+        router.add("GET", "/healthz", access: .open) { _ in
+            services.health.liveness()
+        }
+        router.add("GET", "/readyz", access: .open) { _ in
+            await services.health.readiness()
+        }
+        router.add("GET", "/metrics", access: .open) { _ in
+            HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(services.metrics.render().utf8))
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import HTTPCommon
+import IdentityCore
+
+/// `POST /v1/sign-ins` and `GET /v1/sign-ins/callback` (SPEC §3).
+enum SignInRoutes {
+    static let startFields: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after"]
+    static let prompts: Set<String> = ["select_account", "login", "consent", "none"]
+
+    static func register(on router: inout Router, _ services: AppServices) {
+        router.add("POST", "/v1/sign-ins", access: .requires(.accountsWrite)) { request in
+            let body = try JSONBody(request.http)
+            try body.rejectUnknown(allowed: startFields)
+            guard body.has("scopes") else {
+                throw Problem(.invalidScope, "'scopes' is required.", extensions: ["field": .string("scopes")])
+            }
+            let scopes = try TokenRoutes.requestedScopes(body)
+            var authority: Authority?
+            if let text = try body.string("authority") {
+                do {
+                    authority = try services.authorities.validate(text)
+                } catch let error as AuthorityError {
+                    throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
+                }
+            }
+            let prompt = try body.string("prompt")
+            if let prompt, !prompts.contains(prompt) {
+                throw Problem.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
+            }
+            let started = try await services.signIns.start(
+                SignInService.StartRequest(
+                    scopes: scopes, authority: authority, loginHint: try body.string("login_hint"), prompt: prompt,
+                    claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after")))
+            let expiresAt = Date(timeIntervalSince1970: TimeInterval(started.expiresAt))
+            return .json(201, .object([
+                "authorize_url": .string(started.authorizeURL),
+                "sign_in_id": .string(started.signInId),
+                "expires_at": .string(expiresAt.formatted(.iso8601)),
+            ]))
+        }
+
+        router.add("GET", "/v1/sign-ins/callback", access: .open) { request in
+            var query: [String: String] = [:]
+            for item in request.http.query where query[item.name] == nil { query[item.name] = item.value }
+            switch try await services.signIns.complete(query: query, context: request.context) {
+            case .account(let account):
+                return .json(200, .object(["account": account.json]))
+            case .redirect(let location, _):
+                return HTTPResponse(status: 303, headers: ["Location": location, "Cache-Control": "no-store"])
+            }
+        }
+    }
+}

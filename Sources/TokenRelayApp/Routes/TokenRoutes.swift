@@ -1,0 +1,96 @@
+import HTTPCommon
+import IdentityCore
+
+/// `POST /v1/tokens/silent` (SPEC §2, §12 Token requests).
+enum TokenRoutes {
+    static let silentFields: Set<String> = [
+        "account_id", "home_account_id", "username", "tenant_id", "scopes", "resource", "authority", "claims", "force_refresh",
+        "min_ttl_s", "allow_partial", "correlation_id",
+    ]
+
+    static func register(on router: inout Router, _ services: AppServices) {
+        router.add("POST", "/v1/tokens/silent", access: .requires(.tokensAcquire)) { request in
+            let body = try JSONBody(request.http)
+            let silent = try parseSilent(body, authorities: services.authorities)
+            var context = request.context
+            if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
+                context = RequestContext(correlationId: correlationId, deadline: context.deadline, caller: context.caller)
+            }
+            do {
+                let result = try await services.tokens.acquire(silent, context: context)
+                return .json(200, tokenJSON(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
+            } catch let problem as Problem {
+                // The body's correlation id names the problem too.
+                return problem.response(correlationId: context.correlationId)
+            }
+        }
+    }
+
+    /// Validates the body into a request; every error names its field.
+    static func parseSilent(_ body: JSONBody, authorities: AuthorityValidator) throws(Problem) -> SilentTokenRequest {
+        try body.rejectUnknown(allowed: silentFields)
+        let selectors = ["account_id", "home_account_id", "username"].filter { body.has($0) }
+        guard selectors.count == 1 else {
+            throw Problem.invalidRequest(field: "account_id", "Give exactly one of 'account_id', 'home_account_id' or 'username'.")
+        }
+        let account: SilentTokenRequest.AccountSelector
+        switch selectors[0] {
+        case "account_id": account = .accountId(try body.requiredString("account_id"))
+        case "home_account_id": account = .homeAccountId(try body.requiredString("home_account_id"))
+        default: account = .username(try body.requiredString("username"), tenantId: try body.string("tenant_id"))
+        }
+        if body.has("tenant_id") && selectors[0] != "username" {
+            throw Problem.invalidRequest(field: "tenant_id", "'tenant_id' narrows a 'username' lookup; it cannot be used with '\(selectors[0])'.")
+        }
+        let scopes = try requestedScopes(body)
+        var authority: Authority?
+        if let text = try body.string("authority") {
+            do {
+                authority = try authorities.validate(text)
+            } catch {
+                throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
+            }
+        }
+        let minTTL = try body.int("min_ttl_s") ?? 0
+        guard minTTL >= 0 && minTTL <= 86_400 else {
+            throw Problem.invalidRequest(field: "min_ttl_s", "'min_ttl_s' must be between 0 and 86400 seconds.")
+        }
+        return SilentTokenRequest(
+            account: account, scopes: scopes, authority: authority, claims: try body.claims("claims"),
+            forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL, allowPartial: try body.bool("allow_partial") ?? false)
+    }
+
+    /// `scopes` or the legacy `resource` (not both), under the rules of SPEC §1.
+    static func requestedScopes(_ body: JSONBody) throws(Problem) -> ScopeSet {
+        if body.has("scopes") && body.has("resource") {
+            throw Problem(.invalidScope, "Give 'scopes' or the legacy 'resource', not both.", extensions: ["field": .string("resource")])
+        }
+        let scopes = try body.stringArray("scopes")
+        let resource = try body.string("resource")
+        guard scopes != nil || resource != nil else {
+            throw Problem(.invalidScope, "'scopes' is required.", extensions: ["field": .string("scopes")])
+        }
+        do {
+            return try ScopeRules.requested(scopes: scopes, resource: resource)
+        } catch {
+            throw Problem(.invalidScope, error.detail, extensions: ["field": .string(error.field)])
+        }
+    }
+
+    static func tokenJSON(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "access_token": .string(result.token.secret),
+            "token_type": .string("Bearer"),
+            "expires_on": .number(Double(result.token.expiresOn)),
+            "ext_expires_on": .number(Double(result.token.extExpiresOn ?? result.token.expiresOn)),
+            "scopes": .array(result.token.scopes.map(JSONValue.string)),
+            "account": result.account.json,
+            "source": .string(result.source.rawValue),
+            "correlation_id": .string(correlationId),
+        ]
+        if allowPartial && !result.declinedScopes.isEmpty {
+            members["declined_scopes"] = .array(result.declinedScopes.map(JSONValue.string))
+        }
+        return .object(members)
+    }
+}

@@ -1,0 +1,105 @@
+import CryptoBridge
+import Foundation
+import Synchronization
+
+/// The authenticated caller of a request.
+struct Caller: Sendable, Equatable {
+    let keyId: String
+    let permissions: Set<Permission>
+
+    func may(_ permission: Permission) -> Bool {
+        permissions.contains(permission) || permissions.contains(.admin)
+    }
+}
+
+/// Checks `Authorization: Bearer trk_<keyid>_<secret>` (SPEC §7, §12): keys are stored as the
+/// SHA-256 of the secret and compared in constant time. The bootstrap key
+/// (`TOKENRELAY_BOOTSTRAP_API_KEY`) is an admin key held only in memory. Looked-up keys are
+/// remembered for a short time so a hot caller costs no database round trip.
+final class APIKeyAuthenticator: Sendable {
+    private struct CachedKey {
+        let secretHash: [UInt8]?
+        let caller: Caller?
+        let fetchedAt: Date
+    }
+
+    private let bootstrapHash: [UInt8]?
+    private let keys: APIKeyStore
+    private let cache = Mutex<[String: CachedKey]>([:])
+    /// Seconds a looked-up key (or its absence) is trusted before the database is asked again.
+    static let cacheTTL: TimeInterval = 30
+
+    init(bootstrapKey: String?, keys: APIKeyStore) {
+        bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
+        self.keys = keys
+    }
+
+    /// The caller for `authorization`, or a 401 problem.
+    func authenticate(_ authorization: String?) async throws -> Caller {
+        guard let presented = Self.bearerToken(authorization) else {
+            throw Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'.")
+        }
+        let presentedHash = SHA256.hash(Array(presented.utf8))
+        if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
+            return Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
+        }
+        guard let (keyId, secret) = Self.split(presented) else {
+            throw Self.unauthenticated("The API key is not valid.")
+        }
+        let entry = try await lookup(keyId)
+        guard let storedHash = entry.secretHash, let caller = entry.caller,
+            ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash)
+        else {
+            throw Self.unauthenticated("The API key is not valid.")
+        }
+        return caller
+    }
+
+    /// Forgets a key at once (revocation in this replica).
+    func forget(keyId: String) {
+        _ = cache.withLock { $0.removeValue(forKey: keyId) }
+    }
+
+    private func lookup(_ keyId: String) async throws -> CachedKey {
+        if let cached = cache.withLock({ $0[keyId] }), Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL {
+            return cached
+        }
+        let record = try await keys.activeKey(keyId)
+        let entry = CachedKey(
+            secretHash: record?.secretHash, caller: record.map { Caller(keyId: $0.keyId, permissions: Set($0.permissions)) }, fetchedAt: Date())
+        cache.withLock { $0[keyId] = entry }
+        return entry
+    }
+
+    static func bearerToken(_ authorization: String?) -> String? {
+        guard let authorization else { return nil }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    /// `trk_<keyid>_<secret>`: split at the first two underscores; the secret may contain `_`.
+    static func split(_ key: String) -> (keyId: String, secret: String)? {
+        guard key.hasPrefix("trk_") else { return nil }
+        let rest = key.dropFirst(4)
+        guard let underscore = rest.firstIndex(of: "_") else { return nil }
+        let keyId = String(rest[..<underscore])
+        let secret = String(rest[rest.index(after: underscore)...])
+        guard keyId.count >= 8, keyId.allSatisfy({ ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") }), !secret.isEmpty else { return nil }
+        return (keyId, secret)
+    }
+
+    static func unauthenticated(_ detail: String) -> Problem {
+        Problem(.unauthenticated, detail, headers: ["WWW-Authenticate": #"Bearer realm="tokenrelay""#])
+    }
+
+    /// Creates a key and returns the full `trk_<keyid>_<secret>` (shown once); only its hash is stored.
+    static func create(name: String, permissions: [Permission], store: APIKeyStore) async throws -> (keyId: String, apiKey: String) {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        let keyId = String(decoding: SecureRandom.bytes(12).map { alphabet[Int($0) % alphabet.count] }, as: UTF8.self)
+        let secret = RandomToken.make(bytes: 32)
+        try await store.insert(keyId: keyId, name: name, secretHash: SHA256.hash(Array(secret.utf8)), permissions: permissions)
+        return (keyId, "trk_\(keyId)_\(secret)")
+    }
+}
