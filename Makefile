@@ -1,0 +1,33 @@
+# TokenRelay developer commands. `make run` then `make test` on a fresh Debian machine.
+SHELL := /bin/bash
+.PHONY: run stop deps build test test-only lint fmt bench clean
+
+run: deps build            ## install, build, start PostgreSQL + emulator + service, print curl lines
+	@scripts/dev-up
+
+stop:                      ## stop the service and the emulator started by `make run`
+	@scripts/dev-down
+
+deps:                      ## install the Debian packages (idempotent)
+	@scripts/install-deps
+
+build:
+	swift build --build-tests
+
+test: deps build           ## install, build once, start PostgreSQL, run every test
+	@scripts/pg-local start >/dev/null
+	TOKENRELAY_TEST_DATABASE_URL="$$(scripts/pg-local url)" TOKENRELAY_BIN_DIR="$$(swift build --show-bin-path)" \
+		swift test --skip-build
+	@scripts/lint --check || echo "lint: style differences found (not failing the build yet; run make fmt)"
+
+lint:
+	@scripts/lint --check
+
+fmt:
+	@scripts/lint --fix
+
+bench: deps                ## wrk against the running service vs nginx (see bench/README.md)
+	@bench/run
+
+clean:
+	rm -rf .build

@@ -1,0 +1,112 @@
+import Foundation
+import Synchronization
+
+/// A child process started by a test (the built `token-relay` or `sts-emulator` binary), stopped
+/// with SIGTERM when the test is done. Its first JSON line with `"event":"listening"` on standard
+/// output tells the port; standard error goes to a log file under the temporary directory.
+public final class ManagedProcess: Sendable {
+    public let port: Int
+    public let logPath: String
+    private let process: Mutex<Process?>
+
+    public struct StartError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Starts `executable` and waits up to `timeout` seconds for it to report its port.
+    public init(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        let name = URL(fileURLWithPath: executable).lastPathComponent
+        logPath = NSTemporaryDirectory() + "tokenrelay-test-\(name)-\(UUID().uuidString.prefix(8)).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        try process.run()
+
+        let reader = output.fileHandleForReading
+        let found = Mutex<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        // Reads stdout for the whole life of the child so it never blocks on a full pipe.
+        Thread.detachNewThread {
+            var buffer = Data()
+            var signalled = false
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                guard !signalled else { continue }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 10) {
+                    let line = buffer[buffer.startIndex..<newline]
+                    buffer = Data(buffer[buffer.index(after: newline)...])
+                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any], object["event"] as? String == "listening",
+                        let port = object["port"] as? Int
+                    {
+                        found.withLock { $0 = port }
+                        signalled = true
+                        done.signal()
+                    }
+                }
+            }
+            if !signalled { done.signal() }
+        }
+        _ = done.wait(timeout: .now() + timeout)
+        guard let port = found.withLock({ $0 }) else {
+            process.terminate()
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw StartError(description: "\(name) did not report a port within \(timeout)s; log:\n\(log.suffix(2000))")
+        }
+        self.port = port
+        self.process = Mutex(process)
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Sends SIGTERM and waits for the exit.
+    public func stop() {
+        guard let process = self.process.withLock({ current -> Process? in
+            defer { current = nil }
+            return current
+        }) else { return }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    /// The child's log so far (for assertions that nothing secret was written).
+    public func log() -> String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    deinit { stop() }
+}
+
+/// Where the package's built executables are: `TOKENRELAY_BIN_DIR`, else beside the test bundle.
+public enum BuiltProducts {
+    public static func path(_ name: String, file: StaticString = #filePath) -> String {
+        var candidates: [String] = []
+        if let dir = ProcessInfo.processInfo.environment["TOKENRELAY_BIN_DIR"] { candidates.append(dir) }
+        let bundle = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
+        candidates.append(bundle.path)
+        candidates.append(bundle.deletingLastPathComponent().path)
+        candidates.append(packageRoot(file: file) + "/.build/debug")
+        for dir in candidates where FileManager.default.isExecutableFile(atPath: dir + "/" + name) {
+            return dir + "/" + name
+        }
+        return packageRoot(file: file) + "/.build/debug/" + name
+    }
+
+    /// The package root, found by walking up from this source file to `Package.swift`.
+    public static func packageRoot(file: StaticString = #filePath) -> String {
+        var url = URL(fileURLWithPath: "\(file)").deletingLastPathComponent()
+        while url.path != "/" {
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url.path }
+            url.deleteLastPathComponent()
+        }
+        return FileManager.default.currentDirectoryPath
+    }
+}

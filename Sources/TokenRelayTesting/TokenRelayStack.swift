@@ -1,0 +1,120 @@
+import Foundation
+import HTTPClientBridge
+import HTTPCommon
+
+/// The whole system on real parts for end-to-end tests: a fresh PostgreSQL database, the built
+/// `sts-emulator`, `token-relay migrate`, and the built `token-relay serve` on a free port.
+public final class TokenRelayStack: Sendable {
+    public static let clientId = "6731de76-14a6-49ae-97bc-6eba6914391e"
+    /// Test-only credentials, generated per stack; never a real secret.
+    public let clientSecret: String
+    public let apiKey: String
+    public let databaseURL: String
+    public let emulator: ManagedProcess
+    public let relay: ManagedProcess
+    public let http = HTTPClient()
+    public let tenantId = "11111111-1111-1111-1111-111111111111"
+
+    /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings.
+    public init(name: String, environment extra: [String: String] = [:]) async throws {
+        clientSecret = "test-secret-" + UUID().uuidString
+        apiKey = "trk_bootstrap0_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        databaseURL = try await TestPostgres.freshDatabase(named: name)
+        emulator = try ManagedProcess(
+            executable: BuiltProducts.path("sts-emulator"),
+            arguments: ["--host", "127.0.0.1", "--port", "0", "--client-id", Self.clientId, "--client-secret", clientSecret],
+            environment: ProcessInfo.processInfo.environment)
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENRELAY_") }
+        environment["TOKENRELAY_LISTEN"] = "127.0.0.1:0"
+        environment["TOKENRELAY_DATABASE_URL"] = databaseURL
+        environment["TOKENRELAY_DATABASE_POOL_SIZE"] = "4"
+        environment["TOKENRELAY_CLIENT_ID"] = Self.clientId
+        environment["TOKENRELAY_CLIENT_SECRET"] = clientSecret
+        environment["TOKENRELAY_AUTHORITY"] = "\(emulator.baseURL)/\(tenantId)"
+        environment["TOKENRELAY_KNOWN_AUTHORITIES"] = emulator.baseURL
+        environment["TOKENRELAY_ALLOW_HTTP_LOOPBACK"] = "true"
+        environment["TOKENRELAY_ENCRYPTION_KEYS"] = "test1:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        environment["TOKENRELAY_BOOTSTRAP_API_KEY"] = apiKey
+        environment["TOKENRELAY_DOWNSTREAM_APIS"] = #"{"graph": {"base_url": "\#(emulator.baseURL)/v1.0", "scopes": ["User.Read"]}}"#
+        environment["TOKENRELAY_MIGRATIONS_DIR"] = BuiltProducts.packageRoot() + "/migrations"
+        environment["TOKENRELAY_MIGRATE_ON_START"] = "true"
+        environment["TOKENRELAY_LOG_LEVEL"] = "debug"
+        for (key, value) in extra { environment[key] = value }
+        relay = try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+    }
+
+    public var baseURL: String { relay.baseURL }
+
+    /// Sends a request to TokenRelay. `body` is JSON-encoded when given; the API key is sent unless `authenticated` is false.
+    public func request(
+        _ method: String, _ path: String, json body: Any? = nil, headers extra: [String: String] = [:], authenticated: Bool = true
+    ) async throws -> TestResponse {
+        var headers = HTTPHeaders()
+        if authenticated { headers.add("Authorization", "Bearer \(apiKey)") }
+        var bytes: [UInt8]?
+        if let body {
+            headers.add("Content-Type", "application/json")
+            bytes = Array(try JSONSerialization.data(withJSONObject: body))
+        }
+        for (name, value) in extra { headers.set(name, value) }
+        let url = path.hasPrefix("http") ? path : baseURL + path
+        let response = try await http.execute(HTTPClientRequest(method: method, url: url, headers: headers, body: bytes, timeout: 30))
+        return TestResponse(response)
+    }
+
+    /// Signs `username` in through the emulator's authorize endpoint and TokenRelay's callback,
+    /// as a browser would. Returns the callback's JSON (`{"account": {...}}`).
+    public func signIn(_ username: String, scopes: [String] = ["User.Read"]) async throws -> [String: Any] {
+        let started = try await request("POST", "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username])
+        guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
+            throw TestFailure("POST /v1/sign-ins answered \(started.status): \(started.text)")
+        }
+        let redirect = try await http.execute(HTTPClientRequest(method: "GET", url: authorize))
+        guard redirect.status == 302, let location = redirect.headers["Location"] else {
+            throw TestFailure("authorize answered \(redirect.status)")
+        }
+        let callback = try await request("GET", location, authenticated: false)
+        guard callback.status == 200 else { throw TestFailure("callback answered \(callback.status): \(callback.text)") }
+        return callback.json
+    }
+
+    /// Sends a JSON control request to the emulator (`/_control/...`).
+    public func control(_ method: String, _ path: String, json body: Any? = nil) async throws -> TestResponse {
+        var bytes: [UInt8]?
+        if let body { bytes = Array(try JSONSerialization.data(withJSONObject: body)) }
+        let response = try await http.execute(
+            HTTPClientRequest(method: method, url: emulator.baseURL + path, headers: ["Content-Type": "application/json"], body: bytes))
+        return TestResponse(response)
+    }
+
+    public func stop() {
+        relay.stop()
+        emulator.stop()
+        http.shutdown()
+    }
+}
+
+/// An answer with its body read as JSON when it is JSON.
+public struct TestResponse: Sendable {
+    public let status: Int
+    public let headers: HTTPHeaders
+    public let body: [UInt8]
+
+    init(_ response: HTTPClientResponse) {
+        status = response.status
+        headers = response.headers
+        body = response.body
+    }
+
+    public var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body as a JSON object, or empty.
+    public var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
+    }
+}
+
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+import TokenRelayTesting
+
+@Suite("Accounts, operations and problem answers, end to end", .serialized)
+struct AccountsAndErrorsTests {
+    @Test("Accounts list with cursor pagination, filter by username, delete twice is 204, then 404")
+    func accountsLifecycle() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_accounts")
+        defer { stack.stop() }
+        var ids: [String] = []
+        for user in ["alice@contoso.example", "bob@contoso.example"] {
+            ids.append(try #require((try await stack.signIn(user)["account"] as? [String: Any])?["account_id"] as? String))
+        }
+        let first = try await stack.request("GET", "/v1/accounts?limit=1")
+        #expect(first.status == 200)
+        #expect((first.json["accounts"] as? [Any])?.count == 1)
+        let cursor = try #require(first.json["next_cursor"] as? String)
+        let second = try await stack.request("GET", "/v1/accounts?limit=1&cursor=\(cursor)")
+        #expect((second.json["accounts"] as? [Any])?.count == 1)
+        #expect(second.json["next_cursor"] is NSNull)
+        let seen = [first, second].compactMap { (($0.json["accounts"] as? [[String: Any]])?.first?["account_id"]) as? String }
+        #expect(Set(seen) == Set(ids))
+
+        let filtered = try await stack.request("GET", "/v1/accounts?username=BOB@contoso.example")
+        #expect((filtered.json["accounts"] as? [[String: Any]])?.map { $0["username"] as? String } == ["bob@contoso.example"])
+        let badLimit = try await stack.request("GET", "/v1/accounts?limit=500")
+        #expect(badLimit.status == 400)
+        #expect(badLimit.json["field"] as? String == "limit")
+        let badCursor = try await stack.request("GET", "/v1/accounts?cursor=%25%25")
+        #expect(badCursor.status == 400)
+
+        #expect(try await stack.request("DELETE", "/v1/accounts/\(ids[0])").status == 204)
+        #expect(try await stack.request("DELETE", "/v1/accounts/\(ids[0])").status == 204)
+        let gone = try await stack.request("GET", "/v1/accounts/\(ids[0])")
+        #expect(gone.status == 404)
+        #expect(gone.json["error"] as? String == "account_not_found")
+        let token = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": ids[0], "scopes": ["User.Read"]])
+        #expect(token.status == 404)
+    }
+
+    @Test("Bad input gets a problem+json naming the field; unknown routes 404; wrong methods 405 with Allow")
+    func problems() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_problems")
+        defer { stack.stop() }
+        let unauthenticated = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "x", "scopes": ["User.Read"]], authenticated: false)
+        #expect(unauthenticated.status == 401)
+        #expect(unauthenticated.headers["WWW-Authenticate"] == #"Bearer realm="tokenrelay""#)
+        let wrongKey = try await stack.request("GET", "/v1/accounts", headers: ["Authorization": "Bearer trk_abcdefgh_nope"], authenticated: false)
+        #expect(wrongKey.status == 401)
+
+        let notFound = try await stack.request("GET", "/v1/nothing")
+        #expect(notFound.status == 404)
+        #expect(notFound.json["error"] as? String == "not_found")
+        let wrongMethod = try await stack.request("PUT", "/v1/tokens/silent")
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers["Allow"] == "POST")
+
+        let wrongType = try await stack.request("POST", "/v1/tokens/silent", headers: ["Content-Type": "text/plain"])
+        #expect(wrongType.status == 415)
+        #expect(wrongType.json["error"] as? String == "unsupported_media_type")
+
+        var badJSON = try await stack.http.execute(.init(
+            method: "POST", url: stack.baseURL + "/v1/tokens/silent",
+            headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array("{not json".utf8)))
+        #expect(badJSON.status == 400)
+        badJSON = try await stack.http.execute(.init(
+            method: "POST", url: stack.baseURL + "/v1/tokens/silent",
+            headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array(repeating: 32, count: 70_000)))
+        #expect(badJSON.status == 413)
+
+        let twoSelectors = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "username": "b", "scopes": ["User.Read"]])
+        #expect(twoSelectors.status == 400)
+        #expect(twoSelectors.json["field"] as? String == "account_id")
+        let onlyOIDC = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["openid", "profile"]])
+        #expect(onlyOIDC.status == 400)
+        #expect(onlyOIDC.json["error"] as? String == "invalid_scope")
+        let twoResources = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read", "https://management.azure.com/user_impersonation"]])
+        #expect(twoResources.json["error"] as? String == "invalid_scope")
+        let unknownField = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read"], "scope": "x"])
+        #expect(unknownField.status == 400)
+        #expect(unknownField.json["field"] as? String == "scope")
+        let badAuthority = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read"], "authority": "https://evil.example/tenant"])
+        #expect(badAuthority.status == 400)
+        #expect(badAuthority.json["error"] as? String == "invalid_authority")
+        let badTimeout = try await stack.request("GET", "/v1/accounts", headers: ["Request-Timeout": "500"])
+        #expect(badTimeout.status == 400)
+        #expect(badTimeout.json["field"] as? String == "Request-Timeout")
+
+        let echoed = try await stack.request("GET", "/v1/nothing", headers: ["client-request-id": "0a0b0c0d-0000-4000-8000-000000000001"])
+        #expect(echoed.headers["client-request-id"] == "0a0b0c0d-0000-4000-8000-000000000001")
+        #expect(echoed.json["correlation_id"] as? String == "0a0b0c0d-0000-4000-8000-000000000001")
+    }
+
+    @Test("Sign-in callback refuses unknown, replayed and declined states")
+    func callbackProblems() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_callback")
+        defer { stack.stop() }
+        let unknown = try await stack.request("GET", "/v1/sign-ins/callback?code=abc&state=nope", authenticated: false)
+        #expect(unknown.status == 400)
+        #expect(unknown.json["field"] as? String == "state")
+
+        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
+        let authorize = try #require(started.json["authorize_url"] as? String)
+        #expect(authorize.contains("code_challenge_method=S256"))
+        let redirect = try await stack.http.execute(.init(method: "GET", url: authorize))
+        let location = try #require(redirect.headers["Location"])
+        #expect(try await stack.request("GET", location, authenticated: false).status == 200)
+        let replay = try await stack.request("GET", location, authenticated: false)
+        #expect(replay.status == 400)
+
+        _ = try await stack.control("POST", "/_control/users/bob@contoso.example", json: ["decline_consent": true])
+        let declined = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "bob@contoso.example"])
+        let declinedRedirect = try await stack.http.execute(.init(method: "GET", url: try #require(declined.json["authorize_url"] as? String)))
+        let canceled = try await stack.request("GET", try #require(declinedRedirect.headers["Location"]), authenticated: false)
+        #expect(canceled.status == 400)
+        #expect(canceled.json["error"] as? String == "user_canceled")
+        #expect(canceled.json["sts_error_codes"] as? [Int] == [65004])
+
+        let badPrompt = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "prompt": "always"])
+        #expect(badPrompt.json["field"] as? String == "prompt")
+        let openRedirect = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "redirect_after": "https://evil.example/"])
+        #expect(openRedirect.status == 400)
+        #expect(openRedirect.json["field"] as? String == "redirect_after")
+    }
+
+    @Test("Health, readiness and metrics answer without an API key in the documented shapes")
+    func operations() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_ops")
+        defer { stack.stop() }
+        let health = try await stack.request("GET", "/healthz", authenticated: false)
+        #expect(health.status == 200)
+        #expect(health.headers["Content-Type"] == "application/health+json")
+        #expect(health.json["status"] as? String == "pass")
+        let ready = try await stack.request("GET", "/readyz", authenticated: false)
+        #expect(ready.status == 200, "\(ready.text)")
+        let checks = try #require(ready.json["checks"] as? [String: Any])
+        let database = try #require((checks["postgresql:responseTime"] as? [[String: Any]])?.first)
+        #expect(database["status"] as? String == "pass")
+        #expect(database["observedUnit"] as? String == "ms")
+        _ = try await stack.request("GET", "/v1/accounts")
+        let metrics = try await stack.request("GET", "/metrics", authenticated: false)
+        #expect(metrics.status == 200)
+        #expect(metrics.text.contains(#"tokenrelay_http_requests_total{route="/v1/accounts",status="200"} 1"#))
+        #expect(metrics.text.contains("tokenrelay_db_pool_connections"))
+    }
+}

@@ -1,0 +1,63 @@
+import HTTPCommon
+import IdentityCore
+import Testing
+
+@testable import TokenRelayApp
+
+@Suite("Request bodies name the offending field")
+struct JSONBodyTests {
+    static func request(_ body: String, contentType: String = "application/json") -> HTTPRequest {
+        HTTPRequest(method: "POST", path: "/v1/tokens/silent", headers: ["Content-Type": contentType], body: Array(body.utf8))
+    }
+
+    static func problem(_ body: String, contentType: String = "application/json") -> Problem? {
+        do {
+            let parsed = try JSONBody(request(body, contentType: contentType))
+            _ = try TokenRoutes.parseSilent(parsed, authorities: try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("Content types other than JSON are 415")
+    func unsupportedMediaType() {
+        #expect(Self.problem("{}", contentType: "text/plain")?.code == .unsupportedMediaType)
+        #expect(Self.problem(#"{"account_id":"a","scopes":["User.Read"]}"#, contentType: "application/json; charset=utf-8") == nil)
+    }
+
+    @Test(
+        "Each malformed body is 400 naming its field",
+        arguments: [
+            (#"{"#, "body"),
+            (#"[1]"#, "body"),
+            (#"{"scopes":["User.Read"]}"#, "account_id"),
+            (#"{"account_id":"a","username":"u","scopes":["User.Read"]}"#, "account_id"),
+            (#"{"account_id":7,"scopes":["User.Read"]}"#, "account_id"),
+            (#"{"account_id":"a","scopes":"User.Read"}"#, "scopes"),
+            (#"{"account_id":"a","scopes":["User.Read"],"force_refresh":"yes"}"#, "force_refresh"),
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":-1}"#, "min_ttl_s"),
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1.5}"#, "min_ttl_s"),
+            (#"{"account_id":"a","tenant_id":"t","scopes":["User.Read"]}"#, "tenant_id"),
+            (#"{"account_id":"a","scopes":["User.Read"],"extra":1}"#, "extra"),
+            (#"{"account_id":"a","scopes":["User.Read"],"authority":"https://evil.example/x"}"#, "authority"),
+            (#"{"account_id":"a"}"#, "scopes"),
+            (#"{"account_id":"a","scopes":["User.Read"],"resource":"https://graph.microsoft.com"}"#, "resource"),
+        ])
+    func namedField(body: String, field: String) {
+        let problem = Self.problem(body)
+        #expect(problem != nil)
+        #expect(problem?.extensions["field"] == .string(field), "\(String(describing: problem))")
+        #expect(problem?.status == 400)
+    }
+
+    @Test("A valid body becomes a request with normalised scopes")
+    func valid() throws {
+        let body = try JSONBody(Self.request(#"{"username":"Alice@Contoso.example","tenant_id":"t1","scopes":["https://graph.microsoft.com/User.Read","openid"],"min_ttl_s":600,"allow_partial":true}"#))
+        let request = try TokenRoutes.parseSilent(body, authorities: try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false))
+        #expect(request.account == .username("Alice@Contoso.example", tenantId: "t1"))
+        #expect(request.scopes.canonical == ["User.Read"])
+        #expect(request.minTTLSeconds == 600)
+        #expect(request.allowPartial)
+    }
+}

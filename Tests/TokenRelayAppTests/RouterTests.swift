@@ -1,0 +1,63 @@
+import HTTPCommon
+import Testing
+
+@testable import TokenRelayApp
+
+@Suite("Router")
+struct RouterTests {
+    static func router() -> Router {
+        var router = Router()
+        let ok: RouteHandler = { _ in HTTPResponse(status: 200) }
+        router.add("GET", "/v1/accounts", access: .requires(.accountsRead), ok)
+        router.add("GET", "/v1/accounts/{account_id}", access: .requires(.accountsRead), ok)
+        router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite), ok)
+        router.add("GET", "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall), ok)
+        return router
+    }
+
+    @Test("Path parameters bind to their names")
+    func parameters() {
+        guard case .found(let route, let parameters) = Self.router().match(method: "DELETE", path: "/v1/accounts/acc_123") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(route.template == "/v1/accounts/{account_id}")
+        #expect(parameters == ["account_id": "acc_123"])
+    }
+
+    @Test("A remainder parameter takes several segments")
+    func remainder() {
+        guard case .found(_, let parameters) = Self.router().match(method: "GET", path: "/v1/downstream/graph/me/messages/abc") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(parameters == ["api": "graph", "path": "me/messages/abc"])
+    }
+
+    @Test("A known path with another method is 405 listing the allowed methods")
+    func methodNotAllowed() {
+        guard case .methodNotAllowed(let allowed) = Self.router().match(method: "POST", path: "/v1/accounts/acc_1") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed.sorted() == ["DELETE", "GET"])
+    }
+
+    @Test("Unknown paths and extra segments are 404")
+    func notFound() {
+        for path in ["/v1/account", "/v1/accounts/a/b", "/", "/v1/downstream/graph"] {
+            guard case .notFound = Self.router().match(method: "GET", path: path) else {
+                Issue.record("expected 404 for \(path)")
+                continue
+            }
+        }
+    }
+
+    @Test("HEAD is served by the GET route")
+    func head() {
+        guard case .found = Self.router().match(method: "HEAD", path: "/v1/accounts") else {
+            Issue.record("HEAD did not match GET")
+            return
+        }
+    }
+}
