@@ -156,6 +156,30 @@ struct AuthorityTests {
         #expect(throws: AuthorityError.self) { try wide.validate("http://sts.example.com/common") }
     }
 
+    @Test("the default authority counts as known: loopback emulator and B2C defaults")
+    func defaultAuthority() throws {
+        let emulator = try AuthorityValidator(
+            knownAuthorities: [], allowHTTPLoopback: true, defaultAuthority: "http://127.0.0.1:8081/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee")
+        #expect(try emulator.validate("http://127.0.0.1:8081/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee").port == 8081)
+        #expect(throws: AuthorityError.self) { try emulator.validate("http://127.0.0.1:8081/other-tenant") }
+        #expect(throws: AuthorityError.self) {
+            try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false, defaultAuthority: "http://127.0.0.1:8081/t")
+                .validate("http://127.0.0.1:8081/t")
+        }
+        let b2c = try AuthorityValidator(
+            knownAuthorities: [], allowHTTPLoopback: false,
+            defaultAuthority: "https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com/B2C_1_susi")
+        #expect(try b2c.validate("https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com/B2C_1_susi").type == .b2c)
+        #expect(try b2c.validate("https://contoso.b2clogin.com/contoso.onmicrosoft.com/b2c_1_SUSI").type == .b2c)
+        let known = try AuthorityValidator(
+            knownAuthorities: ["https://contoso.b2clogin.com/contoso.onmicrosoft.com"], allowHTTPLoopback: false)
+        #expect(try known.validate("https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com/B2C_1_any").policy == "B2C_1_any")
+        #expect(throws: AuthorityError.self) { try b2c.validate("https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_other") }
+        #expect(throws: AuthorityError.self) {
+            try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false, defaultAuthority: "login.contoso.com")
+        }
+    }
+
     @Test("a known_authorities entry that is not a URL is rejected at start-up")
     func badEntry() {
         #expect(throws: AuthorityError.self) { try AuthorityValidator(knownAuthorities: ["ftp://x"], allowHTTPLoopback: false) }
