@@ -180,3 +180,17 @@ struct IDTokenTests {
         #expect(claims.audiences == ["x"])
     }
 }
+
+@Suite("base64url codec (RFC 4648 §5)")
+struct Base64URLTests {
+    @Test("round trip, padding optional, standard alphabet accepted, impossible lengths rejected")
+    func codec() {
+        let bytes: [UInt8] = [0xfb, 0xff, 0xbf, 0x01]
+        let encoded = Base64URL.encode(bytes)
+        #expect(encoded == "-_-_AQ")
+        #expect(Base64URL.decode(encoded) == bytes)
+        #expect(Base64URL.decode("+/+/AQ==") == bytes)
+        #expect(Base64URL.decode("A") == nil)
+        #expect(Base64URL.decode("") == [])
+    }
+}
