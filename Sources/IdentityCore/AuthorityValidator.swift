@@ -6,8 +6,7 @@ import Foundation
 /// Accepted: the well-known AAD hosts over https on port 443 with any tenant; any other host
 /// (B2C, CIAM, custom domains, loopback test authorities) only when it matches an entry of
 /// `knownAuthorities`. `http` only when `allowHTTPLoopback` is set, the host is 127.0.0.1,
-/// localhost or [::1], and it matches a known entry (include the configured default authority
-/// in `knownAuthorities`).
+/// localhost or [::1], and it matches a known entry or the default authority.
 public struct AuthorityValidator: Sendable {
     struct KnownEntry: Sendable, Hashable {
         let scheme: String
@@ -25,10 +24,20 @@ public struct AuthorityValidator: Sendable {
     ///     match, the path is a whole-segment prefix) or bare hosts (`https://host:443`, any
     ///     path).
     ///   - allowHTTPLoopback: accept `http` for loopback hosts (tests with the emulator).
+    ///   - defaultAuthority: the configured default authority (`TOKENRELAY_AUTHORITY`); it
+    ///     counts as known (its whole path is the prefix), so an emulator on
+    ///     `http://127.0.0.1:port/tenant` or a B2C default needs no extra entry.
     /// - Throws: `AuthorityError` naming an entry that cannot be parsed.
-    public init(knownAuthorities: [String], allowHTTPLoopback: Bool) throws(AuthorityError) {
+    public init(knownAuthorities: [String], allowHTTPLoopback: Bool, defaultAuthority: String? = nil) throws(AuthorityError) {
         var entries: [KnownEntry] = []
-        for raw in knownAuthorities {
+        var all = knownAuthorities
+        if let defaultAuthority {
+            guard defaultAuthority.contains("://") else {
+                throw AuthorityError(detail: "the default authority must be an absolute URL")
+            }
+            all.append(defaultAuthority)
+        }
+        for raw in all {
             let text = raw.trimmingCharacters(in: .whitespaces)
             if text.isEmpty { continue }
             let parsed = try ParsedURL.parse(text.contains("://") ? text : "https://" + text)
@@ -38,7 +47,7 @@ public struct AuthorityValidator: Sendable {
             entries.append(
                 KnownEntry(
                     scheme: parsed.scheme, host: parsed.host, port: parsed.port,
-                    pathPrefix: parsed.segments.map { $0.lowercased() }))
+                    pathPrefix: Self.withoutTFP(parsed.segments.map { $0.lowercased() })))
         }
         self.known = entries
         self.allowHTTPLoopback = allowHTTPLoopback
@@ -60,7 +69,7 @@ public struct AuthorityValidator: Sendable {
         }
         let wellKnown = parsed.scheme == "https" && parsed.port == 443 && Authority.wellKnownHosts.contains(parsed.host)
         if !wellKnown {
-            let lowerSegments = parsed.segments.map { $0.lowercased() }
+            let lowerSegments = Self.withoutTFP(parsed.segments.map { $0.lowercased() })
             let matches = known.contains { entry in
                 entry.scheme == parsed.scheme && entry.host == parsed.host && entry.port == parsed.port
                     && lowerSegments.starts(with: entry.pathPrefix)
@@ -118,6 +127,11 @@ public struct AuthorityValidator: Sendable {
                 scheme: parsed.scheme, host: parsed.host, port: parsed.port,
                 tenant: segments[0], policy: nil, type: type)
         }
+    }
+
+    /// B2C's optional leading `tfp` segment does not take part in prefix matching.
+    static func withoutTFP(_ segments: [String]) -> [String] {
+        segments.first == "tfp" ? Array(segments.dropFirst()) : segments
     }
 
     static func isB2CPolicy(_ segment: String) -> Bool {

@@ -8,7 +8,8 @@ public struct IDTokenClaims: Sendable {
     public let sub: String?
     public let preferredUsername: String?
     public let name: String?
-    /// B2C sends `emails` (an array) instead of `preferred_username`.
+    /// B2C sends `emails` (an array) instead of `preferred_username`; without it, the
+    /// `email` claim when present.
     public let emails: [String]
     public let issuer: String?
     /// All audiences (`aud` may be a string or an array).

@@ -1,0 +1,110 @@
+import Testing
+
+@testable import IdentityCore
+
+@Suite("Scopes (SPEC §1, §12 canonical)")
+struct ScopeTests {
+    @Test("canonical: Graph short, others full, OIDC removed, sorted and de-duplicated case-insensitively")
+    func canonical() {
+        let set = ScopeSet(normalizing: [
+            "https://graph.microsoft.com/User.Read", "user.read", "Mail.Read", "openid", "PROFILE", "offline_access", "email",
+            "HTTPS://GRAPH.MICROSOFT.COM/Calendars.Read",
+        ])
+        #expect(set.canonical == ["Calendars.Read", "Mail.Read", "User.Read"])
+        #expect(set.cacheKey == "calendars.read mail.read user.read")
+        #expect(set.resource == "https://graph.microsoft.com")
+        #expect(
+            set.wireValue
+                == "https://graph.microsoft.com/Calendars.Read https://graph.microsoft.com/Mail.Read https://graph.microsoft.com/User.Read openid profile offline_access"
+        )
+        #expect(set.resourceWireValue.hasPrefix("https://graph.microsoft.com/Calendars.Read"))
+        #expect(ScopeSet(normalizing: ["User.Read", "Mail.Read"]) == ScopeSet(normalizing: ["mail.read", "USER.READ"]))
+    }
+
+    @Test("other resources keep full URIs; /.default of Graph stays a full URI")
+    func otherResources() {
+        #expect(ScopeSet(normalizing: ["api://1111/access_as_user"]).canonical == ["api://1111/access_as_user"])
+        #expect(ScopeSet(normalizing: ["api://1111/access_as_user"]).resource == "api://1111")
+        #expect(ScopeSet(normalizing: ["https://graph.microsoft.com/.default"]).canonical == ["https://graph.microsoft.com/.default"])
+        #expect(ScopeSet(normalizing: [".default"]).canonical == ["https://graph.microsoft.com/.default"])
+    }
+
+    @Test("superset is case-insensitive and prefix-insensitive")
+    func superset() {
+        let cached = ScopeSet(normalizing: ["User.Read", "Mail.Read"])
+        #expect(cached.isSuperset(of: ScopeSet(normalizing: ["https://graph.microsoft.com/user.read"])))
+        #expect(cached.isSuperset(of: cached))
+        #expect(!cached.isSuperset(of: ScopeSet(normalizing: ["Files.Read"])))
+        #expect(ScopeSet.empty.isEmpty)
+    }
+
+    @Test("requested: scopes are normalised, several per element are split")
+    func requestedOK() throws {
+        let set = try ScopeRules.requested(scopes: ["User.Read Mail.Read", "openid"], resource: nil)
+        #expect(set.canonical == ["Mail.Read", "User.Read"])
+    }
+
+    @Test("requested: legacy resource becomes /.default, // when it ends with a slash")
+    func legacyResource() throws {
+        #expect(
+            try ScopeRules.requested(scopes: nil, resource: "https://management.core.windows.net/").wireValue
+                .hasPrefix("https://management.core.windows.net//.default "))
+        #expect(
+            try ScopeRules.requested(scopes: nil, resource: "https://graph.microsoft.com").canonical
+                == ["https://graph.microsoft.com/.default"])
+        #expect(try ScopeRules.requested(scopes: nil, resource: "api://1111").canonical == ["api://1111/.default"])
+    }
+
+    struct Invalid: Sendable, CustomTestStringConvertible {
+        let scopes: [String]?
+        let resource: String?
+        let field: String
+        var testDescription: String { "scopes=\(scopes ?? []) resource=\(resource ?? "nil") → \(field)" }
+    }
+
+    @Test(
+        "requested: invalid combinations are invalid_scope before any network call",
+        arguments: [
+            Invalid(scopes: ["User.Read"], resource: "https://graph.microsoft.com", field: "resource"),
+            Invalid(scopes: nil, resource: nil, field: "scopes"),
+            Invalid(scopes: [], resource: nil, field: "scopes"),
+            Invalid(scopes: ["openid", "profile", "offline_access", "email"], resource: nil, field: "scopes"),
+            Invalid(scopes: ["User.Read", "api://1111/read"], resource: nil, field: "scopes"),
+            Invalid(scopes: ["https://graph.microsoft.com/.default", "User.Read"], resource: nil, field: "scopes"),
+            Invalid(scopes: ["User.Read", " "], resource: nil, field: "scopes"),
+            Invalid(scopes: nil, resource: "  ", field: "resource"),
+        ])
+    func invalid(_ input: Invalid) {
+        #expect {
+            _ = try ScopeRules.requested(scopes: input.scopes, resource: input.resource)
+        } throws: { error in
+            (error as? ScopeError)?.field == input.field
+        }
+    }
+
+    @Test("granted: empty scope means the requested set; unprefixed means the requested resource")
+    func granted() {
+        let graph = ScopeSet(normalizing: ["User.Read"])
+        #expect(ScopeRules.granted(nil, requested: graph) == graph)
+        #expect(ScopeRules.granted("  ", requested: graph) == graph)
+        let api = ScopeSet(normalizing: ["api://1111/read"])
+        #expect(ScopeRules.granted("read openid", requested: api).canonical == ["api://1111/read"])
+        #expect(ScopeRules.granted("api://1111/read", requested: api).canonical == ["api://1111/read"])
+    }
+
+    @Test("granted: a /.default request finds its cache entry again and reports no declines")
+    func defaultScope() throws {
+        let requested = try ScopeRules.requested(scopes: ["https://graph.microsoft.com/.default"], resource: nil)
+        let granted = ScopeRules.granted("User.Read Mail.Read openid profile", requested: requested)
+        #expect(granted.isSuperset(of: requested))
+        #expect(granted.canonical == ["https://graph.microsoft.com/.default", "Mail.Read", "User.Read"])
+        #expect(ScopeRules.declined(requested: requested, granted: ScopeRules.granted("Mail.Read", requested: requested)).isEmpty)
+    }
+
+    @Test("declined: never the OIDC scopes (B2C grants no offline_access back)")
+    func declinedNeverOIDC() {
+        let requested = ScopeSet(normalizing: ["https://contoso.onmicrosoft.com/api/read", "offline_access", "openid"])
+        let granted = ScopeRules.granted("https://contoso.onmicrosoft.com/api/read", requested: requested)
+        #expect(ScopeRules.declined(requested: requested, granted: granted).isEmpty)
+    }
+}
