@@ -1,3 +1,45 @@
 // Thin header for CMicroHTTPD. Typed static inline wrappers live here only where Swift cannot call
-// the C API directly (variadic functions, function-like macros).
+// the C API directly: MHD_start_daemon, MHD_get_daemon_info and MHD_get_connection_info are
+// variadic. Each wrapper pins down the one argument list TokenRelay uses, so the types are checked
+// by the C compiler instead of being smuggled through a va_list. They could go if the server moved
+// to libmicrohttpd2 (non-variadic API) or to MHD_start_daemon_va with withVaList.
+#ifndef CMICROHTTPD_SHIM_H
+#define CMICROHTTPD_SHIM_H
+
+#include <sys/socket.h>
 #include <microhttpd.h>
+
+/// MHD_start_daemon bound to `address`, with a thread pool, connection limit, idle timeout
+/// (seconds) and a request-completed callback. Returns NULL on failure (errno may say why).
+static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
+                                                   const struct sockaddr *address,
+                                                   unsigned int thread_pool_size,
+                                                   unsigned int connection_limit,
+                                                   unsigned int connection_timeout_seconds,
+                                                   MHD_AccessHandlerCallback access_handler,
+                                                   void *access_handler_context,
+                                                   MHD_RequestCompletedCallback completed,
+                                                   void *completed_context) {
+    return MHD_start_daemon(flags, 0, NULL, NULL, access_handler, access_handler_context,
+                            MHD_OPTION_SOCK_ADDR, address,
+                            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_END);
+}
+
+/// The port the daemon's listening socket is bound to, or 0 if unknown.
+static inline unsigned short cmhd_daemon_bind_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+/// The peer's socket address, or NULL if unknown.
+static inline const struct sockaddr *cmhd_connection_client_address(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? NULL : info->client_addr;
+}
+
+#endif

@@ -1,0 +1,77 @@
+internal import CMicroHTTPD
+internal import Glibc
+import HTTPCommon
+
+/// An HTTP/1.1 server on libmicrohttpd: a pool of epoll polling threads reads requests and calls
+/// an ``HTTPHandler``.
+///
+/// Answers the handler gives at once (``HTTPHandler/respondImmediately(to:)``) are sent from the
+/// polling thread; others suspend the connection (`MHD_suspend_connection`) while
+/// ``HTTPHandler/respond(to:)`` runs in a Task, so waiting requests hold no thread. Keep-alive,
+/// `Expect: 100-continue`, HEAD and `Content-Length` are libmicrohttpd's. No TLS: terminate it in
+/// front.
+public final class HTTPServer: Sendable {
+    private let configuration: HTTPServerConfiguration
+    private let core: ServerCore
+
+    /// Creates a stopped server.
+    /// - Parameters:
+    ///   - configuration: Address, port, threads and limits.
+    ///   - handler: Called for every complete request.
+    public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
+        self.configuration = configuration
+        self.core = ServerCore(handler: handler, maxBodyBytes: configuration.maxBodyBytes)
+    }
+
+    deinit { stop() }
+
+    /// Binds the address and starts the polling threads; returns once the server accepts
+    /// connections.
+    /// - Throws: ``HTTPServerError``: invalid configuration, already started (a server starts at
+    ///   most once), or `MHD_start_daemon` failing, e.g. with `isAddressInUse` when the port is
+    ///   taken.
+    public func start() throws {
+        let config = configuration
+        guard let address = SocketAddress(host: config.host, port: config.port) else {
+            throw HTTPServerError.invalidConfiguration("host \(config.host) port \(config.port) is not a numeric address and port")
+        }
+        guard config.threadCount >= 1, config.maxBodyBytes >= 0, config.maxConnections >= 1,
+            config.connectionTimeoutSeconds >= 0
+        else {
+            throw HTTPServerError.invalidConfiguration("threadCount and maxConnections must be ≥ 1, limits ≥ 0")
+        }
+        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
+        if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+
+        try core.state.withLock { state in
+            guard !state.wasStarted else { throw HTTPServerError.alreadyStarted }
+            errno = 0
+            let context = Unmanaged.passUnretained(core).toOpaque()
+            let daemon = address.withSockAddr { sockaddr in
+                cmhd_start_daemon(
+                    flags, sockaddr, UInt32(config.threadCount), UInt32(config.maxConnections),
+                    UInt32(config.connectionTimeoutSeconds), accessHandler, context, requestCompleted, context)
+            }
+            guard let daemon else {
+                throw HTTPServerError.cFunctionFailed("MHD_start_daemon", errno: errno, address: "\(config.host):\(config.port)")
+            }
+            state.daemon = daemon
+            state.wasStarted = true
+            state.port = Int(cmhd_daemon_bind_port(daemon))
+        }
+    }
+
+    /// The bound TCP port after ``start()`` (the kernel's pick when the configuration said 0);
+    /// 0 before.
+    public var port: Int { core.state.withLock { $0.port } }
+
+    /// Stops accepting, closes every connection and joins the polling threads. Requests whose
+    /// async handler is still running are closed unanswered; their handlers finish but their
+    /// responses are dropped. Idempotent; also called from `deinit`. Must not be called from a
+    /// handler's `respondImmediately`, which runs on a polling thread.
+    public func stop() {
+        guard let daemon = core.beginStop() else { return }
+        MHD_stop_daemon(daemon)
+    }
+}

@@ -1,0 +1,34 @@
+/// How an ``HTTPServer`` listens and what it accepts.
+public struct HTTPServerConfiguration: Sendable {
+    /// Numeric address to bind: `127.0.0.1` (default), `0.0.0.0` (every IPv4 interface), `::1`,
+    /// `::`, or `localhost` (taken as `127.0.0.1`).
+    public var host: String
+    /// TCP port to bind; 0 lets the kernel pick one (read ``HTTPServer/port`` after `start()`).
+    /// Default 8080.
+    public var port: Int
+    /// Number of libmicrohttpd polling threads (`MHD_OPTION_THREAD_POOL_SIZE`). Default 2, one per
+    /// core of the reference machine; 1 means a single internal polling thread.
+    public var threadCount: Int
+    /// Largest request body kept, in bytes. Default 65536 (SPEC §7). A larger body is read and
+    /// discarded, and the handler sees `bodyExceededLimit == true` with an empty body.
+    public var maxBodyBytes: Int
+    /// Most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`); further ones are refused.
+    /// Default 4096.
+    public var maxConnections: Int
+    /// Seconds a connection may stay idle (e.g. between keep-alive requests) before the server
+    /// closes it (`MHD_OPTION_CONNECTION_TIMEOUT`). Default 60; 0 means never. A suspended
+    /// connection (waiting on ``HTTPHandler/respond(to:)``) does not time out.
+    public var connectionTimeoutSeconds: Int
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, threadCount: Int = 2, maxBodyBytes: Int = 65536,
+        maxConnections: Int = 4096, connectionTimeoutSeconds: Int = 60
+    ) {
+        self.host = host
+        self.port = port
+        self.threadCount = threadCount
+        self.maxBodyBytes = maxBodyBytes
+        self.maxConnections = maxConnections
+        self.connectionTimeoutSeconds = connectionTimeoutSeconds
+    }
+}

@@ -1,0 +1,155 @@
+internal import CMicroHTTPD
+internal import Glibc
+import HTTPCommon
+
+// libmicrohttpd's callbacks: non-capturing C functions reaching their state through the context
+// pointers (`cls` is the ServerCore, `req_cls` the RequestContext). A closure that captures
+// context crashed the Swift 6.3.1 compiler here, hence free functions.
+
+/// MHD_AccessHandlerCallback: called once when the headers are read, once per body chunk, once
+/// when the request is complete, and once more after a suspended connection is resumed.
+///
+/// A body declared (`Content-Length`) over the limit is answered on the first call, before it is
+/// read: MHD then sends the answer without `100 Continue` and closes the connection
+/// (RFC 9110 §10.1.1, §15.5.14). A chunked body is dropped past the limit and answered at its end.
+func accessHandler(
+    _ serverPointer: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+    _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
+    _ uploadDataSize: UnsafeMutablePointer<Int>?, _ requestPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let serverPointer, let connection, let uploadDataSize, let requestPointer else { return .NO }
+    let core = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue()
+
+    guard let existing = requestPointer.pointee else {
+        // First call: headers only. Queueing a response here makes MHD close the connection
+        // afterwards, so attach our context and wait for the next call, unless the declared body
+        // is already too large: then the early answer and the close are what we want.
+        let context = RequestContext(connection: connection)
+        requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
+        guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
+        context.bodyExceededLimit = true
+        return dispatch(context, core: core, connection: connection, url: url, method: method)
+    }
+    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+    if context.isSuspended {
+        // Back from MHD_resume_connection: send what the async handler produced. Body bytes
+        // still arriving here belong to a body over the limit: drop them.
+        uploadDataSize.pointee = 0
+        let outcome = context.outcome.withLock { $0 }
+        guard case .respond(let response) = outcome else { return .NO }
+        return queue(response, on: connection)
+    }
+
+    if uploadDataSize.pointee > 0 {
+        context.append(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee), limit: core.maxBodyBytes)
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+
+    // The request is complete. A chunked body that went over the limit was read and dropped to
+    // here: libmicrohttpd 0.9.75 refuses a response queued in the middle of the body.
+    return dispatch(context, core: core, connection: connection, url: url, method: method)
+}
+
+/// Hands the request to the handler: answers at once if `respondImmediately` can, otherwise
+/// suspends the connection for the async handler (503 if the server is stopping).
+private func dispatch(
+    _ context: RequestContext, core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?,
+    method: UnsafePointer<CChar>?
+) -> MHD_Result {
+    let request = makeRequest(connection: connection, url: url, method: method, context: context)
+    if let response = core.handler.respondImmediately(to: request) {
+        return queue(response, on: connection)
+    }
+    if core.suspend(context, request: request) { return .YES }
+    return queue(HTTPResponse(status: 503), on: connection)
+}
+
+/// The request's `Content-Length`, or 0 when absent or unparsable (MHD itself rejects a malformed
+/// one with 400 before calling us).
+private func declaredContentLength(_ connection: OpaquePointer) -> Int {
+    guard let text = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") else { return 0 }
+    return Int(String(cString: text)) ?? 0
+}
+
+/// MHD_RequestCompletedCallback: the request is over (answered, client gone, timeout or daemon
+/// shutdown); release the context attached on the first access-handler call.
+func requestCompleted(
+    _ serverPointer: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ requestPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ reason: MHD_RequestTerminationCode
+) {
+    guard let requestPointer, let existing = requestPointer.pointee else { return }
+    Unmanaged<RequestContext>.fromOpaque(existing).release()
+    requestPointer.pointee = nil
+}
+
+/// Builds the HTTPRequest from what MHD parsed. MHD already percent-decoded the path (and took
+/// the query off it) and the query names and values (`+` becoming a space).
+private func makeRequest(
+    connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, context: RequestContext
+) -> HTTPRequest {
+    var headers = HTTPHeaders()
+    _ = withUnsafeMutablePointer(to: &headers) {
+        MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, $0)
+    }
+    var query: [(name: String, value: String)] = []
+    _ = withUnsafeMutablePointer(to: &query) {
+        MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryItem, $0)
+    }
+    let remoteAddress = cmhd_connection_client_address(connection).flatMap { SocketAddress.numericHost(of: $0) }
+    return HTTPRequest(
+        method: method.map { String(cString: $0) } ?? "GET",
+        path: url.map { String(cString: $0) } ?? "/",
+        query: query,
+        headers: headers,
+        body: context.body,
+        bodyExceededLimit: context.bodyExceededLimit,
+        remoteAddress: remoteAddress
+    )
+}
+
+/// MHD_KeyValueIteratorN appending each request header to an `HTTPHeaders`.
+private func collectHeader(
+    _ headersPointer: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+    _ value: UnsafePointer<CChar>?, _ valueSize: Int
+) -> MHD_Result {
+    guard let headersPointer else { return .NO }
+    headersPointer.assumingMemoryBound(to: HTTPHeaders.self).pointee.add(
+        string(key, keySize), string(value, valueSize))
+    return .YES
+}
+
+/// MHD_KeyValueIteratorN appending each query parameter, in order; `?flag` gives value "".
+private func collectQueryItem(
+    _ queryPointer: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+    _ value: UnsafePointer<CChar>?, _ valueSize: Int
+) -> MHD_Result {
+    guard let queryPointer else { return .NO }
+    queryPointer.assumingMemoryBound(to: [(name: String, value: String)].self).pointee.append(
+        (name: string(key, keySize), value: string(value, valueSize)))
+    return .YES
+}
+
+private func string(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> String {
+    guard let pointer, count > 0 else { return "" }
+    return String(decoding: UnsafeRawBufferPointer(start: pointer, count: count), as: UTF8.self)
+}
+
+/// Copies the response into an MHD response and queues it. MHD computes `Content-Length`
+/// itself (and omits the body for HEAD, RFC 9110 §9.3.2), so a handler's own is skipped; a
+/// header MHD rejects (e.g. with a line break) turns the answer into a bare 500.
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    let created = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    }
+    guard let mhdResponse = created else { return .NO }
+    defer { MHD_destroy_response(mhdResponse) }
+    for (name, value) in response.headers where !name.caseInsensitiveEquals("Content-Length") {
+        guard MHD_add_response_header(mhdResponse, name, value) == .YES else {
+            return queue(HTTPResponse(status: 500), on: connection)
+        }
+    }
+    guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection) }
+    return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+}

@@ -1,0 +1,44 @@
+import HTTPCommon
+import Synchronization
+
+/// Per-request state libmicrohttpd carries for us in its `req_cls` pointer, from the first
+/// access-handler call until the request-completed callback releases it.
+final class RequestContext: @unchecked Sendable {
+    // @unchecked: `body`, `bodyExceededLimit` and `isSuspended` are only touched by the MHD
+    // polling thread that owns the connection (MHD never runs one connection on two threads).
+    // What crosses threads, the async handler's outcome, sits behind `outcome`'s Mutex.
+
+    /// What the polling thread should do when the suspended connection comes back.
+    enum Outcome: Sendable {
+        case pending
+        case respond(HTTPResponse)
+        /// The server is stopping: close without an answer.
+        case close
+    }
+
+    /// The connection, used only while it is suspended and registered with the server (see
+    /// `ServerCore.resume`), never after the request completed.
+    let connection: OpaquePointer
+    var body: [UInt8] = []
+    var bodyExceededLimit = false
+    /// Set when the connection was handed to the async handler; the next handler call for it is
+    /// the one after `MHD_resume_connection`.
+    var isSuspended = false
+    let outcome = Mutex<Outcome>(.pending)
+
+    init(connection: OpaquePointer) {
+        self.connection = connection
+    }
+
+    /// Appends uploaded bytes unless the body already went past `limit`, in which case they and
+    /// everything read so far are dropped.
+    func append(_ bytes: UnsafeRawBufferPointer, limit: Int) {
+        guard !bodyExceededLimit else { return }
+        if body.count + bytes.count > limit {
+            bodyExceededLimit = true
+            body = []
+        } else {
+            body.append(contentsOf: bytes)
+        }
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import HTTPCommon
+import HTTPServerBridge
+import Synchronization
+import Testing
+
+/// A handler built from closures; `immediate` returning nil sends the request down the async path.
+struct ClosureHandler: HTTPHandler {
+    var immediate: @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil }
+    var async: @Sendable (HTTPRequest) async -> HTTPResponse = { _ in HTTPResponse(status: 200) }
+
+    func respondImmediately(to request: HTTPRequest) -> HTTPResponse? { immediate(request) }
+    func respond(to request: HTTPRequest) async -> HTTPResponse { await async(request) }
+}
+
+/// Remembers the requests a handler saw.
+final class RequestLog: Sendable {
+    private let requests = Mutex<[HTTPRequest]>([])
+    func record(_ request: HTTPRequest) { requests.withLock { $0.append(request) } }
+    var all: [HTTPRequest] { requests.withLock { $0 } }
+}
+
+/// A one-shot gate an async handler waits on until the test opens it.
+final class Gate: Sendable {
+    private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>], entered: Int)>((false, [], 0))
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                state.entered += 1
+                if state.isOpen { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+    var entered: Int { state.withLock { $0.entered } }
+    func open() {
+        let waiters = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+}
+
+private func startServer(
+    _ handler: ClosureHandler, threadCount: Int = 2, maxBodyBytes: Int = 65536, host: String = "127.0.0.1"
+) throws -> HTTPServer {
+    let server = HTTPServer(
+        configuration: HTTPServerConfiguration(host: host, port: 0, threadCount: threadCount, maxBodyBytes: maxBodyBytes),
+        handler: handler)
+    try server.start()
+    return server
+}
+
+@Suite("HTTPServer on libmicrohttpd", .serialized)
+struct HTTPServerTests {
+    @Test("respondImmediately answers on the polling thread, with headers, Content-Length and HEAD")
+    func immediatePath() async throws {
+        let json = #"{"status":"pass"}"#
+        let server = try startServer(
+            ClosureHandler(immediate: { request in
+                HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "X-Path": request.path], body: Array(json.utf8))
+            }, async: { _ in HTTPResponse(status: 500) }))
+        defer { server.stop() }
+        #expect(server.port > 0)
+        let port = server.port
+        let (get, head) = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let get = try connection.readResponse()
+            try connection.send("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try connection.readResponse(hasBody: false)
+            return (get, head)
+        }
+        #expect(get.status == 200)
+        #expect(get.text == json)
+        #expect(get.header("content-type") == "application/json")
+        #expect(get.header("x-path") == "/healthz")
+        #expect(get.header("content-length") == "\(json.utf8.count)")
+        #expect(head.status == 200)
+        #expect(head.body.isEmpty)
+        #expect(head.header("content-length") == "\(json.utf8.count)")
+    }
+
+    @Test("50 concurrent async requests sleeping 200 ms on 2 threads finish together, not one after another")
+    func asyncPathHoldsNoThread() async throws {
+        let server = try startServer(
+            ClosureHandler(async: { request in
+                try? await Task.sleep(for: .milliseconds(200))
+                return HTTPResponse(status: 201, body: Array(request.path.utf8))
+            }), threadCount: 2)
+        defer { server.stop() }
+        let port = server.port
+        let start = ContinuousClock.now
+        let responses = try await onOwnThread {
+            // All 50 requests go out before any answer is read: they are in flight together.
+            let connections = try (0..<50).map { _ in try RawHTTPConnection(port: port) }
+            for (index, connection) in connections.enumerated() {
+                try connection.send("GET /slow/\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+            }
+            return try connections.map { try $0.readResponse() }
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(responses.map(\.status) == Array(repeating: 201, count: 50))
+        #expect(responses.map(\.text) == (0..<50).map { "/slow/\($0)" })
+        #expect(elapsed < .seconds(3), "took \(elapsed); 50 × 200 ms serially would be 10 s")
+    }
+
+    @Test("method, path, query, headers, body and peer reach the handler intact")
+    func requestReachesHandler() async throws {
+        let log = RequestLog()
+        let server = try startServer(ClosureHandler(async: { request in
+            log.record(request)
+            return HTTPResponse(status: 200)
+        }))
+        defer { server.stop() }
+        let port = server.port
+        let body = "{\"a\":\"é\"}"
+        let response = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(
+                "POST /v1/a%20b/c%2Fd?x=1&x=2&y=hello%20world&z=a+b&flag&e=%C3%A9 HTTP/1.1\r\nHost: x\r\nX-Custom: Value 1\r\n"
+                    + "x-multi: one\r\nX-Multi: two\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            return try connection.readResponse()
+        }
+        #expect(response.status == 200)
+        let request = try #require(log.all.first)
+        #expect(request.method == "POST")
+        #expect(request.path == "/v1/a b/c/d")
+        #expect(request.query.map(\.name) == ["x", "x", "y", "z", "flag", "e"])
+        #expect(request.query.map(\.value) == ["1", "2", "hello world", "a b", "", "é"])
+        #expect(request.queryValue("x") == "1")
+        #expect(request.headers["x-custom"] == "Value 1")
+        #expect(request.headers["X-CUSTOM"] == "Value 1")
+        #expect(request.headers.values(for: "X-Multi") == ["one", "two"])
+        #expect(request.body == Array(body.utf8))
+        #expect(request.bodyExceededLimit == false)
+        #expect(request.remoteAddress == "127.0.0.1")
+    }
+
+    @Test("a body over maxBodyBytes: handler sees bodyExceededLimit and an empty body, a declared one answered before it is read")
+    func bodyLimit() async throws {
+        let log = RequestLog()
+        let server = try startServer(
+            ClosureHandler(immediate: { request in
+                log.record(request)
+                if request.path == "/async" { return nil }
+                return HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
+            }, async: { request in
+                HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
+            }), maxBodyBytes: 16)
+        defer { server.stop() }
+        let port = server.port
+        let (declared, chunked, async, atLimit) = try await onOwnThread {
+            // Only the headers are sent: the answer must not wait for the 100 000 declared bytes.
+            let first = try RawHTTPConnection(port: port)
+            try first.send("POST /declared HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+            let declared = try first.readResponse()
+
+            let second = try RawHTTPConnection(port: port)
+            let chunk = String(repeating: "y", count: 10)
+            try second.send("POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\na\r\n\(chunk)\r\n")
+            try second.send("a\r\n\(chunk)\r\n0\r\n\r\n")  // 20 bytes, over 16: read, dropped, answered at the end
+            let chunked = try second.readResponse()
+
+            let third = try RawHTTPConnection(port: port)
+            try third.send("POST /async HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n\(String(repeating: "z", count: 5000))")
+            let async = try third.readResponse()
+
+            let fourth = try RawHTTPConnection(port: port)
+            try fourth.send("POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n0123456789abcdef")
+            let atLimit = try fourth.readResponse()
+            try fourth.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n")  // still keep-alive
+            _ = try fourth.readResponse()
+            return (declared, chunked, async, atLimit)
+        }
+        #expect(declared.status == 413)
+        #expect(chunked.status == 413)
+        #expect(async.status == 413)
+        #expect(atLimit.status == 200)
+        let requests = Dictionary(log.all.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        for path in ["/declared", "/chunked", "/async"] {
+            #expect(requests[path]?.bodyExceededLimit == true, "\(path)")
+            #expect(requests[path]?.body.isEmpty == true, "\(path)")
+        }
+        #expect(requests["/small"]?.bodyExceededLimit == false)
+        #expect(requests["/small"]?.body == Array("0123456789abcdef".utf8))
+        #expect(log.all.count == 5)
+    }
+
+    @Test("keep-alive: several requests, immediate and async, on one connection")
+    func keepAlive() async throws {
+        let server = try startServer(
+            ClosureHandler(immediate: { request in
+                request.path == "/fast" ? HTTPResponse(status: 200, body: Array("fast".utf8)) : nil
+            }, async: { _ in
+                await Task.yield()
+                return HTTPResponse(status: 200, body: Array("slow".utf8))
+            }))
+        defer { server.stop() }
+        let port = server.port
+        let texts = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: port)
+            var texts: [String] = []
+            for path in ["/fast", "/slow", "/slow", "/fast"] {
+                try connection.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+                let response = try connection.readResponse()
+                texts.append(response.text)
+            }
+            return texts
+        }
+        #expect(texts == ["fast", "slow", "slow", "fast"])
+    }
+
+    @Test("stop() closes suspended connections, drops late responses, and refuses new connections")
+    func stopWhileAsyncHandlerRuns() async throws {
+        let gate = Gate()
+        let server = try startServer(ClosureHandler(async: { _ in
+            await gate.wait()
+            return HTTPResponse(status: 200)
+        }))
+        let port = server.port
+        let connection = try RawHTTPConnection(port: port)
+        try connection.send("GET /waits HTTP/1.1\r\nHost: x\r\n\r\n")
+        let deadline = ContinuousClock.now + .seconds(5)
+        while gate.entered == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(gate.entered == 1)
+        server.stop()
+        server.stop()  // idempotent
+        let closed = try await onOwnThread { connection.isClosedByPeer() }
+        #expect(closed)
+        gate.open()  // the handler now returns into a stopped server: dropped, no crash
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(throws: RawHTTPConnection.Failure.self) { try RawHTTPConnection(port: port) }
+    }
+
+    @Test("starting on a port already bound throws address in use, naming MHD_start_daemon")
+    func portInUse() throws {
+        let first = try startServer(ClosureHandler())
+        defer { first.stop() }
+        let second = HTTPServer(configuration: HTTPServerConfiguration(port: first.port), handler: ClosureHandler())
+        let error = try #require(throws: HTTPServerError.self) { try second.start() }
+        #expect(error.isAddressInUse)
+        #expect(error.description.contains("MHD_start_daemon"))
+        #expect(throws: HTTPServerError.self) { try first.start() }  // a server starts once
+    }
+
+    @Test("an unparsable host is a configuration error")
+    func invalidHost() {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "not an address", port: 0), handler: ClosureHandler())
+        #expect(throws: HTTPServerError.self) { try server.start() }
+    }
+
+    @Test("listens on IPv6 loopback")
+    func ipv6() async throws {
+        let server = try startServer(ClosureHandler(immediate: { request in
+            HTTPResponse(status: 200, body: Array((request.remoteAddress ?? "none").utf8))
+        }), host: "::1")
+        defer { server.stop() }
+        let port = server.port
+        let response = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: port, host: "::1")
+            try connection.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            return try connection.readResponse()
+        }
+        #expect(response.text == "::1")
+    }
+}
