@@ -93,7 +93,7 @@ public final class IdentityPlatformEmulator: HTTPHandler {
 
     /// An opaque random string for codes and refresh tokens.
     func opaqueToken(prefix: String) -> String {
-        let bytes = (try? SecureRandom.bytes(48)) ?? Array(UUID().uuidString.utf8) + Array(UUID().uuidString.utf8)
+        let bytes = SecureRandom.bytes(48)
         return prefix + Base64URLText.encode(bytes)
     }
 

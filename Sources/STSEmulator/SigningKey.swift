@@ -20,7 +20,7 @@ final class SigningKey: Sendable {
     var jwk: JSONValue {
         let publicKey = privateKey.publicKey
         return [
-            "kty": "RSA", "use": "sig", "kid": .string(kid), "x5t": .string(kid),
+            "kty": "RSA", "use": "sig", "kid": .string(kid),
             "n": .string(Base64URLText.encode(publicKey.modulus)), "e": .string(Base64URLText.encode(publicKey.exponent)),
             "alg": "RS256",
         ]
