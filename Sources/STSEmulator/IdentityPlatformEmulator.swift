@@ -30,10 +30,15 @@ public final class IdentityPlatformEmulator: HTTPHandler {
     ///   - configuration: client, users, issuer base, rotation grace.
     ///   - clock: the time source (default: the system clock).
     /// - Throws: when the signing key cannot be generated.
-    public init(configuration: EmulatorConfiguration, clock: any EmulatorClock = SystemClock()) throws {
+    public convenience init(configuration: EmulatorConfiguration, clock: any EmulatorClock = SystemClock()) throws {
+        self.init(configuration: configuration, clock: clock, signingKey: try SigningKey())
+    }
+
+    /// With a given key (tests share one: RSA key generation costs tens of milliseconds).
+    init(configuration: EmulatorConfiguration, clock: any EmulatorClock, signingKey: SigningKey) {
         self.configuration = configuration
         self.clock = clock
-        self.key = try SigningKey()
+        self.key = signingKey
         self.base = Mutex(configuration.issuerBase ?? "http://\(configuration.host):\(configuration.port)")
     }
 

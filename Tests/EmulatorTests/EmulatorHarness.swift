@@ -15,6 +15,9 @@ struct EmulatorHarness {
     static let base = "http://emulator.test"
     static let redirectURI = "http://localhost:8080/v1/sign-ins/callback"
 
+    /// One key for every in-process emulator: RSA-2048 generation is the slow part of a test.
+    static let sharedKey = Result { try SigningKey() }
+
     let emulator: IdentityPlatformEmulator
     let clock: ManualClock
 
@@ -25,7 +28,7 @@ struct EmulatorHarness {
         configuration.issuerBase = Self.base
         configuration.rotationGraceSeconds = rotationGrace
         clock = ManualClock(start: Date(timeIntervalSince1970: 1_800_000_000))
-        emulator = try IdentityPlatformEmulator(configuration: configuration, clock: clock)
+        emulator = IdentityPlatformEmulator(configuration: configuration, clock: clock, signingKey: try Self.sharedKey.get())
     }
 
     func get(_ path: String, query: [(String, String)] = [], headers: HTTPHeaders = HTTPHeaders()) async -> HTTPResponse {
