@@ -139,6 +139,9 @@ final class CurlTransfer {
         _ = ccurl_easy_getinfo_long(easy.pointer, CURLINFO_REQUEST_SIZE, &requestSize)
         guard code == CURLE_OK else {
             var error = HTTPClientError(curlCode: code, function: "curl_multi_perform", requestSent: requestSize > 0)
+            // A failed send may have written part of the request before CURLINFO_REQUEST_SIZE
+            // counts it, and a receive failure means it was written: never claim "not sent" then.
+            if error.kind == .sendFailed || error.kind == .receiveFailed { error.requestSent = true }
             if exceededLimit || code == CURLE_FILESIZE_EXCEEDED {
                 error.kind = .tooLarge
                 error.reason = "response body exceeds \(maxResponseBytes) bytes"

@@ -1,0 +1,50 @@
+/// Per-user behaviour set through `POST /_control/users/{username}`; every field optional.
+///
+/// `{"expires_in": 3600, "ext_expires_in": 3600, "refresh_in": 1800, "omit_refresh_token": false,
+/// "declined_scopes": ["User.ReadBasic.All"], "consent_required_scopes": ["Calendars.ReadWrite"],
+/// "revoke_refresh_tokens": true, "decline_consent": false, "latency_ms": 0}`.
+/// `expires_in`/`refresh_in` make "after expiry" testable without sleeping (SPEC §12).
+struct UserControls: Sendable {
+    /// Access-token lifetime (seconds); nil: the configured default (3600).
+    var expiresIn: Int?
+    /// `ext_expires_in` (seconds); nil: equal to `expires_in`.
+    var extExpiresIn: Int?
+    /// `refresh_in` (seconds); sent only when set.
+    var refreshIn: Int?
+    /// Answer token requests without a `refresh_token` (case 14).
+    var omitRefreshToken = false
+    /// Permissions never granted: the response's `scope` leaves them out (case 16).
+    var declinedScopes: [String] = []
+    /// Permissions not consented: refresh requests naming one answer AADSTS65001 (case 06)
+    /// until an authorize request names it.
+    var consentRequiredScopes: [String] = []
+    /// Authorize answers access_denied AADSTS65004.
+    var declineConsent = false
+    /// Delay before every token, Graph and authorize answer for this user (milliseconds).
+    var latencyMs = 0
+
+    /// Applies a control body; `revoke_refresh_tokens` is handled by the caller.
+    mutating func apply(_ value: JSONValue) {
+        func names(_ key: String) -> [String]? {
+            value[key]?.arrayValue.map { $0.compactMap(\.stringValue).map { RequestedScopes.split($0).permission } }
+        }
+        if let v = value["expires_in"] { expiresIn = v.intValue }
+        if let v = value["ext_expires_in"] { extExpiresIn = v.intValue }
+        if let v = value["refresh_in"] { refreshIn = v.intValue }
+        if let v = value["omit_refresh_token"]?.boolValue { omitRefreshToken = v }
+        if let v = names("declined_scopes") { declinedScopes = v }
+        if let v = names("consent_required_scopes") { consentRequiredScopes = v }
+        if let v = value["decline_consent"]?.boolValue { declineConsent = v }
+        if let v = value["latency_ms"]?.intValue { latencyMs = v }
+    }
+
+    var json: JSONValue {
+        [
+            "expires_in": expiresIn.map(JSONValue.int) ?? .null, "ext_expires_in": extExpiresIn.map(JSONValue.int) ?? .null,
+            "refresh_in": refreshIn.map(JSONValue.int) ?? .null, "omit_refresh_token": .bool(omitRefreshToken),
+            "declined_scopes": .array(declinedScopes.map(JSONValue.string)),
+            "consent_required_scopes": .array(consentRequiredScopes.map(JSONValue.string)), "decline_consent": .bool(declineConsent),
+            "latency_ms": .int(latencyMs),
+        ]
+    }
+}
