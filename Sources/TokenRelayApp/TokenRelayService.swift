@@ -13,6 +13,7 @@ public final class TokenRelayService: Sendable {
     private let logger: Logger
     private let migrator: Migrator?
     public let metrics: Metrics
+    private let urls: PublicURLs
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
     public let routeTable: [(method: String, path: String)]
 
@@ -34,7 +35,9 @@ public final class TokenRelayService: Sendable {
         let authorities: AuthorityValidator
         let defaultAuthority: Authority
         do {
-            authorities = try AuthorityValidator(knownAuthorities: configuration.knownAuthorities, allowHTTPLoopback: configuration.allowHTTPLoopback)
+            authorities = try AuthorityValidator(
+                knownAuthorities: configuration.knownAuthorities, allowHTTPLoopback: configuration.allowHTTPLoopback,
+                defaultAuthority: configuration.authority)
             defaultAuthority = try authorities.validate(configuration.authority)
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)
@@ -42,6 +45,8 @@ public final class TokenRelayService: Sendable {
         let migrator = try Migrator.locateDirectory(configured: configuration.migrationsDirectory).map { try Migrator(directory: $0) }
         self.migrator = migrator
 
+        let urls = PublicURLs(configuration: configuration)
+        self.urls = urls
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
         let store = TokenStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
         let sts = STSClient(
@@ -54,7 +59,7 @@ public final class TokenRelayService: Sendable {
             logger: logger, now: now)
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
-            clientId: configuration.clientId, redirectURI: configuration.effectiveRedirectURI, redirectAfterOrigins: configuration.redirectAfterOrigins,
+            clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
             clientCapabilities: configuration.clientCapabilities, memory: memory, logger: logger, now: now)
         let downstream = DownstreamService(
             apis: configuration.downstreamAPIs, tokens: tokens, http: http, maxAttempts: configuration.maxAttempts,
@@ -90,6 +95,7 @@ public final class TokenRelayService: Sendable {
             logger.info("migrate.applied", ["migrations.count": String(applied.count)])
         }
         try server.start()
+        urls.serverStarted(port: server.port)
         logger.info("service.listening", ["listen.host": configuration.listenHost, "listen.port": String(server.port)])
         return server.port
     }

@@ -16,7 +16,7 @@ struct JSONBodyTests {
             _ = try TokenRoutes.parseSilent(parsed, authorities: try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false))
             return nil
         } catch {
-            return error
+            return error as? Problem
         }
     }
 

@@ -68,16 +68,6 @@ public struct Configuration: Sendable {
 
     /// `host:port` as configured.
     public var listen: String { "\(listenHost):\(listenPort)" }
-
-    /// The externally visible base URL, without a trailing slash.
-    public var effectivePublicBaseURL: String {
-        let base = publicBaseURL ?? "http://\(listen)"
-        return base.hasSuffix("/") ? String(base.dropLast()) : base
-    }
-
-    public var effectiveRedirectURI: String {
-        redirectURI ?? "\(effectivePublicBaseURL)/v1/sign-ins/callback"
-    }
 }
 
 /// A configured downstream API (SPEC §6).

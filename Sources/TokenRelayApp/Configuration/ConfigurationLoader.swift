@@ -119,7 +119,8 @@ public struct ConfigurationLoader: Sendable {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
         do {
-            let validator = try AuthorityValidator(knownAuthorities: config.knownAuthorities, allowHTTPLoopback: config.allowHTTPLoopback)
+            let validator = try AuthorityValidator(
+                knownAuthorities: config.knownAuthorities, allowHTTPLoopback: config.allowHTTPLoopback, defaultAuthority: config.authority)
             _ = try validator.validate(config.authority)
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)

@@ -13,7 +13,7 @@ struct SignInService: Sendable {
     let authorities: AuthorityValidator
     let defaultAuthority: Authority
     let clientId: String
-    let redirectURI: String
+    let urls: PublicURLs
     let redirectAfterOrigins: [String]
     let clientCapabilities: [String]
     let memory: MemoryTokenCache
@@ -68,7 +68,7 @@ struct SignInService: Sendable {
             stateHash: SHA256.hash(Array(state.utf8)))
 
         var query: [(String, String)] = [
-            ("client_id", clientId), ("response_type", "code"), ("redirect_uri", redirectURI), ("response_mode", "query"),
+            ("client_id", clientId), ("response_type", "code"), ("redirect_uri", urls.redirectURI), ("response_mode", "query"),
             ("scope", request.scopes.wireValue), ("state", state), ("nonce", nonce),
             ("code_challenge", challenge), ("code_challenge_method", "S256"), ("client_info", "1"),
         ]
@@ -101,7 +101,7 @@ struct SignInService: Sendable {
         let response: TokenResponse
         do {
             response = try await sts.redeem(
-                grant: [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI), ("code_verifier", pending.codeVerifier)],
+                grant: [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", urls.redirectURI), ("code_verifier", pending.codeVerifier)],
                 authority: authority, scopes: scopes, claims: nil, context: context)
         } catch .rejected(let failure) {
             throw Problem(failure, requestedScopes: scopes)

@@ -1,0 +1,31 @@
+import Synchronization
+
+/// The URLs browsers and callers use to reach this replica: the configured public base URL and
+/// redirect URI, or ones built from the bound address once the server has started (so
+/// `TOKENRELAY_LISTEN=127.0.0.1:0` works in tests).
+final class PublicURLs: Sendable {
+    private let configuration: Configuration
+    private let boundPort = Mutex<Int?>(nil)
+
+    init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    func serverStarted(port: Int) {
+        boundPort.withLock { $0 = port }
+    }
+
+    var baseURL: String {
+        if let configured = configuration.publicBaseURL {
+            return configured.hasSuffix("/") ? String(configured.dropLast()) : configured
+        }
+        let port = boundPort.withLock { $0 } ?? configuration.listenPort
+        let host = configuration.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.listenHost
+        return "http://\(host):\(port)"
+    }
+
+    /// `TOKENRELAY_REDIRECT_URI`, else `{base}/v1/sign-ins/callback`.
+    var redirectURI: String {
+        configuration.redirectURI ?? baseURL + "/v1/sign-ins/callback"
+    }
+}
