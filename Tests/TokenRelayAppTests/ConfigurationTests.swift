@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+
+@testable import TokenRelayApp
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    static let valid: [String: String] = [
+        "TOKENRELAY_CLIENT_ID": "6731de76-14a6-49ae-97bc-6eba6914391e",
+        "TOKENRELAY_AUTHORITY": "https://login.microsoftonline.com/contoso.onmicrosoft.com",
+        "TOKENRELAY_DATABASE_URL": "postgresql://localhost/tokenrelay",
+        "TOKENRELAY_ENCRYPTION_KEYS": "k1:" + Data(repeating: 3, count: 32).base64EncodedString(),
+    ]
+
+    @Test("Defaults follow SPEC §11")
+    func defaults() throws {
+        let config = try ConfigurationLoader(environment: Self.valid).load()
+        #expect(config.listen == "127.0.0.1:8080")
+        #expect(config.databasePoolSize == 8)
+        #expect(config.requestTimeoutSeconds == 30)
+        #expect(config.maxAttempts == 3)
+        #expect(config.maxRetryAfterSeconds == 60)
+        #expect(config.expirySkewSeconds == 300)
+        #expect(config.maxBodyBytes == 65536)
+        #expect(config.downstreamAPIs["graph"]?.baseURL == "https://graph.microsoft.com/v1.0")
+    }
+
+    @Test(
+        "An invalid setting stops start-up naming it",
+        arguments: [
+            ("TOKENRELAY_CLIENT_ID", "", "TOKENRELAY_CLIENT_ID"),
+            ("TOKENRELAY_AUTHORITY", "http://login.microsoftonline.com/common", "TOKENRELAY_AUTHORITY"),
+            ("TOKENRELAY_ENCRYPTION_KEYS", "k1:short", "TOKENRELAY_ENCRYPTION_KEYS"),
+            ("TOKENRELAY_LISTEN", "nonsense", "TOKENRELAY_LISTEN"),
+            ("TOKENRELAY_MAX_ATTEMPTS", "zero", "TOKENRELAY_MAX_ATTEMPTS"),
+            ("TOKENRELAY_ALLOW_HTTP_LOOPBACK", "maybe", "TOKENRELAY_ALLOW_HTTP_LOOPBACK"),
+            ("TOKENRELAY_DOWNSTREAM_APIS", #"{"graph": {"base_url": "http://example.com"}}"#, "TOKENRELAY_DOWNSTREAM_APIS"),
+            ("TOKENRELAY_REQUEST_TIMEOUT_S", "500", "TOKENRELAY_REQUEST_TIMEOUT_S"),
+        ])
+    func invalid(name: String, value: String, setting: String) {
+        var environment = Self.valid
+        environment[name] = value
+        do {
+            _ = try ConfigurationLoader(environment: environment).load()
+            Issue.record("accepted \(name)=\(value)")
+        } catch let error as ConfigurationError {
+            #expect(error.setting == setting)
+            #expect(!error.description.contains(Self.valid["TOKENRELAY_ENCRYPTION_KEYS"]!))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("Secrets are read from NAME_FILE; the environment overrides the JSON file")
+    func filesAndPrecedence() throws {
+        let directory = NSTemporaryDirectory() + "tokenrelay-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "from-file-secret\n".write(toFile: directory + "/secret", atomically: true, encoding: .utf8)
+        try #"{"max_attempts": 5, "expiry_skew_s": 120, "client_capabilities": ["cp1"]}"#.write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)
+        var environment = Self.valid
+        environment["TOKENRELAY_CLIENT_SECRET_FILE"] = directory + "/secret"
+        environment["TOKENRELAY_CONFIG"] = directory + "/config.json"
+        environment["TOKENRELAY_EXPIRY_SKEW_S"] = "60"
+        let config = try ConfigurationLoader(environment: environment).load()
+        #expect(config.clientSecret == "from-file-secret")
+        #expect(config.maxAttempts == 5)
+        #expect(config.expirySkewSeconds == 60)
+        #expect(config.clientCapabilities == ["cp1"])
+    }
+}

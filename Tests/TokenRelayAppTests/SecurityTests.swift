@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@testable import TokenRelayApp
+
+@Suite("Key ring, token envelope, API keys and log redaction")
+struct SecurityTests {
+    static let key = Data(repeating: 1, count: 32).base64EncodedString()
+
+    @Test("The key ring parses id:base64 entries; the first key encrypts")
+    func keyRing() throws {
+        let ring = try KeyRing(parsing: "new:\(Self.key), old:\(Data(repeating: 2, count: 32).base64EncodedString())")
+        #expect(ring.primary.id == "new")
+        #expect(ring.keys.map(\.id) == ["new", "old"])
+    }
+
+    @Test("Bad key rings are refused without echoing key material", arguments: ["", "nokey", "a:c2hvcnQ=", "a:\(key),a:\(key)", "bad id:\(key)"])
+    func badKeyRing(text: String) {
+        #expect(throws: KeyRingError.self) { try KeyRing(parsing: text) }
+        if let error = try? KeyRing(parsing: text) { Issue.record("accepted \(error.keys.count) keys") }
+    }
+
+    @Test("A sealed token opens only for its own owner, kind and client (AAD binding)")
+    func envelopeBinding() throws {
+        let cipher = TokenCipher(ring: try KeyRing(parsing: "k1:\(Self.key)"))
+        let context = SealingContext(owner: "acc_1", kind: .refreshToken, clientId: "client")
+        let sealed = try cipher.seal("1.AXkA-refresh", for: context)
+        #expect(sealed.keyId == "k1")
+        #expect(sealed.nonce.count == 12)
+        #expect(!String(decoding: sealed.ciphertext, as: UTF8.self).contains("AXkA"))
+        #expect(try cipher.open(sealed, for: context) == "1.AXkA-refresh")
+        for other in [
+            SealingContext(owner: "acc_2", kind: .refreshToken, clientId: "client"),
+            SealingContext(owner: "acc_1", kind: .accessToken, clientId: "client"),
+            SealingContext(owner: "acc_1", kind: .refreshToken, clientId: "other"),
+        ] {
+            #expect(throws: TokenCipherError.self) { try cipher.open(sealed, for: other) }
+        }
+        // After rotation to [new, old], old ciphertexts still open; new ones use the new key.
+        let rotated = TokenCipher(ring: try KeyRing(parsing: "k2:\(Data(repeating: 9, count: 32).base64EncodedString()),k1:\(Self.key)"))
+        #expect(try rotated.open(sealed, for: context) == "1.AXkA-refresh")
+        #expect(try rotated.seal("x", for: context).keyId == "k2")
+    }
+
+    @Test("API keys split at the first two underscores; the secret may contain more")
+    func apiKeySplit() {
+        #expect(APIKeyAuthenticator.split("trk_abcd1234_se_cr_et")! == ("abcd1234", "se_cr_et"))
+        #expect(APIKeyAuthenticator.split("trk_short_secret") == nil)
+        #expect(APIKeyAuthenticator.split("trk_ABCDEFGH_secret") == nil)
+        #expect(APIKeyAuthenticator.split("abc_abcdefgh_secret") == nil)
+        #expect(APIKeyAuthenticator.bearerToken("Bearer  trk_x ") == "trk_x")
+        #expect(APIKeyAuthenticator.bearerToken("Basic abc") == nil)
+    }
+
+    @Test("Log fields that may hold a secret are masked; usernames only with log_pii")
+    func redaction() {
+        let sink = LogSink.memory()
+        let logger = Logger(level: .debug, logPII: false, sink: sink)
+        logger.info("test", ["refresh_token": "1.AXkA", "client_secret": "s3cr3t", "authorization": "Bearer trk", "code": "abc", "username": "alice@x", "account.id": "acc_1", "sts.error_codes": "50173"])
+        let line = sink.captured.joined()
+        for secret in ["1.AXkA", "s3cr3t", "Bearer trk", "\"abc\"", "alice@x"] {
+            #expect(!line.contains(secret), "\(secret) leaked")
+        }
+        #expect(line.contains("acc_1"))
+        #expect(line.contains("50173"))
+        let withPII = LogSink.memory()
+        Logger(level: .info, logPII: true, sink: withPII).info("test", ["username": "alice@x"])
+        #expect(withPII.captured.joined().contains("alice@x"))
+    }
+}
