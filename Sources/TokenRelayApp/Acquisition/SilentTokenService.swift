@@ -10,6 +10,7 @@ struct SilentTokenService: Sendable {
     let sts: STSClient
     let authorities: AuthorityValidator
     let memory: MemoryTokenCache
+    let accounts: AccountCache
     let coalescer: RefreshCoalescer<RefreshOutcome>
     let clientId: String
     let clientCapabilities: [String]
@@ -30,6 +31,20 @@ struct SilentTokenService: Sendable {
     func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
         let account = try await resolve(request.account)
         return try await acquire(request, for: account, context: context)
+    }
+
+    /// The memory-only answer for `request`, or nil when it needs the database or the STS.
+    ///
+    /// Runs on the server thread without suspending (SPEC §10): account and token both come
+    /// from this replica's memory, and nothing is written.
+    func acquireFromMemory(_ request: SilentTokenRequest) -> SilentTokenResult? {
+        guard case .accountId(let id) = request.account, !request.forceRefresh, request.authority == nil,
+            !ClaimsRequest.bypassesCache(claims: request.claims), let account = accounts.account(id: id), account.state == .active,
+            let token = memory.lookup(accountId: id, environment: account.environment, realm: account.realm, scopes: request.scopes),
+            usable(token, minTTL: request.minTTLSeconds)
+        else { return nil }
+        metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"])
+        return SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
     }
 
     /// Acquires a token for an account already resolved (downstream calls resolve once).
@@ -72,7 +87,10 @@ struct SilentTokenService: Sendable {
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
         switch outcome {
         case .problem(let problem):
-            if problem.extensions["account_state"] == .string("interaction_required") { memory.removeAll(accountId: account.accountId) }
+            if problem.extensions["account_state"] == .string("interaction_required") {
+                memory.removeAll(accountId: account.accountId)
+                accounts.remove(id: account.accountId)
+            }
             throw problem
         case .token(let token, let declined, let source):
             memory.store(token)
@@ -93,7 +111,9 @@ struct SilentTokenService: Sendable {
     func resolve(_ selector: SilentTokenRequest.AccountSelector) async throws -> AccountRecord {
         switch selector {
         case .accountId(let id):
+            if let cached = accounts.account(id: id) { return cached }
             guard let account = try await store.account(id: id) else { throw Problem.accountNotFound() }
+            accounts.store(account)
             return account
         case .homeAccountId(let home):
             guard let account = try await store.accounts(homeAccountId: home).first else { throw Problem.accountNotFound() }

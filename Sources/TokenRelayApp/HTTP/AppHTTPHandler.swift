@@ -19,11 +19,25 @@ final class AppHTTPHandler: HTTPHandler {
         self.logger = logger
     }
 
-    /// Liveness is answered on the server thread: it needs nothing but memory.
+    /// Answers on the server thread what memory alone can answer: liveness, and a silent token
+    /// request whose caller, account and token are all in this replica's memory (SPEC §10).
     func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
-        guard request.method == "GET", request.path == "/healthz" else { return nil }
-        services.metrics.increment("tokenrelay_http_requests_total", ["route": "/healthz", "status": "200"])
-        return services.health.liveness()
+        let route: String
+        let response: HTTPResponse?
+        switch (request.method, request.path) {
+        case ("GET", "/healthz"):
+            route = "/healthz"
+            response = services.health.liveness()
+        case ("POST", "/v1/tokens/silent"):
+            route = "/v1/tokens/silent"
+            response = TokenRoutes.immediate(request, services: services, caller: authenticator.authenticateFromMemory(request.headers["Authorization"]))
+        default:
+            return nil
+        }
+        if let response {
+            services.metrics.increment("tokenrelay_http_requests_total", ["route": route, "status": String(response.status)])
+        }
+        return response
     }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {

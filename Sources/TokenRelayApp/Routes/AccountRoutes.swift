@@ -43,6 +43,7 @@ enum AccountRoutes {
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
             try await services.store.deleteAccount(id: accountId)
             services.memory.removeAll(accountId: accountId)
+            services.accounts.remove(id: accountId)
             return HTTPResponse(status: 204)
         }
     }

@@ -11,6 +11,7 @@ struct AppServices: Sendable {
     let health: HealthChecks
     let metrics: Metrics
     let memory: MemoryTokenCache
+    let accounts: AccountCache
 }
 
 /// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).

@@ -26,6 +26,19 @@ enum TokenRoutes {
         }
     }
 
+    /// The cache-hit answer computed on the server thread, or nil to take the async path (which
+    /// also produces every error answer, so this path never has to).
+    static func immediate(_ request: HTTPRequest, services: AppServices, caller: Caller?) -> HTTPResponse? {
+        guard let caller, caller.may(.tokensAcquire), !request.bodyExceededLimit, request.headers["Request-Timeout"] == nil,
+            let body = try? JSONBody(request), let silent = try? parseSilent(body, authorities: services.authorities),
+            let result = services.tokens.acquireFromMemory(silent)
+        else { return nil }
+        let correlationId = (try? body.string("correlation_id")).flatMap { $0 } ?? AppHTTPHandler.correlationId(request.headers)
+        var response = HTTPResponse.json(200, tokenJSON(result, correlationId: correlationId, allowPartial: silent.allowPartial))
+        response.headers.set("client-request-id", correlationId)
+        return response
+    }
+
     /// Validates the body into a request; every error names its field.
     static func parseSilent(_ body: JSONBody, authorities: AuthorityValidator) throws(Problem) -> SilentTokenRequest {
         try body.rejectUnknown(allowed: silentFields)

@@ -55,6 +55,21 @@ final class APIKeyAuthenticator: Sendable {
         return caller
     }
 
+    /// The caller when memory alone can tell (the bootstrap key, or a key looked up less than
+    /// `cacheTTL` ago); nil when the database must be asked or the key is not valid.
+    func authenticateFromMemory(_ authorization: String?) -> Caller? {
+        guard let presented = Self.bearerToken(authorization) else { return nil }
+        let presentedHash = SHA256.hash(Array(presented.utf8))
+        if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
+            return Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
+        }
+        guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
+            Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
+            ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash)
+        else { return nil }
+        return caller
+    }
+
     /// Forgets a key at once (revocation in this replica).
     func forget(keyId: String) {
         _ = cache.withLock { $0.removeValue(forKey: keyId) }

@@ -17,6 +17,7 @@ struct SignInService: Sendable {
     let redirectAfterOrigins: [String]
     let clientCapabilities: [String]
     let memory: MemoryTokenCache
+    let accounts: AccountCache
     let logger: Logger
     let now: @Sendable () -> Int
 
@@ -137,6 +138,7 @@ struct SignInService: Sendable {
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
             refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken)
         memory.removeAll(accountId: account.accountId)
+        accounts.remove(id: account.accountId)
         logger.info("sign_in.completed", ["account.id": account.accountId, "sign_in.id": pending.signInId, "correlation.id": context.correlationId])
 
         if let redirectAfter = pending.redirectAfter {

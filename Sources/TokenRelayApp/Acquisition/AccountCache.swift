@@ -1,0 +1,39 @@
+import Foundation
+import Synchronization
+
+/// Accounts this replica read recently, by `account_id`, so a cache hit needs no database
+/// round trip (SPEC §10). Entries live `ttl` seconds (SPEC §12: `TOKENRELAY_CACHE_TTL_S`, the
+/// bound on cross-replica staleness when no notification arrives) and are dropped at once when
+/// this replica deletes, re-signs-in or marks the account.
+final class AccountCache: Sendable {
+    private struct Entry {
+        let account: AccountRecord
+        let storedAt: Date
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+    let ttl: TimeInterval
+
+    init(ttl: TimeInterval = 30) {
+        self.ttl = ttl
+    }
+
+    func account(id: String) -> AccountRecord? {
+        entries.withLock { entries in
+            guard let entry = entries[id] else { return nil }
+            guard Date().timeIntervalSince(entry.storedAt) < ttl else {
+                entries[id] = nil
+                return nil
+            }
+            return entry.account
+        }
+    }
+
+    func store(_ account: AccountRecord) {
+        entries.withLock { $0[account.accountId] = Entry(account: account, storedAt: Date()) }
+    }
+
+    func remove(id: String) {
+        _ = entries.withLock { $0.removeValue(forKey: id) }
+    }
+}
