@@ -1,0 +1,272 @@
+internal import CPostgres
+import Glibc
+
+/// One libpq connection. Every call blocks its thread until the server answers.
+///
+/// Not Sendable: a connection is used only on its pool worker thread (see ``PostgresPool``);
+/// don't keep it beyond the `withConnection` body that received it.
+public final class PostgresConnection {
+    private let url: String
+    /// The libpq connection, nil before the first connect and after a failed one.
+    private var handle: OpaquePointer?
+    /// Set when a statement failed with a connection error, or left the protocol in a state this
+    /// bridge cannot continue from: the next use reconnects.
+    private var needsReset = false
+
+    /// Creates an unconnected connection; the first use (or ``connectIfNeeded()``) connects.
+    /// - Parameter url: a libpq conninfo string or `postgresql://` URL.
+    init(url: String) {
+        self.url = url
+    }
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    // MARK: Statements
+
+    /// Runs one statement with bound parameters (`$1`, `$2`, …) and returns its rows in text format.
+    ///
+    /// Uses `PQexecParams` (one statement only; the unnamed prepared statement, so it also works
+    /// through pgbouncer in transaction mode). See ``PostgresParameter`` for how each kind is sent.
+    /// - Parameters:
+    ///   - sql: one SQL statement.
+    ///   - parameters: values for `$1`…`$n`, in order.
+    /// - Returns: the rows, affected-row count and column names.
+    /// - Throws: ``PostgresError``; `isConnectionFailure` when the server is unreachable or the
+    ///   connection was lost.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [PostgresParameter] = []) throws -> PostgresResult {
+        let handle = try connectIfNeeded()
+        let encoded = parameters.map { $0.encoded.map(Self.copyToCString) }
+        defer { for pointer in encoded { pointer?.deallocate() } }
+        let values = encoded.map { $0.map { UnsafePointer($0) } }
+        let lengths = parameters.map { Int32(clamping: $0.encoded?.count ?? 0) }
+        let types = parameters.map(\.typeOID)
+        let formats = parameters.map(\.format)
+        let result = PQexecParams(
+            handle, sql, Int32(parameters.count), types, values, lengths, formats, 0 /* text results */)
+        return try consume(result, function: "PQexecParams")
+    }
+
+    /// Runs one or more statements separated by `;` without parameters (migrations, `BEGIN`).
+    ///
+    /// Uses `PQexec`: the statements run as one implicit transaction unless they contain explicit
+    /// transaction control.
+    /// - Parameter sql: SQL text, possibly several statements.
+    /// - Throws: ``PostgresError``.
+    public func execute(_ sql: String) throws {
+        _ = try commandStatus(sql)
+    }
+
+    /// Runs `body` inside `BEGIN` … `COMMIT`; on a throw from `body` it rolls back and rethrows.
+    ///
+    /// - Parameter body: the work; it receives this connection.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws; ``PostgresError`` for BEGIN/COMMIT failures, with code
+    ///   `transactionRolledBack` when COMMIT turned into ROLLBACK because a statement inside failed
+    ///   and `body` caught that error.
+    @discardableResult
+    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try execute("BEGIN")
+        let value: T
+        do {
+            value = try body(self)
+        } catch {
+            if let handle, PQstatus(handle) == CONNECTION_OK {
+                // A failed ROLLBACK leaves the connection marked for reset; the body's error matters.
+                _ = try? commandStatus("ROLLBACK")
+            }
+            throw error
+        }
+        if try commandStatus("COMMIT") == "ROLLBACK" {
+            throw PostgresError(code: .transactionRolledBack, function: "PQexec")
+        }
+        return value
+    }
+
+    // MARK: Connection state
+
+    /// Makes the connection usable before a pool job: connects when never connected, reconnects
+    /// when broken, and rolls back a transaction a previous job left open.
+    ///
+    /// An idle connection whose socket is readable was closed or told something by the server
+    /// (e.g. `pg_terminate_backend`, a server restart): it is replaced rather than failing the
+    /// next statement.
+    /// - Throws: ``PostgresError`` with `isConnectionFailure` when connecting fails.
+    func prepareForUse() throws {
+        guard let handle, !needsReset, PQstatus(handle) == CONNECTION_OK else {
+            try reconnect()
+            return
+        }
+        switch PQtransactionStatus(handle) {
+        case PQTRANS_IDLE:
+            if Self.hasPendingInput(socket: PQsocket(handle)) { try reconnect() }
+        case PQTRANS_INTRANS, PQTRANS_INERROR:
+            do { _ = try commandStatus("ROLLBACK") } catch { try reconnect() }
+        default:
+            try reconnect()
+        }
+    }
+
+    /// Returns the live libpq handle, connecting first when there is none or it is broken.
+    @discardableResult
+    func connectIfNeeded() throws -> OpaquePointer {
+        if let handle, !needsReset, PQstatus(handle) == CONNECTION_OK { return handle }
+        return try reconnect()
+    }
+
+    @discardableResult
+    private func reconnect() throws -> OpaquePointer {
+        if let old = handle {
+            handle = nil
+            PQfinish(old)
+        }
+        needsReset = false
+        // Entries before `dbname` are defaults the URL may override (libpq docs, PQconnectdbParams:
+        // "array entries appearing before an expanded dbname entry can be overridden").
+        let options: [(String, String)] = [
+            ("connect_timeout", "5"),
+            ("fallback_application_name", "tokenrelay"),
+            ("dbname", url),
+        ]
+        let keywords = options.map { strdup($0.0) }
+        let values = options.map { strdup($0.1) }
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let keywordList: [UnsafePointer<CChar>?] = keywords.map { $0.map { UnsafePointer($0) } } + [nil]
+        let valueList: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } } + [nil]
+        guard let connection = PQconnectdbParams(keywordList, valueList, 1 /* expand dbname */) else {
+            throw PostgresError(code: .connectionFailure, function: "PQconnectdbParams", serverMessage: "out of memory")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.message(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(code: .connectionFailure, function: "PQconnectdbParams", serverMessage: message)
+        }
+        // Server notices (e.g. "relation already exists, skipping") must not reach stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        handle = connection
+        return connection
+    }
+
+    // MARK: Results
+
+    /// Runs `sql` with `PQexec` and returns the command tag (`COMMIT`, `ROLLBACK`, `INSERT 0 1`…).
+    private func commandStatus(_ sql: String) throws -> String {
+        let handle = try connectIfNeeded()
+        let result = PQexec(handle, sql)
+        var tag = ""
+        _ = try consume(result, function: "PQexec") { tag = Self.message(PQcmdStatus($0)) ?? "" }
+        return tag
+    }
+
+    /// The one place that turns a libpq result into rows or a ``PostgresError``; clears `result`.
+    private func consume(
+        _ result: OpaquePointer?, function: String, inspect: (OpaquePointer) -> Void = { _ in }
+    ) throws -> PostgresResult {
+        guard let result else {
+            // libpq returns no result when it could not send the command or ran out of memory.
+            needsReset = true
+            throw PostgresError(
+                code: .connectionFailure, function: function,
+                serverMessage: handle.flatMap { Self.message(PQerrorMessage($0)) })
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            inspect(result)
+            return Self.rows(of: result)
+        case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR, PGRES_BAD_RESPONSE:
+            throw error(from: result, function: function)
+        default:
+            // COPY and pipeline states: this bridge cannot continue the protocol from here.
+            needsReset = true
+            throw PostgresError(code: .unexpectedResult, function: function)
+        }
+    }
+
+    private func error(from result: OpaquePointer, function: String) -> PostgresError {
+        // PG_DIAG_SQLSTATE is 'C' and PG_DIAG_MESSAGE_PRIMARY 'M' (postgres_ext.h); Swift does
+        // not import character-literal macros.
+        let sqlState = Self.message(PQresultErrorField(result, Int32(UInt8(ascii: "C"))))
+        let primary = Self.message(PQresultErrorField(result, Int32(UInt8(ascii: "M"))))
+        let message = primary ?? Self.message(PQresultErrorMessage(result))
+        let connectionLost = handle.map { PQstatus($0) != CONNECTION_OK } ?? true
+        // No SQLSTATE means libpq itself failed (lost socket, protocol error), not the statement.
+        let isConnection = connectionLost || sqlState.map(PostgresError.isConnectionState) ?? true
+        if isConnection { needsReset = true }
+        return PostgresError(
+            code: isConnection ? .connectionFailure : .queryFailed, function: function,
+            sqlState: sqlState, serverMessage: message)
+    }
+
+    private static func rows(of result: OpaquePointer) -> PostgresResult {
+        let fieldCount = Int(PQnfields(result))
+        let rowCount = Int(PQntuples(result))
+        let names = (0..<fieldCount).map { message(PQfname(result, Int32($0))) ?? "" }
+        let columns = PostgresRow.Columns(names: names)
+        var rows: [PostgresRow] = []
+        rows.reserveCapacity(rowCount)
+        for row in 0..<Int32(rowCount) {
+            var values: [String?] = []
+            values.reserveCapacity(fieldCount)
+            for field in 0..<Int32(fieldCount) {
+                if PQgetisnull(result, row, field) != 0 {
+                    values.append(nil)
+                } else {
+                    let length = Int(PQgetlength(result, row, field))
+                    let raw = UnsafeRawPointer(PQgetvalue(result, row, field)!)
+                    let bytes = UnsafeBufferPointer(start: raw.assumingMemoryBound(to: UInt8.self), count: length)
+                    values.append(String(decoding: bytes, as: UTF8.self))
+                }
+            }
+            rows.append(PostgresRow(columns: columns, values: values))
+        }
+        let affected = message(PQcmdTuples(result)).flatMap { Int($0) } ?? 0
+        return PostgresResult(rows: rows, affectedRows: affected, columns: names)
+    }
+
+    // MARK: Helpers
+
+    /// A C string as Swift text without the trailing newline libpq adds; nil for NULL or empty.
+    private static func message(_ pointer: UnsafePointer<CChar>?) -> String? {
+        guard let pointer else { return nil }
+        let text = String(cString: pointer).trimmingTrailingNewlines()
+        return text.isEmpty ? nil : text
+    }
+
+    private static func message(_ pointer: UnsafeMutablePointer<CChar>?) -> String? {
+        message(pointer.map { UnsafePointer($0) })
+    }
+
+    /// A NUL-terminated heap copy of `bytes` (text parameters need the NUL; binary ones their length).
+    private static func copyToCString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar> {
+        let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+        bytes.withUnsafeBytes { source in
+            UnsafeMutableRawPointer(pointer).copyMemory(from: source.baseAddress ?? UnsafeRawPointer(pointer), byteCount: bytes.count)
+        }
+        pointer[bytes.count] = 0
+        return pointer
+    }
+
+    /// True when `socket` has data or EOF waiting (checked without blocking).
+    private static func hasPendingInput(socket: Int32) -> Bool {
+        guard socket >= 0 else { return true }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) != 0
+    }
+}
+
+@available(*, unavailable, message: "a PostgresConnection belongs to one pool worker thread")
+extension PostgresConnection: Sendable {}
+
+extension String {
+    fileprivate func trimmingTrailingNewlines() -> String {
+        var text = Substring(self)
+        while let last = text.last, last.isNewline || last == " " { text = text.dropLast() }
+        return String(text)
+    }
+}

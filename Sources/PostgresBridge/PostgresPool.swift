@@ -1,0 +1,139 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A fixed set of PostgreSQL connections, each owned by a worker thread of its own.
+///
+/// libpq calls block, so they never run in Swift concurrency's task pool (as wide as the core
+/// count): `withConnection` queues a job and suspends without holding a thread until a worker
+/// has run it. Connections are made lazily, on a worker's first job; a broken one (server
+/// restarted, backend terminated, network lost) is replaced on its next use, so the service
+/// recovers by itself when the database comes back (SPEC §5).
+public final class PostgresPool: Sendable {
+    /// The most connections the pool holds.
+    public let size: Int
+    private let shared: Shared
+
+    /// Creates the pool and starts its `size` worker threads; connects nothing yet.
+    /// - Parameters:
+    ///   - url: a libpq conninfo string or `postgresql://` URL. `connect_timeout` defaults to 5
+    ///     seconds and `application_name` to `tokenrelay` when the URL sets neither.
+    ///   - size: connections and worker threads (at least 1).
+    public init(url: String, size: Int) {
+        self.size = max(1, size)
+        shared = Shared()
+        for index in 0..<self.size {
+            let shared = shared
+            let thread = Thread {
+                let connection = PostgresConnection(url: url)
+                shared.runJobs(on: connection)
+            }
+            thread.name = "postgres-\(index)"
+            thread.start()
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Runs `body` on a pool worker thread holding one connection, waiting (suspended, no thread
+    /// held) for a free worker first.
+    ///
+    /// Before `body` runs, the connection is connected or replaced if broken, and any transaction
+    /// a previous body left open is rolled back. Cancelling the calling task does not withdraw a
+    /// queued job.
+    /// - Parameter body: the blocking work; it must not keep the connection.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``PostgresError`` (`isConnectionFailure` when the database is unreachable,
+    ///   `poolClosed` after ``close()``), or what `body` throws.
+    public func withConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            let job = Job(
+                run: { connection in
+                    continuation.resume(with: Result {
+                        try connection.prepareForUse()
+                        return try body(connection)
+                    })
+                },
+                cancel: { error in continuation.resume(throwing: error) })
+            shared.enqueue(job)
+        }
+    }
+
+    /// Current size, busy workers and queued jobs.
+    public var statistics: PostgresPoolStatistics {
+        shared.state.withLock { state in
+            PostgresPoolStatistics(size: size, inUse: state.inUse, waiting: state.jobs.count)
+        }
+    }
+
+    /// Fails queued jobs with `poolClosed`, lets running ones finish, then stops the workers,
+    /// which close their connections. Later `withConnection` calls throw `poolClosed`.
+    public func close() {
+        let dropped = shared.state.withLock { state -> [Job] in
+            guard !state.closed else { return [] }
+            state.closed = true
+            defer { state.jobs.removeAll() }
+            return state.jobs
+        }
+        let error = PostgresError(code: .poolClosed, function: "PostgresPool.close")
+        for job in dropped { job.cancel(error) }
+        // Wake every worker: each finds the queue empty and the pool closed, and exits.
+        for _ in 0..<size { shared.jobsAvailable.signal() }
+    }
+}
+
+extension PostgresPool {
+    /// One queued `withConnection` call.
+    struct Job: Sendable {
+        /// Runs on a worker thread with its connection; resumes the caller.
+        let run: @Sendable (PostgresConnection) -> Void
+        /// Resumes the caller with an error without running (pool closed).
+        let cancel: @Sendable (PostgresError) -> Void
+    }
+
+    struct State: Sendable {
+        var jobs: [Job] = []
+        var inUse = 0
+        var closed = false
+    }
+
+    /// What the pool and its worker threads share: the job queue behind a mutex, and a semaphore
+    /// counting queued jobs (plus one wake-up per worker at close).
+    final class Shared: Sendable {
+        let state = Mutex(State())
+        let jobsAvailable = DispatchSemaphore(value: 0)
+
+        func enqueue(_ job: Job) {
+            let accepted = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                state.jobs.append(job)
+                return true
+            }
+            if accepted {
+                jobsAvailable.signal()
+            } else {
+                job.cancel(PostgresError(code: .poolClosed, function: "PostgresPool.withConnection"))
+            }
+        }
+
+        /// A worker thread's loop: blocks for a job, runs it, until the pool closes.
+        func runJobs(on connection: PostgresConnection) {
+            while true {
+                jobsAvailable.wait()
+                let next = state.withLock { state -> Job? in
+                    guard !state.jobs.isEmpty else { return nil }
+                    state.inUse += 1
+                    return state.jobs.removeFirst()
+                }
+                // Signals come only with a job or from close(): an empty queue means closed.
+                guard let job = next else { return }
+                job.run(connection)
+                state.withLock { $0.inUse -= 1 }
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import PostgresBridge
+
+/// Gives each test (suite) an empty database of its own on a private PostgreSQL server.
+///
+/// The server is the one `TOKENRELAY_TEST_DATABASE_URL` names (a URL of a database on it whose
+/// role may `CREATE DATABASE`), else the private server `scripts/pg-local start` runs (found by
+/// walking up from this file to the package root). Databases are named `<prefix>_<random>`, so
+/// suites running in parallel, even in several processes, never share one.
+public enum TestPostgres {
+    /// Creates a new, empty database and returns its URL.
+    /// - Parameter prefix: the start of the database name (letters, digits, `_`; other characters
+    ///   become `_`), e.g. the suite's name.
+    /// - Returns: a libpq URL of the new database.
+    /// - Throws: when the server cannot be started or reached, or `CREATE DATABASE` fails.
+    public static func freshDatabase(named prefix: String) async throws -> String {
+        let serverURL = try await server.value
+        let name = databaseName(prefix: prefix)
+        let pool = PostgresPool(url: serverURL, size: 1)
+        defer { pool.close() }
+        try await pool.withConnection { connection in
+            try connection.execute("CREATE DATABASE \"\(name)\"")
+        }
+        return url(serverURL, database: name)
+    }
+
+    /// Drops a database made by ``freshDatabase(named:)``; errors are ignored (tests clean up best
+    /// effort, and the databases live on a throwaway server).
+    /// - Parameter url: what ``freshDatabase(named:)`` returned.
+    public static func dropDatabase(url databaseURL: String) async {
+        guard let serverURL = try? await server.value, let name = databaseName(in: databaseURL) else { return }
+        let pool = PostgresPool(url: serverURL, size: 1)
+        defer { pool.close() }
+        _ = try? await pool.withConnection { connection in
+            try connection.execute("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+        }
+    }
+
+    /// The admin URL of the test server, found or started once per process.
+    private static let server = Task<String, Error> {
+        if let url = ProcessInfo.processInfo.environment["TOKENRELAY_TEST_DATABASE_URL"], !url.isEmpty {
+            return url
+        }
+        let script = try packageRoot().appendingPathComponent("scripts/pg-local").path
+        _ = try await run(script, "start")
+        return try await run(script, "url").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `<prefix>_<12 random lowercase hex>`, at most 63 bytes (PostgreSQL's NAMEDATALEN - 1).
+    static func databaseName(prefix: String) -> String {
+        let cleaned = String(prefix.lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
+        let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        return String(cleaned.prefix(40)) + "_" + suffix
+    }
+
+    /// `url` with its database replaced by `database` (URL path or conninfo `dbname=`).
+    static func url(_ url: String, database: String) -> String {
+        guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://"),
+            let schemeEnd = url.range(of: "://")
+        else {
+            // conninfo: a later keyword overrides an earlier one.
+            return url + " dbname=\(database)"
+        }
+        let rest = url[schemeEnd.upperBound...]
+        let queryStart = rest.firstIndex(of: "?") ?? rest.endIndex
+        let authorityEnd = rest[..<queryStart].firstIndex(of: "/") ?? queryStart
+        return url[..<schemeEnd.upperBound] + rest[..<authorityEnd] + "/" + database + rest[queryStart...]
+    }
+
+    /// The database named by a URL made by ``url(_:database:)``.
+    static func databaseName(in url: String) -> String? {
+        if let range = url.range(of: " dbname=", options: .backwards) {
+            return String(url[range.upperBound...])
+        }
+        guard let schemeEnd = url.range(of: "://") else { return nil }
+        let rest = url[schemeEnd.upperBound...]
+        let queryStart = rest.firstIndex(of: "?") ?? rest.endIndex
+        guard let slash = rest[..<queryStart].firstIndex(of: "/") else { return nil }
+        let name = rest[rest.index(after: slash)..<queryStart]
+        return name.isEmpty ? nil : String(name)
+    }
+
+    /// The directory holding Package.swift, found from this source file's path.
+    private static func packageRoot() throws -> URL {
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while directory.path != "/" {
+            if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+                return directory
+            }
+            directory.deleteLastPathComponent()
+        }
+        throw TestPostgresError("Package.swift not found above \(#filePath)")
+    }
+
+    /// Runs a program and returns its standard output; throws on a non-zero exit.
+    ///
+    /// Waits through `terminationHandler`: `Process.waitUntilExit()` was seen to hang when called
+    /// from a task on Linux, and would block a thread of the task pool anyway.
+    private static func run(_ executable: String, _ arguments: String...) async throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        // The output is a line or two: it fits in the pipe's buffer, so reading after exit is safe.
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        guard status == 0 else {
+            throw TestPostgresError("\(executable) \(arguments.joined(separator: " ")) exited \(status)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Why ``TestPostgres`` could not provide a database.
+public struct TestPostgresError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
