@@ -37,6 +37,10 @@ public final class PostgresConnection {
     ///   connection was lost.
     @discardableResult
     public func query(_ sql: String, _ parameters: [PostgresParameter] = []) throws -> PostgresResult {
+        for case .text(let text) in parameters where text.utf8.contains(0) {
+            // libpq reads text parameters up to the first NUL: the value would be cut silently.
+            throw PostgresError(code: .invalidParameter, function: "PQexecParams")
+        }
         let handle = try connectIfNeeded()
         let encoded = parameters.map { $0.encoded.map(Self.copyToCString) }
         defer { for pointer in encoded { pointer?.deallocate() } }
@@ -44,8 +48,9 @@ public final class PostgresConnection {
         let lengths = parameters.map { Int32(clamping: $0.encoded?.count ?? 0) }
         let types = parameters.map(\.typeOID)
         let formats = parameters.map(\.format)
+        let textResults: Int32 = 0
         let result = PQexecParams(
-            handle, sql, Int32(parameters.count), types, values, lengths, formats, 0 /* text results */)
+            handle, sql, Int32(parameters.count), types, values, lengths, formats, textResults)
         return try consume(result, function: "PQexecParams")
     }
 
@@ -133,12 +138,12 @@ public final class PostgresConnection {
         let keywords = options.map { strdup($0.0) }
         let values = options.map { strdup($0.1) }
         defer {
-            keywords.forEach { free($0) }
-            values.forEach { free($0) }
+            for pointer in keywords + values { free(pointer) }
         }
         let keywordList: [UnsafePointer<CChar>?] = keywords.map { $0.map { UnsafePointer($0) } } + [nil]
         let valueList: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } } + [nil]
-        guard let connection = PQconnectdbParams(keywordList, valueList, 1 /* expand dbname */) else {
+        let expandDatabaseName: Int32 = 1
+        guard let connection = PQconnectdbParams(keywordList, valueList, expandDatabaseName) else {
             throw PostgresError(code: .connectionFailure, function: "PQconnectdbParams", serverMessage: "out of memory")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
@@ -246,7 +251,8 @@ public final class PostgresConnection {
     private static func copyToCString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar> {
         let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
         bytes.withUnsafeBytes { source in
-            UnsafeMutableRawPointer(pointer).copyMemory(from: source.baseAddress ?? UnsafeRawPointer(pointer), byteCount: bytes.count)
+            UnsafeMutableRawPointer(pointer).copyMemory(
+                from: source.baseAddress ?? UnsafeRawPointer(pointer), byteCount: bytes.count)
         }
         pointer[bytes.count] = 0
         return pointer

@@ -12,6 +12,7 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
             case transactionRolledBack = "transaction_rolled_back"
             case poolClosed = "pool_closed"
             case unexpectedResult = "unexpected_result"
+            case invalidParameter = "invalid_parameter"
         }
 
         private let base: Base
@@ -22,6 +23,8 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         public static let queryFailed = Code(base: .queryFailed)
         /// COMMIT reported ROLLBACK: an error inside the transaction was caught and ignored.
         public static let transactionRolledBack = Code(base: .transactionRolledBack)
+        /// A parameter cannot be sent (a text value containing U+0000, which PostgreSQL rejects).
+        public static let invalidParameter = Code(base: .invalidParameter)
         /// The pool was closed before the work could run.
         public static let poolClosed = Code(base: .poolClosed)
         /// libpq returned something this bridge does not handle (e.g. COPY).

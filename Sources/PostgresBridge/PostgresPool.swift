@@ -53,10 +53,11 @@ public final class PostgresPool: Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             let job = Job(
                 run: { connection in
-                    continuation.resume(with: Result {
-                        try connection.prepareForUse()
-                        return try body(connection)
-                    })
+                    continuation.resume(
+                        with: Result {
+                            try connection.prepareForUse()
+                            return try body(connection)
+                        })
                 },
                 cancel: { error in continuation.resume(throwing: error) })
             shared.enqueue(job)

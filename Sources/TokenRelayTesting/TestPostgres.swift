@@ -15,6 +15,7 @@ public enum TestPostgres {
     /// - Throws: when the server cannot be started or reached, or `CREATE DATABASE` fails.
     public static func freshDatabase(named prefix: String) async throws -> String {
         let serverURL = try await server.value
+        await staleDatabasesDropped.value
         let name = databaseName(prefix: prefix)
         let pool = PostgresPool(url: serverURL, size: 1)
         defer { pool.close() }
@@ -22,6 +23,27 @@ public enum TestPostgres {
             try connection.execute("CREATE DATABASE \"\(name)\"")
         }
         return url(serverURL, database: name)
+    }
+
+    /// Runs `body` with the URL of a new, empty database, then drops the database (also when
+    /// `body` throws).
+    /// - Parameters:
+    ///   - prefix: the start of the database name, as for ``freshDatabase(named:)``.
+    ///   - body: the test; connections it opened must be closed before it returns.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or ``freshDatabase(named:)`` throws.
+    public static func withFreshDatabase<T>(
+        named prefix: String, _ body: (String) async throws -> T
+    ) async throws -> T {
+        let url = try await freshDatabase(named: prefix)
+        do {
+            let value = try await body(url)
+            await dropDatabase(url: url)
+            return value
+        } catch {
+            await dropDatabase(url: url)
+            throw error
+        }
     }
 
     /// Drops a database made by ``freshDatabase(named:)``; errors are ignored (tests clean up best
@@ -46,11 +68,40 @@ public enum TestPostgres {
         return try await run(script, "url").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// `<prefix>_<12 random lowercase hex>`, at most 63 bytes (PostgreSQL's NAMEDATALEN - 1).
+    /// Test databases older than this are dropped by the first ``freshDatabase(named:)`` of a
+    /// process, so runs don't fill the disk (no test runs this long).
+    static let staleAge: Int = 6 * 3600
+
+    /// Once per process: drops test databases (named by ``databaseName(prefix:)``) made more than
+    /// ``staleAge`` seconds ago. Best effort: failures are ignored.
+    private static let staleDatabasesDropped = Task<Void, Never> {
+        guard let serverURL = try? await server.value else { return }
+        let pool = PostgresPool(url: serverURL, size: 1)
+        defer { pool.close() }
+        let now = Int(Date().timeIntervalSince1970)
+        _ = try? await pool.withConnection { connection in
+            let names = try connection.query(#"SELECT datname FROM pg_database WHERE datname ~ '_t[0-9]+_[0-9a-f]+$'"#)
+                .rows.compactMap { $0.string("datname") }
+            for name in names {
+                guard let created = creationTime(ofDatabase: name), now - created > staleAge else { continue }
+                try? connection.execute("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+            }
+        }
+    }
+
+    /// `<prefix>_t<unix seconds>_<16 random hex>`, at most 63 bytes (PostgreSQL's NAMEDATALEN - 1).
     static func databaseName(prefix: String) -> String {
         let cleaned = String(prefix.lowercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
-        let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        return String(cleaned.prefix(40)) + "_" + suffix
+        let seconds = Int(Date().timeIntervalSince1970)
+        let random = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        return "\(cleaned.prefix(30))_t\(seconds)_\(random)"
+    }
+
+    /// The unix time embedded by ``databaseName(prefix:)``, or nil for another name.
+    static func creationTime(ofDatabase name: String) -> Int? {
+        let parts = name.split(separator: "_")
+        guard parts.count >= 3, parts[parts.count - 2].first == "t" else { return nil }
+        return Int(parts[parts.count - 2].dropFirst())
     }
 
     /// `url` with its database replaced by `database` (URL path or conninfo `dbname=`).
