@@ -46,7 +46,7 @@ let package = Package(
         ),
         .testTarget(name: "EmulatorTests", dependencies: ["STSEmulator", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]),
         .testTarget(name: "TokenRelayAppTests", dependencies: ["TokenRelayApp", "IdentityCore", "TokenRelayTesting"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["TokenRelayTesting", "HTTPClientBridge", "HTTPCommon"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TokenRelayTesting", "HTTPClientBridge", "HTTPCommon", "PostgresBridge"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresBridge
 import Testing
 import TokenRelayTesting
 
@@ -159,5 +160,17 @@ struct SignInAndSilentTokenTests {
         #expect(!log.contains(stack.clientSecret))
         #expect(!log.contains(stack.apiKey))
         #expect(!log.contains("alice@contoso.example"))
+
+        // A database dump shows no token: only ciphertexts are stored (SPEC §7).
+        let pool = PostgresPool(url: stack.databaseURL, size: 1)
+        defer { pool.close() }
+        let dump = try await pool.withConnection { connection in
+            try ["accounts", "refresh_tokens", "access_tokens", "sign_ins"].map { table in
+                try connection.query("SELECT row_to_json(t)::text AS row FROM \(table) t").rows.compactMap { $0.string("row") }.joined()
+            }.joined()
+        }
+        #expect(dump.contains("ciphertext"))
+        #expect(!dump.contains(accessToken))
+        #expect(!dump.contains(String(accessToken.prefix(40))))
     }
 }
