@@ -67,6 +67,26 @@ struct SignInAndSilentTokenTests {
         #expect(byHome.status == 200)
     }
 
+    @Test("A new token replaces cached entries whose scopes it overlaps; a superset serves narrower requests")
+    func overlappingEntriesReplaced() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_overlap")
+        defer { stack.stop() }
+        let account = try #require(try await stack.signIn("alice@contoso.example")["account"] as? [String: Any])
+        let id = try #require(account["account_id"] as? String)
+        let wide = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read", "Mail.Read"], "force_refresh": true])
+        #expect(wide.status == 200, "\(wide.text)")
+        #expect(wide.json["scopes"] as? [String] == ["Mail.Read", "User.Read"])
+        let pool = PostgresPool(url: stack.databaseURL, size: 1)
+        defer { pool.close() }
+        let targets = try await pool.withConnection { connection in
+            try connection.query("SELECT target FROM access_tokens WHERE account_id = $1", [.text(id)]).rows.compactMap { $0.string("target") }
+        }
+        #expect(targets == ["mail.read user.read"])
+        let narrow = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["mail.read"]])
+        #expect(narrow.json["source"] as? String == "cache")
+        #expect(narrow.json["access_token"] as? String == wide.json["access_token"] as? String)
+    }
+
     @Test("Concurrent requests for an expired token make one STS call")
     func coalescedRefresh() async throws {
         let stack = try await TokenRelayStack(name: "e2e_coalesce")

@@ -163,7 +163,8 @@ struct SignInService: Sendable {
 
     /// An error the authority sent to the redirect URI (RFC 6749 §4.1.2.1).
     static func authorizeProblem(error: String, description: String) -> Problem {
-        let codes = STSErrorResponse.parse(Array(#"{"error":"\#(error)","error_description":\#(jsonString(description))}"#.utf8)).errorCodes
+        // The redirect carries the same fields as a token-endpoint error body; one parser reads both.
+        let codes = STSErrorResponse.parse(JSONWriter.encode(.object(["error": .string(error), "error_description": .string(description)]))).errorCodes
         var extensions: [String: JSONValue] = [:]
         if !codes.isEmpty { extensions["sts_error_codes"] = .array(codes.map { .number(Double($0)) }) }
         switch error {
@@ -175,10 +176,6 @@ struct SignInService: Sendable {
         default:
             return Problem(.upstreamError, "The authority answered '\(error)'.", status: 502, extensions: extensions)
         }
-    }
-
-    private static func jsonString(_ text: String) -> String {
-        String(decoding: JSONWriter.encode(.string(text)), as: UTF8.self)
     }
 
     /// The non-secret standard claims kept with the account (SPEC §12 Accounts).

@@ -40,16 +40,12 @@ extension TokenStore {
     /// MSAL does), so a lookup by requested scopes finds the newest token.
     func saveAccessToken(in connection: PostgresConnection, _ token: StoredAccessToken) throws {
         let target = ScopeSet(normalizing: token.scopes)
-        let existing = try connection.query(
-            "SELECT target FROM access_tokens WHERE account_id = $1 AND environment = $2 AND realm = $3 AND client_id = $4",
-            [.text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId)]
-        ).rows.compactMap { $0.string("target") }
-        let lowered = Set(target.canonical.map { $0.lowercased() })
-        for other in existing where other != target.cacheKey && !lowered.isDisjoint(with: other.split(separator: " ").map(String.init)) {
-            _ = try connection.query(
-                "DELETE FROM access_tokens WHERE account_id = $1 AND environment = $2 AND realm = $3 AND client_id = $4 AND target = $5",
-                [.text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(other)])
-        }
+        try connection.query(
+            """
+            DELETE FROM access_tokens WHERE account_id = $1 AND environment = $2 AND realm = $3 AND client_id = $4
+              AND target <> $5 AND string_to_array(target, ' ') && string_to_array($5, ' ')
+            """,
+            [.text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(target.cacheKey)])
         let sealed = try cipher.seal(token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId))
         _ = try connection.query(
             """
