@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClientBridge
+import IdentityCore
 import PostgresBridge
 
 /// `token-relay` sub-commands (SPEC §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
@@ -102,6 +103,9 @@ public enum CommandLineTool {
             }
             guard !permissions.isEmpty else { return usage("api-keys create needs --permissions") }
             let created = try await APIKeyAuthenticator.create(name: name, permissions: permissions, store: store)
+            try await AuditStore(database: Database(pool: pool)).record(
+                .apiKeyCreated, actor: "cli", accountId: nil, outcome: "success",
+                detail: ["key_id": .string(created.keyId), "permissions": .array(permissions.map { .string($0.rawValue) })])
             let object: [String: Any] = ["key_id": created.keyId, "name": name, "permissions": permissions.map(\.rawValue), "api_key": created.apiKey]
             print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
             return 0
@@ -117,6 +121,8 @@ public enum CommandLineTool {
         case "revoke":
             guard arguments.count >= 2 else { return usage("api-keys revoke KEY_ID") }
             let revoked = try await store.revoke(arguments[1])
+            try await AuditStore(database: Database(pool: pool)).record(
+                .apiKeyRevoked, actor: "cli", accountId: nil, outcome: revoked ? "revoked" : "absent", detail: ["key_id": .string(arguments[1])])
             print(#"{"key_id":"\#(arguments[1])","revoked":\#(revoked)}"#)
             return revoked ? 0 : 1
         default:

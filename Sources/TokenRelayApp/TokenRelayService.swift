@@ -67,7 +67,8 @@ public final class TokenRelayService: Sendable {
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, signIns: signIns, downstream: downstream, authorities: authorities,
-            health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, memory: memory, accounts: accounts)
+            health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, memory: memory, accounts: accounts,
+            audit: AuditStore(database: database))
         metrics.addGauges {
             let stats = pool.statistics
             return [

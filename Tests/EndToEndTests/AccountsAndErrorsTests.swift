@@ -1,4 +1,5 @@
 import Foundation
+import PostgresBridge
 import Testing
 import TokenRelayTesting
 
@@ -37,6 +38,18 @@ struct AccountsAndErrorsTests {
         #expect(gone.json["error"] as? String == "account_not_found")
         let token = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": ids[0], "scopes": ["User.Read"]])
         #expect(token.status == 404)
+
+        let pool = PostgresPool(url: stack.databaseURL, size: 1)
+        defer { pool.close() }
+        let audit = try await pool.withConnection { connection in
+            try connection.query("SELECT actor, action, outcome FROM audit_events ORDER BY id").rows.map {
+                [$0.string("actor") ?? "", $0.string("action") ?? "", $0.string("outcome") ?? ""]
+            }
+        }
+        #expect(audit == [
+            ["sign-in", "sign_in.completed", "success"], ["sign-in", "sign_in.completed", "success"],
+            ["bootstrap", "account.deleted", "deleted"], ["bootstrap", "account.deleted", "absent"],
+        ])
     }
 
     @Test("Bad input gets a problem+json naming the field; unknown routes 404; wrong methods 405 with Allow")

@@ -12,6 +12,7 @@ struct AppServices: Sendable {
     let metrics: Metrics
     let memory: MemoryTokenCache
     let accounts: AccountCache
+    let audit: AuditStore
 }
 
 /// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).

@@ -43,6 +43,12 @@ struct SignInService: Sendable {
     enum Completion: Sendable {
         case account(AccountRecord)
         case redirect(String, AccountRecord)
+
+        var account: AccountRecord {
+            switch self {
+            case .account(let account), .redirect(_, let account): account
+            }
+        }
     }
 
     func start(_ request: StartRequest) async throws -> Started {

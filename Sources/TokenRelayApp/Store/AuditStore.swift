@@ -1,0 +1,24 @@
+import IdentityCore
+
+/// The append-only audit trail (SPEC §12 Audit): who (API key id), what, which account, the
+/// outcome and when. Never a token or secret in `detail`.
+struct AuditStore: Sendable {
+    let database: Database
+
+    enum Action: String, Sendable {
+        case signInCompleted = "sign_in.completed"
+        case accountDeleted = "account.deleted"
+        case apiKeyCreated = "api_key.created"
+        case apiKeyRevoked = "api_key.revoked"
+    }
+
+    func record(_ action: Action, actor: String, accountId: String?, outcome: String, detail: [String: JSONValue] = [:]) async throws {
+        let detailText = String(decoding: JSONWriter.encode(.object(detail)), as: UTF8.self)
+        _ = try await database.run { connection in
+            try connection.query(
+                "INSERT INTO audit_events (actor, action, account_id, outcome, detail) VALUES ($1, $2, $3, $4, $5::jsonb)",
+                [.text(actor), .text(action.rawValue), TokenStore.optional(accountId), .text(outcome), .text(detailText)]
+            ).affectedRows
+        }
+    }
+}
