@@ -20,7 +20,24 @@ public enum ScopeRules {
     ///   - resource: the legacy `resource` parameter.
     /// - Returns: the normalised set.
     /// - Throws: `ScopeError` (→ 400 `invalid_scope`) naming the field.
+    /// The most scopes one request may name; far above what any resource defines for one app.
+    public static let maximumScopeCount = 50
+    /// The longest scope or resource URI accepted, in bytes (UTF-8).
+    public static let maximumScopeBytes = 256
+
     public static func requested(scopes: [String]?, resource: String?) throws(ScopeError) -> ScopeSet {
+        // Bounded before anything else, so the STS request and the cache key stay small.
+        if let scopes, scopes.count > maximumScopeCount {
+            throw ScopeError(field: "scopes", detail: "at most \(maximumScopeCount) scopes may be requested at once")
+        }
+        for value in (scopes ?? []) + (resource.map { [$0] } ?? []) {
+            guard value.utf8.count <= maximumScopeBytes else {
+                throw ScopeError(field: scopes == nil ? "resource" : "scopes", detail: "a scope may be at most \(maximumScopeBytes) bytes long")
+            }
+            guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\n" && $0 != "\t" && $0 != "\r" }) else {
+                throw ScopeError(field: scopes == nil ? "resource" : "scopes", detail: "scopes may not contain control characters")
+            }
+        }
         switch (scopes, resource) {
         case (.some, .some):
             throw ScopeError(field: "resource", detail: "give either scopes or resource, not both")

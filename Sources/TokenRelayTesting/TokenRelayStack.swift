@@ -16,13 +16,13 @@ public final class TokenRelayStack: Sendable {
     public let tenantId = "11111111-1111-1111-1111-111111111111"
 
     /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings.
-    public init(name: String, environment extra: [String: String] = [:]) async throws {
+    public init(name: String, environment extra: [String: String] = [:], emulatorArguments: [String] = []) async throws {
         clientSecret = "test-secret-" + UUID().uuidString
         apiKey = "trk_bootstrap0_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
         databaseURL = try await TestPostgres.freshDatabase(named: name)
         emulator = try ManagedProcess(
             executable: BuiltProducts.path("sts-emulator"),
-            arguments: ["--host", "127.0.0.1", "--port", "0", "--client-id", Self.clientId, "--client-secret", clientSecret],
+            arguments: ["--host", "127.0.0.1", "--port", "0", "--client-id", Self.clientId, "--client-secret", clientSecret] + emulatorArguments,
             environment: ProcessInfo.processInfo.environment)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENRELAY_") }
         environment["TOKENRELAY_LISTEN"] = "127.0.0.1:0"

@@ -108,3 +108,18 @@ struct ScopeTests {
         #expect(ScopeRules.declined(requested: requested, granted: granted).isEmpty)
     }
 }
+
+@Suite("Scope request bounds")
+struct ScopeBoundsTests {
+    @Test("Too many scopes, an oversized scope or a control character is invalid_scope before any network call")
+    func bounds() {
+        let many = (0..<51).map { "S\($0)" }
+        #expect(throws: ScopeError(field: "scopes", detail: "at most 50 scopes may be requested at once")) {
+            try ScopeRules.requested(scopes: many, resource: nil)
+        }
+        #expect(throws: ScopeError.self) { try ScopeRules.requested(scopes: [String(repeating: "a", count: 257)], resource: nil) }
+        #expect(throws: ScopeError.self) { try ScopeRules.requested(scopes: ["User.Read\u{0}"], resource: nil) }
+        #expect(throws: ScopeError.self) { try ScopeRules.requested(scopes: nil, resource: "https://x/" + String(repeating: "a", count: 300)) }
+        #expect((try? ScopeRules.requested(scopes: (0..<50).map { "S\($0)" }, resource: nil))?.canonical.count == 50)
+    }
+}

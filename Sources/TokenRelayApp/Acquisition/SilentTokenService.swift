@@ -54,7 +54,7 @@ struct SilentTokenService: Sendable {
                 .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
                 extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
         }
-        let authority = try request.authority ?? authorities.validate(account.authority)
+        let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         let claims: String?
         do {
             claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
@@ -65,13 +65,13 @@ struct SilentTokenService: Sendable {
         let minTTL = request.minTTLSeconds
 
         if !bypassCache {
-            if let hit = memory.lookup(accountId: account.accountId, environment: account.environment, realm: account.realm, scopes: request.scopes),
+            if let hit = memory.lookup(accountId: account.accountId, environment: account.environment, realm: realm, scopes: request.scopes),
                 usable(hit, minTTL: minTTL)
             {
                 metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"])
                 return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
             }
-            let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: account.realm)
+            let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
             if let hit = best(stored, covering: request.scopes, minTTL: minTTL) {
                 memory.store(hit)
                 metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "database"])
@@ -80,9 +80,9 @@ struct SilentTokenService: Sendable {
             metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
         }
 
-        let key = [account.accountId, request.scopes.cacheKey, claims ?? "", bypassCache ? "bypass" : "cache", String(minTTL)].joined(separator: "|")
+        let key = [account.accountId, realm, request.scopes.cacheKey, claims ?? "", bypassCache ? "bypass" : "cache", String(minTTL)].joined(separator: "|")
         let (outcome, joined) = try await coalescer.run(key: key) {
-            try await refresh(account: account, authority: authority, scopes: request.scopes, claims: claims, bypassCache: bypassCache, minTTL: minTTL, context: context)
+            try await refresh(account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims, bypassCache: bypassCache, minTTL: minTTL, context: context)
         }
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
         switch outcome {
@@ -136,7 +136,8 @@ struct SilentTokenService: Sendable {
     /// turns and each redemption uses the token the previous one returned (strict rotation).
     /// The new access token and rotated refresh token are stored in the same transaction.
     private func refresh(
-        account: AccountRecord, authority: Authority, scopes: ScopeSet, claims: String?, bypassCache: Bool, minTTL: Int, context: RequestContext
+        account: AccountRecord, authority: Authority, realm: String, scopes: ScopeSet, claims: String?, bypassCache: Bool, minTTL: Int,
+        context: RequestContext
     ) async throws -> RefreshOutcome {
         let store = self.store
         let clientId = self.clientId
@@ -147,7 +148,7 @@ struct SilentTokenService: Sendable {
             try TokenStore.lockRefresh(in: connection, accountId: account.accountId, clientId: clientId)
             if !bypassCache {
                 // Another replica may have refreshed while this one waited for the lock.
-                let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: account.realm)
+                let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: realm)
                 if let hit = service.best(stored, covering: scopes, minTTL: minTTL) {
                     return .token(hit, declined: [], source: .cache)
                 }
@@ -183,17 +184,47 @@ struct SilentTokenService: Sendable {
                 let declined = ScopeRules.declined(requested: scopes, granted: granted)
                 let issuedAt = now()
                 let token = StoredAccessToken(
-                    accountId: account.accountId, environment: account.environment, realm: account.realm, clientId: clientId,
+                    accountId: account.accountId, environment: account.environment, realm: realm, clientId: clientId,
                     scopes: granted.canonical, secret: response.accessToken, expiresOn: issuedAt + response.expiresIn,
                     extExpiresOn: response.extExpiresIn.map { issuedAt + $0 }, refreshOn: response.refreshIn.map { issuedAt + $0 })
-                try store.saveAccessToken(in: connection, token)
-                // Never store a null over a stored refresh token (case 14).
+                // The rotated refresh token is written first: the old one may already be
+                // superseded at the STS, so losing the new one would lose the account. Never
+                // store a null over a stored refresh token (case 14).
                 if let rotated = response.refreshToken, !rotated.isEmpty {
                     try store.saveRefreshToken(in: connection, accountId: account.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
+                }
+                // A cache write that fails must not take the rotation down with it.
+                do {
+                    try connection.execute("SAVEPOINT cache_access_token")
+                    try store.saveAccessToken(in: connection, token)
+                    try connection.execute("RELEASE SAVEPOINT cache_access_token")
+                } catch {
+                    try connection.execute("ROLLBACK TO SAVEPOINT cache_access_token")
+                    service.logger.error("token.cache_write_failed", ["account.id": account.accountId, "error": String(describing: error)])
                 }
                 return .token(token, declined: declined, source: .refresh)
             }
         }
+    }
+
+    /// The authority to redeem at and the realm whose tokens it yields (SPEC §1, §12 Accounts:
+    /// access tokens are kept per realm). Another tenant of the same cloud is a separate realm (a
+    /// guest account); another cloud is not this account's.
+    /// - Throws: `Problem` 400 `invalid_authority` when the authority's environment is not the account's.
+    func authorityAndRealm(_ requested: Authority?, for account: AccountRecord) throws -> (Authority, String) {
+        guard let requested else {
+            do {
+                return (try authorities.validate(account.authority), account.realm)
+            } catch {
+                throw Problem(.internal, "The account's stored authority is no longer accepted: \(error.detail)")
+            }
+        }
+        guard requested.environment == account.environment else {
+            throw Problem(
+                .invalidAuthority, "The account belongs to \(account.environment); this authority is in \(requested.environment).",
+                extensions: ["field": .string("authority")])
+        }
+        return (requested, requested.isMultiTenant ? account.realm : requested.tenant.lowercased())
     }
 
     // MARK: Freshness

@@ -35,6 +35,13 @@ struct DownstreamService: Sendable {
         guard let api = apis[call.api] else {
             throw Problem(.notFound, "No downstream API named '\(call.api)' is configured.", extensions: ["field": .string("api")])
         }
+        // The call must stay below the API's base URL: no dot segments, no empty segments.
+        let segments = call.path.split(separator: "/", omittingEmptySubsequences: false)
+        guard !call.path.isEmpty, !segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
+            !call.path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw Problem.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
+        }
         let scopes: ScopeSet
         do {
             scopes = try ScopeRules.requested(scopes: api.scopes, resource: nil)

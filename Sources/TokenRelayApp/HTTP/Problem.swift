@@ -12,6 +12,8 @@ struct Problem: Error, Sendable {
     var status: Int
     var extensions: [String: JSONValue]
     var headers: HTTPHeaders
+    /// What went wrong underneath, for the log only; never rendered to the caller.
+    var cause: String?
 
     init(_ code: ProblemCode, _ detail: String, status: Int? = nil, extensions: [String: JSONValue] = [:], headers: HTTPHeaders = HTTPHeaders()) {
         self.code = code

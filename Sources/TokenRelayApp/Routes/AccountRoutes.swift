@@ -5,8 +5,18 @@ import IdentityCore
 
 /// `GET /v1/accounts`, `GET /v1/accounts/{account_id}`, `DELETE /v1/accounts/{account_id}` (SPEC §3).
 enum AccountRoutes {
+    static let listParameters: Set<String> = ["username", "tenant_id", "cursor", "limit"]
+
     static func register(on router: inout Router, _ services: AppServices) {
         router.add("GET", "/v1/accounts", access: .requires(.accountsRead)) { request in
+            for item in request.http.query {
+                guard listParameters.contains(item.name) else {
+                    throw Problem.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use username, tenant_id, cursor or limit.")
+                }
+                guard item.value.utf8.count <= 512, !item.value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                    throw Problem.invalidRequest(field: item.name, "'\(item.name)' must be at most 512 bytes without control characters.")
+                }
+            }
             let limitText = request.http.queryValue("limit")
             let limit = limitText.map { Int($0) ?? -1 } ?? 50
             guard (1...200).contains(limit) else {

@@ -27,9 +27,13 @@ enum SignInRoutes {
             if let prompt, !prompts.contains(prompt) {
                 throw Problem.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
             }
+            let loginHint = try body.string("login_hint")
+            if let loginHint, loginHint.utf8.count > 256 || loginHint.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                throw Problem.invalidRequest(field: "login_hint", "'login_hint' must be at most 256 bytes without control characters.")
+            }
             let started = try await services.signIns.start(
                 SignInService.StartRequest(
-                    scopes: scopes, authority: authority, loginHint: try body.string("login_hint"), prompt: prompt,
+                    scopes: scopes, authority: authority, loginHint: loginHint, prompt: prompt,
                     claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after")))
             let expiresAt = Date(timeIntervalSince1970: TimeInterval(started.expiresAt))
             return .json(201, .object([

@@ -27,9 +27,17 @@ struct Database: Sendable {
 
     static func problem(for error: PostgresError) -> Problem {
         if error.isConnectionFailure {
-            return Problem.unavailable("The database is unavailable.", retryAfterSeconds: retryAfterSeconds)
+            var problem = Problem.unavailable("The database is unavailable.", retryAfterSeconds: retryAfterSeconds)
+            problem.cause = error.description
+            return problem
         }
-        return Problem(.internal, "A database operation failed.")
+        if error.code == .invalidParameter {
+            // Only caller input can hold U+0000; the service never makes one.
+            return Problem.invalidRequest(field: "input", "Text values may not contain NUL (U+0000) characters.")
+        }
+        var problem = Problem(.internal, "A database operation failed.")
+        problem.cause = error.description  // safe: names the libpq function and SQLSTATE, never a value
+        return problem
     }
 }
 

@@ -1,0 +1,100 @@
+import Foundation
+import PostgresBridge
+import Testing
+import TokenRelayTesting
+
+/// Bad input found by trying the service as a new user would; each test failed before its fix.
+@Suite("Hardening against bad input", .serialized)
+struct HardeningTests {
+    static func signedIn(_ stack: TokenRelayStack, _ user: String = "alice@contoso.example") async throws -> String {
+        let account = try #require(try await stack.signIn(user)["account"] as? [String: Any])
+        return try #require(account["account_id"] as? String)
+    }
+
+    @Test("A thousand scopes is 400 invalid_scope before any STS call (it used to redeem, fail to cache and lose the rotation)")
+    func tooManyScopes() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_many_scopes")
+        defer { stack.stop() }
+        let id = try await Self.signedIn(stack)
+        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let refused = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": (0..<1000).map { "S\($0)" }])
+        #expect(refused.status == 400)
+        #expect(refused.json["error"] as? String == "invalid_scope")
+        #expect(refused.json["field"] as? String == "scopes")
+        #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == before)
+        let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": (0..<1000).map { "S\($0)" }])
+        #expect(signIn.status == 400)
+    }
+
+    @Test("When caching the new access token fails, the rotated refresh token is still stored")
+    func rotationSurvivesCacheWriteFailure() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_cache_fail", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { stack.stop() }
+        let id = try await Self.signedIn(stack)
+        let pool = PostgresPool(url: stack.databaseURL, size: 1)
+        defer { pool.close() }
+        try await pool.withConnection { connection in
+            try connection.execute("""
+                CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test'; END $$;
+                CREATE TRIGGER refuse_access_tokens BEFORE INSERT OR UPDATE ON access_tokens FOR EACH ROW EXECUTE FUNCTION refuse();
+                """)
+        }
+        let first = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(first.status == 200, "\(first.text)")
+        try await pool.withConnection { try $0.execute("DROP TRIGGER refuse_access_tokens ON access_tokens") }
+        // With no rotation grace, only the newest refresh token works: this proves it was stored.
+        let second = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(second.status == 200, "\(second.text)")
+        #expect(stack.relay.log().contains("token.cache_write_failed"))
+    }
+
+    @Test("NUL characters in input are 400 naming the field, never 500")
+    func nulCharacters() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_nul")
+        defer { stack.stop() }
+        let body = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "acc\u{0}x", "scopes": ["User.Read"]])
+        #expect(body.status == 400, "\(body.text)")
+        let query = try await stack.request("GET", "/v1/accounts?username=%00")
+        #expect(query.status == 400)
+        #expect(query.json["field"] as? String == "username")
+        let unknownParameter = try await stack.request("GET", "/v1/accounts?bogus=1")
+        #expect(unknownParameter.status == 400)
+        #expect(unknownParameter.json["field"] as? String == "bogus")
+        let longHint = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": String(repeating: "a", count: 300)])
+        #expect(longHint.status == 400)
+        #expect(longHint.json["field"] as? String == "login_hint")
+    }
+
+    @Test("Downstream paths cannot climb out of the API's base URL")
+    func downstreamDotSegments() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_dotdot")
+        defer { stack.stop() }
+        let id = try await Self.signedIn(stack)
+        let before = try await stack.control("GET", "/_control/stats").json["graph_requests"] as? Int ?? -1
+        for path in ["/v1/downstream/graph/..%2F..%2Fetc", "/v1/downstream/graph/me/%2e%2e/%2e%2e/x", "/v1/downstream/graph/%2E%2E/x"] {
+            let refused = try await stack.request("GET", path, headers: ["X-Account-Id": id])
+            #expect(refused.status == 400, "\(path): \(refused.text)")
+            #expect(refused.json["field"] as? String == "path")
+        }
+        #expect(try await stack.control("GET", "/_control/stats").json["graph_requests"] as? Int == before)
+    }
+
+    @Test("Another tenant's authority never gets the home tenant's cached token; another cloud is invalid_authority")
+    func authorityPartitionsTheCache() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_realm")
+        defer { stack.stop() }
+        let id = try await Self.signedIn(stack)
+        let home = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(home.json["source"] as? String == "cache")
+        let otherTenant = try await stack.request("POST", "/v1/tokens/silent", json: [
+            "account_id": id, "scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/22222222-2222-2222-2222-222222222222",
+        ])
+        #expect(otherTenant.json["source"] as? String != "cache", "\(otherTenant.text)")
+        #expect(otherTenant.json["access_token"] as? String != home.json["access_token"] as? String)
+        let otherCloud = try await stack.request("POST", "/v1/tokens/silent", json: [
+            "account_id": id, "scopes": ["User.Read"], "authority": "https://login.microsoftonline.us/22222222-2222-2222-2222-222222222222",
+        ])
+        #expect(otherCloud.status == 400)
+        #expect(otherCloud.json["error"] as? String == "invalid_authority")
+    }
+}
