@@ -97,4 +97,33 @@ struct HardeningTests {
         #expect(otherCloud.status == 400)
         #expect(otherCloud.json["error"] as? String == "invalid_authority")
     }
+
+    @Test("A home_account_id signed in through two clouds is ambiguous; a no longer trusted stored authority is not a 500")
+    func homeAccountAmbiguityAndStaleAuthority() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_home")
+        defer { stack.stop() }
+        let id = try await Self.signedIn(stack)
+        let home = try #require(try await stack.request("GET", "/v1/accounts/\(id)").json["home_account_id"] as? String)
+        let pool = PostgresPool(url: stack.databaseURL, size: 1)
+        defer { pool.close() }
+        try await pool.withConnection { connection in
+            try connection.query(
+                """
+                INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, authority, authority_type)
+                SELECT 'acc_other_cloud', client_id, 'login.microsoftonline.us', home_account_id, realm,
+                       'https://login.microsoftonline.us/' || realm, authority_type FROM accounts WHERE account_id = $1
+                """, [.text(id)])
+        }
+        let ambiguous = try await stack.request("POST", "/v1/tokens/silent", json: ["home_account_id": home, "scopes": ["User.Read"]])
+        #expect(ambiguous.status == 409, "\(ambiguous.text)")
+        #expect(ambiguous.json["error"] as? String == "ambiguous_account")
+        #expect(Set(ambiguous.json["account_ids"] as? [String] ?? []) == [id, "acc_other_cloud"])
+
+        try await pool.withConnection { connection in
+            try connection.query("UPDATE accounts SET authority = 'https://untrusted.example/tenant' WHERE account_id = $1", [.text(id)])
+        }
+        let stale = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(stale.status == 409, "\(stale.text)")
+        #expect(stale.json["error"] as? String == "interaction_required")
+    }
 }

@@ -116,18 +116,22 @@ struct SilentTokenService: Sendable {
             accounts.store(account)
             return account
         case .homeAccountId(let home):
-            guard let account = try await store.accounts(homeAccountId: home).first else { throw Problem.accountNotFound() }
-            return account
+            // One home_account_id may be signed in through several clouds (environments).
+            return try Self.single(try await store.accounts(homeAccountId: home), "home_account_id")
         case .username(let username, let tenantId):
-            let matches = try await store.accounts(username: username, tenantId: tenantId)
-            guard let first = matches.first else { throw Problem.accountNotFound() }
-            guard matches.count == 1 else {
-                throw Problem(
-                    .ambiguousAccount, "Several accounts have this username; pass account_id, or narrow by tenant_id.",
-                    extensions: ["account_ids": .array(matches.map { .string($0.accountId) })])
-            }
-            return first
+            return try Self.single(try await store.accounts(username: username, tenantId: tenantId), "username; narrow by tenant_id")
         }
+    }
+
+    /// The one match, or 404 / 409 `ambiguous_account` with `account_ids`.
+    private static func single(_ matches: [AccountRecord], _ what: String) throws -> AccountRecord {
+        guard let first = matches.first else { throw Problem.accountNotFound() }
+        guard matches.count == 1 else {
+            throw Problem(
+                .ambiguousAccount, "Several accounts match this \(what), or pass account_id.",
+                extensions: ["account_ids": .array(matches.map { .string($0.accountId) })])
+        }
+        return first
     }
 
     // MARK: Refresh
@@ -216,7 +220,11 @@ struct SilentTokenService: Sendable {
             do {
                 return (try authorities.validate(account.authority), account.realm)
             } catch {
-                throw Problem(.internal, "The account's stored authority is no longer accepted: \(error.detail)")
+                // Trust in that authority was withdrawn (configuration changed): only a new sign-in
+                // through an accepted authority can help.
+                throw Problem(
+                    .interactionRequired, "The account's authority is no longer accepted (\(error.detail)); sign the user in again.",
+                    extensions: ["account_state": .string(account.state.rawValue)])
             }
         }
         guard requested.environment == account.environment else {
