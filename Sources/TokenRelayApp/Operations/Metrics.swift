@@ -9,6 +9,7 @@ public final class Metrics: Sendable {
         var counters: [String: [String: Double]] = [:]  // name → rendered labels → value
         var histograms: [String: [String: Histogram]] = [:]
         var help: [String: (type: String, text: String)] = [:]
+        var handles: [String: [String: Counter]] = [:]  // name → rendered labels → lock-free counter
     }
 
     private struct Histogram {
@@ -47,6 +48,18 @@ public final class Metrics: Sendable {
         state.withLock { $0.counters[name, default: [:]][key, default: 0] += amount }
     }
 
+    /// The lock-free handle of one counter series, created on first use; the same series can
+    /// still be bumped through ``increment(_:_:by:)`` (the two add up).
+    public func counter(_ name: String, _ labels: [String: String] = [:]) -> Counter {
+        let key = Self.render(labels)
+        return state.withLock { state in
+            if let existing = state.handles[name]?[key] { return existing }
+            let created = Counter()
+            state.handles[name, default: [:]][key] = created
+            return created
+        }
+    }
+
     public func observe(_ name: String, _ labels: [String: String] = [:], seconds: Double) {
         let key = Self.render(labels)
         state.withLock { $0.histograms[name, default: [:]][key, default: Histogram()].observe(seconds) }
@@ -59,16 +72,23 @@ public final class Metrics: Sendable {
 
     /// The current value of a counter (tests and health checks).
     public func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
-        state.withLock { $0.counters[name]?[Self.render(labels)] ?? 0 }
+        let key = Self.render(labels)
+        return state.withLock { ($0.counters[name]?[key] ?? 0) + ($0.handles[name]?[key]?.value ?? 0) }
     }
 
     /// Prometheus text exposition format 0.0.4.
     public func render() -> String {
         var lines: [String] = []
         let snapshot = state.withLock { $0 }
-        for name in snapshot.counters.keys.sorted() {
+        var counters = snapshot.counters
+        for (name, series) in snapshot.handles {
+            for (labels, handle) in series where handle.value > 0 {
+                counters[name, default: [:]][labels, default: 0] += handle.value
+            }
+        }
+        for name in counters.keys.sorted() {
             if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) counter"] }
-            for (labels, value) in snapshot.counters[name]!.sorted(by: { $0.key < $1.key }) {
+            for (labels, value) in counters[name]!.sorted(by: { $0.key < $1.key }) {
                 lines.append("\(name)\(labels) \(Self.format(value))")
             }
         }
@@ -97,11 +117,28 @@ public final class Metrics: Sendable {
 
     private static func render(_ labels: [String: String]) -> String {
         guard !labels.isEmpty else { return "" }
-        let body = labels.sorted { $0.key < $1.key }.map { key, value in
-            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
-            return "\(key)=\"\(escaped)\""
+        var out = "{"
+        for (index, (key, value)) in labels.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { out += "," }
+            out += key
+            out += "=\""
+            // Escaping per the exposition format; most values need none, and Foundation's
+            // replacingOccurrences is slow enough to matter on the cached token path.
+            if value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) {
+                for character in value.unicodeScalars {
+                    switch character {
+                    case "\\": out += "\\\\"
+                    case "\"": out += "\\\""
+                    case "\n": out += "\\n"
+                    default: out.unicodeScalars.append(character)
+                    }
+                }
+            } else {
+                out += value
+            }
+            out += "\""
         }
-        return "{" + body.joined(separator: ",") + "}"
+        return out + "}"
     }
 
     private static func format(_ value: Double) -> String {
