@@ -54,6 +54,25 @@ struct CachedPathTests {
         #expect(Self.written(value) == (try Self.foundationEncoded(value)))
     }
 
+    @Test("The word-at-a-time escape check finds every special byte at every position")
+    func escapeScan() {
+        func naive(_ bytes: [UInt8]) -> Bool { bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
+        let fillers: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, UInt8(ascii: "a")]
+        for length in 0..<20 {
+            for filler in fillers {
+                let plain = [UInt8](repeating: filler, count: length)
+                #expect(plain.withUnsafeBufferPointer(JSONWriter.needsEscaping) == naive(plain))
+                for position in 0..<length {
+                    for special: UInt8 in [0x00, 0x01, 0x0A, 0x1F, 0x22, 0x5C] {
+                        var bytes = plain
+                        bytes[position] = special
+                        #expect(bytes.withUnsafeBufferPointer(JSONWriter.needsEscaping))
+                    }
+                }
+            }
+        }
+    }
+
     @Test("A non-finite number gives {} as the encoder's failure did")
     func nonFinite() {
         #expect(Self.written(.object(["n": .number(.nan)])) == "{}")

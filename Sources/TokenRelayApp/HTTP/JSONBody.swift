@@ -117,6 +117,8 @@ struct JSONBody: Sendable {
 
     /// Rejects members the route does not know, so a typo is an error rather than ignored.
     func rejectUnknown(allowed: Set<String>) throws(Problem) {
+        guard !members.keys.allSatisfy(allowed.contains) else { return }
+        // Several unknown members: name the first in sorted order, so the answer is stable.
         if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw Problem.invalidRequest(field: unknown, "Unknown field '\(unknown)'.")
         }

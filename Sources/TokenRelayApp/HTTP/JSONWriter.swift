@@ -62,6 +62,10 @@ enum JSONWriter {
         out.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { bytes in
+            guard needsEscaping(bytes) else {
+                out.append(contentsOf: bytes)
+                return
+            }
             var start = 0
             for index in 0..<bytes.count {
                 let byte = bytes[index]
@@ -84,6 +88,31 @@ enum JSONWriter {
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// True when some byte is a control character, `"` or `\`; eight bytes at a time, as
+    /// access tokens run to kilobytes and almost never need it.
+    static func needsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        if let base = UnsafeRawPointer(bytes.baseAddress) {
+            while index + 8 <= bytes.count {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                // A byte below 0x20, or equal to 0x22 or 0x5C, leaves its high bit set in one of these.
+                let control = (word &- ones &* 0x20) & ~word
+                let quote = ((word ^ (ones &* 0x22)) &- ones) & ~(word ^ (ones &* 0x22))
+                let backslash = ((word ^ (ones &* 0x5C)) &- ones) & ~(word ^ (ones &* 0x5C))
+                if (control | quote | backslash) & highs != 0 { return true }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
+            index += 1
+        }
+        return false
     }
 
     /// Integral values below 10^15 as integers; others as Swift's shortest round-trip form

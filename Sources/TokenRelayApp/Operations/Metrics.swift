@@ -26,6 +26,9 @@ public final class Metrics: Sendable {
     }
 
     private let state = Mutex(State())
+    /// `tokenrelay_token_cache_total{outcome="hit",layer="memory"}`, bumped on every cached
+    /// silent answer and so resolved once (SPEC §10).
+    public let memoryCacheHits = Counter()
     /// Gauges computed when scraped (pool use, cache size).
     private let gauges: Mutex<[@Sendable () -> [(name: String, labels: [String: String], value: Double)]]> = Mutex([])
 
@@ -37,6 +40,8 @@ public final class Metrics: Sendable {
         describe("tokenrelay_retries_total", "counter", "Retried upstream attempts by target.")
         describe("tokenrelay_throttled_total", "counter", "Requests answered throttled.")
         describe("tokenrelay_refresh_coalesced_total", "counter", "Refreshes that joined one already in flight.")
+        let hits = memoryCacheHits
+        state.withLock { $0.handles["tokenrelay_token_cache_total", default: [:]][Self.render(["outcome": "hit", "layer": "memory"])] = hits }
     }
 
     func describe(_ name: String, _ type: String, _ text: String) {
