@@ -128,6 +128,74 @@ struct CachedPathTests {
         #expect(JSONBody(fastParsing: JSONBodyTests.request("[1]")) == nil)
     }
 
+    // MARK: Silent request scanner
+
+    static let authorities = try! AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
+
+    /// What the general readers make of `body`: the request and correlation id, or nil on error.
+    static func general(_ body: String) -> (SilentTokenRequest, String?)? {
+        guard let parsed = try? JSONBody(JSONBodyTests.request(body)), let silent = try? TokenRoutes.parseSilent(parsed, authorities: authorities),
+            let correlationId = try? parsed.string("correlation_id")
+        else {
+            guard let parsed = try? JSONBody(JSONBodyTests.request(body)), let silent = try? TokenRoutes.parseSilent(parsed, authorities: authorities),
+                parsed.members["correlation_id"] == nil || parsed.members["correlation_id"] == .null
+            else { return nil }
+            return (silent, nil)
+        }
+        return (silent, correlationId.isEmpty ? nil : correlationId)
+    }
+
+    static func same(_ lhs: SilentTokenRequest, _ rhs: SilentTokenRequest) -> Bool {
+        lhs.account == rhs.account && lhs.scopes.canonical == rhs.scopes.canonical && lhs.authority == nil && rhs.authority == nil
+            && lhs.claims == rhs.claims && lhs.forceRefresh == rhs.forceRefresh && lhs.minTTLSeconds == rhs.minTTLSeconds
+            && lhs.allowPartial == rhs.allowPartial
+    }
+
+    @Test(
+        "The scanner reads the usual bodies as the general readers do",
+        arguments: [
+            #"{"account_id": "acc-1", "scopes": ["User.Read"]}"#,
+            #" { "scopes" : [ "User.Read" , "mail.read" ] , "account_id":"é-1" } "#,
+            #"{"account_id":"a","scopes":["https://graph.microsoft.com/User.Read"],"min_ttl_s":86400,"force_refresh":false,"allow_partial":true}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":0,"correlation_id":"c-1"}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"correlation_id":""}"#,
+            "{\"account_id\":\"a\",\n\t\"scopes\":[\"User.Read Mail.Read\"],\"force_refresh\":true}\r\n",
+        ])
+    func scannerAgrees(_ body: String) throws {
+        let scanned = try #require(SilentRequestScanner.scan(JSONBodyTests.request(body)))
+        let general = try #require(Self.general(body))
+        #expect(Self.same(scanned.request, general.0))
+        #expect(scanned.correlationId == general.1)
+        let viaRoute = try #require(TokenRoutes.fastParse(JSONBodyTests.request(body), authorities: Self.authorities))
+        #expect(Self.same(viaRoute.0, general.0) && viaRoute.1 == general.1)
+    }
+
+    @Test(
+        "The scanner leaves everything else to the general readers",
+        arguments: [
+            #"{"account_id":"","scopes":["User.Read"]}"#, #"{"account_id":"a"}"#, #"{"scopes":["User.Read"]}"#,
+            #"{"account_id":"a","scopes":[]}"#, #"{"account_id":"a","scopes":["openid"]}"#, #"{"account_id":"a","scopes":["User.Read", " "]}"#,
+            #"{"account_id":"a","scopes":["User.Read","https://vault.azure.net/x"]}"#, #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":86401}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":-1}"#, #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1.5}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1e2}"#, #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":007}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":null}"#, #"{"account_id":"a","scopes":["User.Read"],"force_refresh":"yes"}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"correlation_id":7}"#, #"{"account_id":"a","account_id":"b","scopes":["User.Read"]}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"username":"u"}"#, #"{"account_id":"a","scopes":["User.Read"],"claims":{}}"#,
+            #"{"account_id":"a\u0062","scopes":["User.Read"]}"#, #"{"account_id":"a","scopes":["User.Read"],}"#,
+            #"{"account_id":"a","scopes":["User.Read"]} x"#, #"{"account_id":"a","scopes":["User.Read"],"force_refresh":truex}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"authority":"https://login.microsoftonline.com/common"}"#, "", "{}", "[]",
+        ])
+    func scannerDeclines(_ body: String) {
+        #expect(SilentRequestScanner.scan(JSONBodyTests.request(body)) == nil)
+    }
+
+    @Test("A non-string correlation_id keeps the request off the fast path; an empty one names nothing")
+    func correlationIdOnFastPath() {
+        #expect(TokenRoutes.fastParse(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":7}"#), authorities: Self.authorities) == nil)
+        #expect(TokenRoutes.fastParse(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":"","claims":"{}"}"#), authorities: Self.authorities)?.1 == nil)
+        #expect(SilentRequestScanner.scan(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"]}"#, contentType: "text/plain")) == nil)
+    }
+
     // MARK: Token answer
 
     static func account(claims: String) -> AccountRecord {

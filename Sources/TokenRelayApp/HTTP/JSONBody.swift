@@ -44,7 +44,7 @@ struct JSONBody: Sendable {
 
     /// `application/json`, optionally with parameters, without allocating; other spellings
     /// (`+json`, odd case, spaces) are left to the full check.
-    private static func isPlainJSON(_ contentType: String) -> Bool {
+    static func isPlainJSON(_ contentType: String) -> Bool {
         let expected = "application/json".utf8
         let utf8 = contentType.utf8
         guard utf8.starts(with: expected) else { return false }

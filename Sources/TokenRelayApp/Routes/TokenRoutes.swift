@@ -30,13 +30,30 @@ enum TokenRoutes {
     /// also produces every error answer, so this path never has to).
     static func immediate(_ request: HTTPRequest, services: AppServices, caller: Caller?) -> HTTPResponse? {
         guard let caller, caller.may(.tokensAcquire), !request.bodyExceededLimit, request.headers["Request-Timeout"] == nil,
-            let body = JSONBody(fastParsing: request), let silent = try? parseSilent(body, authorities: services.authorities),
+            let (silent, bodyCorrelationId) = fastParse(request, authorities: services.authorities),
             let result = services.tokens.acquireFromMemory(silent)
         else { return nil }
-        let correlationId = (try? body.string("correlation_id")).flatMap { $0 } ?? AppHTTPHandler.correlationId(request.headers)
+        let correlationId = bodyCorrelationId ?? AppHTTPHandler.correlationId(request.headers)
         var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: correlationId, allowPartial: silent.allowPartial))
         response.headers.set("client-request-id", correlationId)
         return response
+    }
+
+    /// The request and the body's non-empty `correlation_id` (which names the answer, as on the
+    /// async path), read by the cheapest reader that accepts the body; nil when the body is
+    /// unusual or invalid, for the async path to answer.
+    static func fastParse(_ request: HTTPRequest, authorities: AuthorityValidator) -> (SilentTokenRequest, String?)? {
+        if let scanned = SilentRequestScanner.scan(request) {
+            return (scanned.request, scanned.correlationId)
+        }
+        guard let body = JSONBody(fastParsing: request), let silent = try? parseSilent(body, authorities: authorities) else { return nil }
+        let correlationId: String?
+        do {
+            correlationId = try body.string("correlation_id")
+        } catch {
+            return nil  // a non-string correlation_id is a 400, worded by the async path
+        }
+        return (silent, correlationId.flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Validates the body into a request; every error names its field.
