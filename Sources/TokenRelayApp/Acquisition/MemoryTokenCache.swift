@@ -8,26 +8,36 @@ import Synchronization
 final class MemoryTokenCache: Sendable {
     private struct Entry {
         let token: StoredAccessToken
-        /// `token.scopeSet`'s lower-cased canonical scopes, normalised once when stored rather
-        /// than on every lookup (the same superset rule as `ScopeSet.isSuperset`).
+        /// `token.scopeSet`'s canonical scopes, and lower-cased: normalised once when stored
+        /// rather than on every lookup (the same superset rule as `ScopeSet.isSuperset`).
+        let canonical: Set<String>
         let target: Set<String>
+
+        /// True when every requested scope is here, case-insensitively; an exact match (the
+        /// usual case) needs no lower-casing.
+        func covers(_ scopes: ScopeSet) -> Bool {
+            scopes.canonical.allSatisfy { canonical.contains($0) || target.contains($0.lowercased()) }
+        }
     }
 
     private let entries = Mutex<[String: [Entry]]>([:])
 
     /// The best entry for `accountId` whose scopes cover `scopes` in (environment, realm).
     func lookup(accountId: String, environment: String, realm: String, scopes: ScopeSet) -> StoredAccessToken? {
-        let wanted = scopes.canonical.map { $0.lowercased() }
-        return entries.withLock { entries in
-            entries[accountId]?.filter { $0.token.environment == environment && $0.token.realm == realm && $0.target.isSuperset(of: wanted) }
-                .max { $0.token.expiresOn < $1.token.expiresOn }?.token
+        entries.withLock { entries in
+            var best: StoredAccessToken?
+            for entry in entries[accountId] ?? [] where entry.token.environment == environment && entry.token.realm == realm && entry.covers(scopes) {
+                if best == nil || best!.expiresOn < entry.token.expiresOn { best = entry.token }
+            }
+            return best
         }
     }
 
     /// Stores `token`, replacing entries it overlaps (same rule as the persistent cache).
     func store(_ token: StoredAccessToken) {
         let lowered = Set(token.scopes.map { $0.lowercased() })
-        let entry = Entry(token: token, target: Set(token.scopeSet.canonical.map { $0.lowercased() }))
+        let canonical = token.scopeSet.canonical
+        let entry = Entry(token: token, canonical: Set(canonical), target: Set(canonical.map { $0.lowercased() }))
         entries.withLock { entries in
             var list = entries[token.accountId, default: []]
             list.removeAll {

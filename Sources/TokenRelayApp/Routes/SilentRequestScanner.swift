@@ -90,13 +90,17 @@ struct SilentRequestScanner {
     private mutating func string() -> String? {
         guard skip(UInt8(ascii: "\"")) else { return nil }
         let start = index
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 index += 1
-                return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index - 1]), as: UTF8.self)
+                let text = UnsafeBufferPointer(rebasing: bytes[start..<index - 1])
+                // ASCII is valid UTF-8 as it stands; only other bytes need the full validation.
+                return ascii ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
             }
             guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return nil }
+            ascii = ascii && byte < 0x80
             index += 1
         }
         return nil
