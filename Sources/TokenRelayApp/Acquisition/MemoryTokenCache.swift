@@ -6,23 +6,44 @@ import Synchronization
 /// A hit here costs no database round trip and no suspension (SPEC §10). Entries are dropped
 /// when their account is deleted or re-signed-in in this replica.
 final class MemoryTokenCache: Sendable {
-    private let entries = Mutex<[String: [StoredAccessToken]]>([:])
+    private struct Entry {
+        let token: StoredAccessToken
+        /// `token.scopeSet`'s canonical scopes, and lower-cased: normalised once when stored
+        /// rather than on every lookup (the same superset rule as `ScopeSet.isSuperset`).
+        let canonical: Set<String>
+        let target: Set<String>
+
+        /// True when every requested scope is here, case-insensitively; an exact match (the
+        /// usual case) needs no lower-casing.
+        func covers(_ scopes: ScopeSet) -> Bool {
+            scopes.canonical.allSatisfy { canonical.contains($0) || target.contains($0.lowercased()) }
+        }
+    }
+
+    private let entries = Mutex<[String: [Entry]]>([:])
 
     /// The best entry for `accountId` whose scopes cover `scopes` in (environment, realm).
     func lookup(accountId: String, environment: String, realm: String, scopes: ScopeSet) -> StoredAccessToken? {
         entries.withLock { entries in
-            entries[accountId]?.filter { $0.environment == environment && $0.realm == realm && $0.scopeSet.isSuperset(of: scopes) }
-                .max { $0.expiresOn < $1.expiresOn }
+            var best: StoredAccessToken?
+            for entry in entries[accountId] ?? [] where entry.token.environment == environment && entry.token.realm == realm && entry.covers(scopes) {
+                if best == nil || best!.expiresOn < entry.token.expiresOn { best = entry.token }
+            }
+            return best
         }
     }
 
     /// Stores `token`, replacing entries it overlaps (same rule as the persistent cache).
     func store(_ token: StoredAccessToken) {
         let lowered = Set(token.scopes.map { $0.lowercased() })
+        let canonical = token.scopeSet.canonical
+        let entry = Entry(token: token, canonical: Set(canonical), target: Set(canonical.map { $0.lowercased() }))
         entries.withLock { entries in
             var list = entries[token.accountId, default: []]
-            list.removeAll { $0.environment == token.environment && $0.realm == token.realm && !lowered.isDisjoint(with: $0.scopes.map { $0.lowercased() }) }
-            list.append(token)
+            list.removeAll {
+                $0.token.environment == token.environment && $0.token.realm == token.realm && !lowered.isDisjoint(with: $0.token.scopes.map { $0.lowercased() })
+            }
+            list.append(entry)
             entries[token.accountId] = list
         }
     }

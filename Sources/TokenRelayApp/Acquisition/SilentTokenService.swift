@@ -43,7 +43,7 @@ struct SilentTokenService: Sendable {
             let token = memory.lookup(accountId: id, environment: account.environment, realm: account.realm, scopes: request.scopes),
             usable(token, minTTL: request.minTTLSeconds)
         else { return nil }
-        metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"])
+        metrics.memoryCacheHits.increment()
         return SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
     }
 

@@ -32,6 +32,26 @@ struct JSONBody: Sendable {
 
     init(members: [String: JSONValue]) { self.members = members }
 
+    /// Parses the body of `request` on the cached silent path (SPEC §10), or nil whenever the
+    /// full initializer might throw or the body lies outside ``JSONFastParser``'s subset: the
+    /// caller then takes the path that words the error.
+    init?(fastParsing request: HTTPRequest) {
+        guard let contentType = request.headers["Content-Type"], Self.isPlainJSON(contentType), !request.body.isEmpty,
+            case .object(let members)? = JSONFastParser.parse(request.body)
+        else { return nil }
+        self.members = members
+    }
+
+    /// `application/json`, optionally with parameters, without allocating; other spellings
+    /// (`+json`, odd case, spaces) are left to the full check.
+    static func isPlainJSON(_ contentType: String) -> Bool {
+        let expected = "application/json".utf8
+        let utf8 = contentType.utf8
+        guard utf8.starts(with: expected) else { return false }
+        let rest = utf8.dropFirst(expected.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: ";")
+    }
+
     func has(_ field: String) -> Bool {
         if let value = members[field], value != .null { return true }
         return false
@@ -97,6 +117,8 @@ struct JSONBody: Sendable {
 
     /// Rejects members the route does not know, so a typo is an error rather than ignored.
     func rejectUnknown(allowed: Set<String>) throws(Problem) {
+        guard !members.keys.allSatisfy(allowed.contains) else { return }
+        // Several unknown members: name the first in sorted order, so the answer is stable.
         if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw Problem.invalidRequest(field: unknown, "Unknown field '\(unknown)'.")
         }

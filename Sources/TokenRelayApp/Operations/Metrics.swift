@@ -9,6 +9,7 @@ public final class Metrics: Sendable {
         var counters: [String: [String: Double]] = [:]  // name → rendered labels → value
         var histograms: [String: [String: Histogram]] = [:]
         var help: [String: (type: String, text: String)] = [:]
+        var handles: [String: [String: Counter]] = [:]  // name → rendered labels → lock-free counter
     }
 
     private struct Histogram {
@@ -25,6 +26,9 @@ public final class Metrics: Sendable {
     }
 
     private let state = Mutex(State())
+    /// `tokenrelay_token_cache_total{outcome="hit",layer="memory"}`, bumped on every cached
+    /// silent answer and so resolved once (SPEC §10).
+    public let memoryCacheHits = Counter()
     /// Gauges computed when scraped (pool use, cache size).
     private let gauges: Mutex<[@Sendable () -> [(name: String, labels: [String: String], value: Double)]]> = Mutex([])
 
@@ -36,6 +40,8 @@ public final class Metrics: Sendable {
         describe("tokenrelay_retries_total", "counter", "Retried upstream attempts by target.")
         describe("tokenrelay_throttled_total", "counter", "Requests answered throttled.")
         describe("tokenrelay_refresh_coalesced_total", "counter", "Refreshes that joined one already in flight.")
+        let hits = memoryCacheHits
+        state.withLock { $0.handles["tokenrelay_token_cache_total", default: [:]][Self.render(["outcome": "hit", "layer": "memory"])] = hits }
     }
 
     func describe(_ name: String, _ type: String, _ text: String) {
@@ -45,6 +51,18 @@ public final class Metrics: Sendable {
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {
         let key = Self.render(labels)
         state.withLock { $0.counters[name, default: [:]][key, default: 0] += amount }
+    }
+
+    /// The lock-free handle of one counter series, created on first use; the same series can
+    /// still be bumped through ``increment(_:_:by:)`` (the two add up).
+    public func counter(_ name: String, _ labels: [String: String] = [:]) -> Counter {
+        let key = Self.render(labels)
+        return state.withLock { state in
+            if let existing = state.handles[name]?[key] { return existing }
+            let created = Counter()
+            state.handles[name, default: [:]][key] = created
+            return created
+        }
     }
 
     public func observe(_ name: String, _ labels: [String: String] = [:], seconds: Double) {
@@ -59,16 +77,23 @@ public final class Metrics: Sendable {
 
     /// The current value of a counter (tests and health checks).
     public func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
-        state.withLock { $0.counters[name]?[Self.render(labels)] ?? 0 }
+        let key = Self.render(labels)
+        return state.withLock { ($0.counters[name]?[key] ?? 0) + ($0.handles[name]?[key]?.value ?? 0) }
     }
 
     /// Prometheus text exposition format 0.0.4.
     public func render() -> String {
         var lines: [String] = []
         let snapshot = state.withLock { $0 }
-        for name in snapshot.counters.keys.sorted() {
+        var counters = snapshot.counters
+        for (name, series) in snapshot.handles {
+            for (labels, handle) in series where handle.value > 0 {
+                counters[name, default: [:]][labels, default: 0] += handle.value
+            }
+        }
+        for name in counters.keys.sorted() {
             if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) counter"] }
-            for (labels, value) in snapshot.counters[name]!.sorted(by: { $0.key < $1.key }) {
+            for (labels, value) in counters[name]!.sorted(by: { $0.key < $1.key }) {
                 lines.append("\(name)\(labels) \(Self.format(value))")
             }
         }
@@ -97,11 +122,28 @@ public final class Metrics: Sendable {
 
     private static func render(_ labels: [String: String]) -> String {
         guard !labels.isEmpty else { return "" }
-        let body = labels.sorted { $0.key < $1.key }.map { key, value in
-            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
-            return "\(key)=\"\(escaped)\""
+        var out = "{"
+        for (index, (key, value)) in labels.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { out += "," }
+            out += key
+            out += "=\""
+            // Escaping per the exposition format; most values need none, and Foundation's
+            // replacingOccurrences is slow enough to matter on the cached token path.
+            if value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) {
+                for character in value.unicodeScalars {
+                    switch character {
+                    case "\\": out += "\\\\"
+                    case "\"": out += "\\\""
+                    case "\n": out += "\\n"
+                    default: out.unicodeScalars.append(character)
+                    }
+                }
+            } else {
+                out += value
+            }
+            out += "\""
         }
-        return "{" + body.joined(separator: ",") + "}"
+        return out + "}"
     }
 
     private static func format(_ value: Double) -> String {

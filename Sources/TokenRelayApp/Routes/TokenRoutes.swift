@@ -18,7 +18,7 @@ enum TokenRoutes {
             }
             do {
                 let result = try await services.tokens.acquire(silent, context: context)
-                return .json(200, tokenJSON(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
+                return .json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
             } catch let problem as Problem {
                 // The body's correlation id names the problem too.
                 return problem.response(correlationId: context.correlationId)
@@ -30,13 +30,30 @@ enum TokenRoutes {
     /// also produces every error answer, so this path never has to).
     static func immediate(_ request: HTTPRequest, services: AppServices, caller: Caller?) -> HTTPResponse? {
         guard let caller, caller.may(.tokensAcquire), !request.bodyExceededLimit, request.headers["Request-Timeout"] == nil,
-            let body = try? JSONBody(request), let silent = try? parseSilent(body, authorities: services.authorities),
+            let (silent, bodyCorrelationId) = fastParse(request, authorities: services.authorities),
             let result = services.tokens.acquireFromMemory(silent)
         else { return nil }
-        let correlationId = (try? body.string("correlation_id")).flatMap { $0 } ?? AppHTTPHandler.correlationId(request.headers)
-        var response = HTTPResponse.json(200, tokenJSON(result, correlationId: correlationId, allowPartial: silent.allowPartial))
+        let correlationId = bodyCorrelationId ?? AppHTTPHandler.correlationId(request.headers)
+        var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: correlationId, allowPartial: silent.allowPartial))
         response.headers.set("client-request-id", correlationId)
         return response
+    }
+
+    /// The request and the body's non-empty `correlation_id` (which names the answer, as on the
+    /// async path), read by the cheapest reader that accepts the body; nil when the body is
+    /// unusual or invalid, for the async path to answer.
+    static func fastParse(_ request: HTTPRequest, authorities: AuthorityValidator) -> (SilentTokenRequest, String?)? {
+        if let scanned = SilentRequestScanner.scan(request) {
+            return (scanned.request, scanned.correlationId)
+        }
+        guard let body = JSONBody(fastParsing: request), let silent = try? parseSilent(body, authorities: authorities) else { return nil }
+        let correlationId: String?
+        do {
+            correlationId = try body.string("correlation_id")
+        } catch {
+            return nil  // a non-string correlation_id is a 400, worded by the async path
+        }
+        return (silent, correlationId.flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Validates the body into a request; every error names its field.
@@ -84,10 +101,49 @@ enum TokenRoutes {
             throw Problem(.invalidScope, "'scopes' is required.", extensions: ["field": .string("scopes")])
         }
         do {
-            return try ScopeRules.requested(scopes: scopes, resource: resource)
+            return try RequestedScopes.shared.normalize(scopes: scopes, resource: resource)
         } catch {
             throw Problem(.invalidScope, error.detail, extensions: ["field": .string(error.field)])
         }
+    }
+
+    /// The bytes of ``tokenJSON(_:correlationId:allowPartial:)``, written without building and
+    /// sorting a dictionary (the members are fixed and listed here in sorted order).
+    static func tokenBody(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(4096)
+        func key(_ name: StaticString) {
+            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        }
+        func strings(_ items: [String]) {
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONWriter.writeString(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        let token = result.token
+        key(#"{"access_token":"#)
+        JSONWriter.writeString(token.secret, into: &out)
+        key(#","account":"#)
+        out.append(contentsOf: result.account.jsonBytes)
+        key(#","correlation_id":"#)
+        JSONWriter.writeString(correlationId, into: &out)
+        if allowPartial && !result.declinedScopes.isEmpty {
+            key(#","declined_scopes":"#)
+            strings(result.declinedScopes)
+        }
+        key(#","expires_on":"#)
+        _ = JSONWriter.writeNumber(Double(token.expiresOn), into: &out)
+        key(#","ext_expires_on":"#)
+        _ = JSONWriter.writeNumber(Double(token.extExpiresOn ?? token.expiresOn), into: &out)
+        key(#","scopes":"#)
+        strings(token.scopes)
+        key(#","source":"#)
+        JSONWriter.writeString(result.source.rawValue, into: &out)
+        key(#","token_type":"Bearer"}"#)
+        return out
     }
 
     static func tokenJSON(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> JSONValue {

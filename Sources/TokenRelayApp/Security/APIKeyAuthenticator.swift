@@ -28,6 +28,7 @@ final class APIKeyAuthenticator: Sendable {
     private let cache = Mutex<[String: CachedKey]>([:])
     /// Seconds a looked-up key (or its absence) is trusted before the database is asked again.
     static let cacheTTL: TimeInterval = 30
+    private static let bootstrapCaller = Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
 
     init(bootstrapKey: String?, keys: APIKeyStore) {
         bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
@@ -41,7 +42,7 @@ final class APIKeyAuthenticator: Sendable {
         }
         let presentedHash = SHA256.hash(Array(presented.utf8))
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
-            return Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
+            return Self.bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented) else {
             throw Self.unauthenticated("The API key is not valid.")
@@ -61,7 +62,7 @@ final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else { return nil }
         let presentedHash = SHA256.hash(Array(presented.utf8))
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
-            return Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
+            return Self.bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
             Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
@@ -88,6 +89,15 @@ final class APIKeyAuthenticator: Sendable {
 
     static func bearerToken(_ authorization: String?) -> String? {
         guard let authorization else { return nil }
+        // The usual `Bearer <token>` without stray whitespace, read without allocating
+        // (the cached token path, SPEC §10); any other spelling takes the general rule below.
+        let utf8 = authorization.utf8
+        if utf8.count > 7, utf8.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }),
+            let space = utf8.dropFirst(6).first, space == UInt8(ascii: " "),
+            let first = utf8.dropFirst(7).first, let last = utf8.last, first > 0x20 && first < 0x7F, last > 0x20 && last < 0x7F
+        {
+            return String(authorization[utf8.index(utf8.startIndex, offsetBy: 7)...])
+        }
         let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)

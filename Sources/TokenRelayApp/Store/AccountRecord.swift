@@ -17,15 +17,41 @@ struct AccountRecord: Sendable, Equatable {
     let name: String?
     let authority: String
     let authorityType: AuthorityType
-    var state: State
+    let state: State
     let idTokenClaims: String
     let createdAt: String
     let lastUsedAt: String?
+    /// `idTokenClaims` parsed once here rather than on every answer that shows the account.
+    let claims: JSONValue
+    /// `json` encoded once: the account part of every cached token answer (SPEC §10).
+    private(set) var jsonBytes: [UInt8] = []
+
+    init(
+        accountId: String, clientId: String, environment: String, homeAccountId: String?, realm: String, localAccountId: String?,
+        username: String?, name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String,
+        createdAt: String, lastUsedAt: String?
+    ) {
+        self.accountId = accountId
+        self.clientId = clientId
+        self.environment = environment
+        self.homeAccountId = homeAccountId
+        self.realm = realm
+        self.localAccountId = localAccountId
+        self.username = username
+        self.name = name
+        self.authority = authority
+        self.authorityType = authorityType
+        self.state = state
+        self.idTokenClaims = idTokenClaims
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.claims = JSONValue.parse(idTokenClaims) ?? .object([:])
+        jsonBytes = JSONWriter.encode(json)
+    }
 
     /// The account object of the API (SPEC §3, §12 Accounts).
     var json: JSONValue {
-        let claims = JSONValue.parse(idTokenClaims) ?? .object([:])
-        return .object([
+        .object([
             "account_id": .string(accountId),
             "home_account_id": homeAccountId.map(JSONValue.string) ?? .null,
             "environment": .string(environment),

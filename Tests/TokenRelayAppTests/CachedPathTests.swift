@@ -1,0 +1,326 @@
+import Foundation
+import HTTPCommon
+import IdentityCore
+import Testing
+
+@testable import TokenRelayApp
+
+/// The pieces that make the cached silent path fast (SPEC §10) must give the same bytes and
+/// the same decisions as the general code they stand in for.
+@Suite("Cached silent path")
+struct CachedPathTests {
+    static func foundationEncoded(_ value: JSONValue) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func written(_ value: JSONValue) -> String {
+        String(decoding: JSONWriter.encode(value), as: UTF8.self)
+    }
+
+    static var allControls: String {
+        var text = ""
+        for value in 0..<0x20 { text.unicodeScalars.append(Unicode.Scalar(UInt8(value))) }
+        return text
+    }
+
+    // MARK: JSONWriter
+
+    @Test("Strings are escaped per RFC 8259 §7")
+    func escaping() {
+        #expect(Self.written(.string(#"say "hi""#)) == #""say \"hi\"""#)
+        #expect(Self.written(.string(#"C:\dir"#)) == #""C:\\dir""#)
+        #expect(Self.written(.string("a\nb\rc\td\u{8}e\u{C}f")) == #""a\nb\rc\td\be\ff""#)
+        #expect(Self.written(.string("\u{0}\u{1}\u{1f}")) == #""\u0000\u0001\u001f""#)
+        #expect(Self.written(.string("/é\u{7f}\u{2028}😀")) == "\"/é\u{7f}\u{2028}😀\"")
+        #expect(Self.written(.string("")) == #""""#)
+    }
+
+    @Test(
+        "Bytes equal JSONEncoder's (sortedKeys, withoutEscapingSlashes)",
+        arguments: [
+            JSONValue.string(allControls + #"/"\é😀"#),
+            .number(1_700_000_000), .number(-0.0), .number(0.1), .number(1e20), .number(1e15), .number(9.5e15), .number(-42),
+            .number(2.5), .number(1e-7), .number(123_456_789_012_345_680),
+            .bool(true), .null, .array([]), .object([:]),
+            .object(Dictionary(uniqueKeysWithValues: ["b", "a", "B", "é", "e\u{301}x", "f", "a10", "a9", "\u{10000}", "\u{ff5e}"].enumerated().map { ($1, JSONValue.number(Double($0))) })),
+            .object([
+                "nested": .object(["list": .array([.string("x"), .null, .bool(false), .object(["k\"ey": .string("v\\")])])]),
+                "claims": .object(["xms_cc": .array([.string("cp1")]), "acrs": .object(["essential": .bool(true), "values": .array([.string("c1")])])]),
+            ]),
+        ])
+    func matchesFoundation(_ value: JSONValue) throws {
+        #expect(Self.written(value) == (try Self.foundationEncoded(value)))
+    }
+
+    @Test("The word-at-a-time escape check finds every special byte at every position")
+    func escapeScan() {
+        func naive(_ bytes: [UInt8]) -> Bool { bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
+        let fillers: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, UInt8(ascii: "a")]
+        for length in 0..<20 {
+            for filler in fillers {
+                let plain = [UInt8](repeating: filler, count: length)
+                #expect(plain.withUnsafeBufferPointer(JSONWriter.needsEscaping) == naive(plain))
+                for position in 0..<length {
+                    for special: UInt8 in [0x00, 0x01, 0x0A, 0x1F, 0x22, 0x5C] {
+                        var bytes = plain
+                        bytes[position] = special
+                        #expect(bytes.withUnsafeBufferPointer(JSONWriter.needsEscaping))
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("A non-finite number gives {} as the encoder's failure did")
+    func nonFinite() {
+        #expect(Self.written(.object(["n": .number(.nan)])) == "{}")
+        #expect(Self.written(.array([.number(.infinity)])) == "{}")
+    }
+
+    // MARK: JSONFastParser
+
+    @Test(
+        "Accepted bodies parse as JSONDecoder parses them",
+        arguments: [
+            #"{"account_id": "a", "scopes": ["User.Read"]}"#,
+            " {\n\t\"a\" : [ 1 , -2, 0, 123456789012345, true, false, null, {}, [] ] }\r\n",
+            #"{"s": "q\"b\\s\/n\nr\rt\tb\bf\fu\u00e9\u0000\u20AC", "raw": "é😀"}"#,
+            #"{"min_ttl_s": 300, "force_refresh": false, "claims": {"access_token": {"xms_cc": {"values": ["cp1"]}}}}"#,
+            #"[]"#, #""text""#, #"-0"#,
+        ])
+    func fastParserAgrees(_ text: String) throws {
+        let fast = try #require(JSONFastParser.parse(Array(text.utf8)))
+        #expect(fast == (try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))))
+    }
+
+    @Test(
+        "Anything odd is left to JSONDecoder",
+        arguments: [
+            #"{"#, #"{"a":1,}"#, #"[1,]"#, #"{"a" 1}"#, #"{'a':1}"#, #"{"a":01}"#, #"{"a":-}"#, #"{"a":1.5}"#, #"{"a":1e3}"#,
+            #"{"a":1234567890123456}"#, #"{"a":1,"a":2}"#, "{\"a\":\"tab\there\"}", #"{"a":"\x"}"#, #"{"a":"\ud83d\ude00"}"#,
+            #"{"a":"\u12"}"#, #"{"a":tru}"#, #"{"a":nul}"#, #"{} x"#, #"{}{}"#, #"// c"#, "",
+            String(repeating: "[", count: 20) + String(repeating: "]", count: 20),
+        ])
+    func fastParserDeclines(_ text: String) {
+        #expect(JSONFastParser.parse(Array(text.utf8)) == nil)
+    }
+
+    @Test("Invalid UTF-8 inside a string is declined")
+    func invalidUTF8() {
+        #expect(JSONFastParser.parse(Array(#"{"a":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)) == nil)
+        #expect(JSONFastParser.parse(Array(#"{"a":""#.utf8) + [0xFF] + Array(#"\n"}"#.utf8)) == nil)
+    }
+
+    @Test("The fast body reader takes plain application/json only, and agrees with the full one")
+    func fastBody() throws {
+        let body = #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":60}"#
+        for type in ["application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"] {
+            let request = JSONBodyTests.request(body, contentType: type)
+            #expect(JSONBody(fastParsing: request)?.members == (try JSONBody(request)).members)
+        }
+        for type in ["Application/JSON", "application/problem+json", " application/json", "application/jsonx", "text/plain"] {
+            #expect(JSONBody(fastParsing: JSONBodyTests.request(body, contentType: type)) == nil)
+        }
+        #expect(JSONBody(fastParsing: HTTPRequest(method: "POST", path: "/", body: Array(body.utf8))) == nil)
+        #expect(JSONBody(fastParsing: JSONBodyTests.request("")) == nil)
+        #expect(JSONBody(fastParsing: JSONBodyTests.request("[1]")) == nil)
+    }
+
+    // MARK: Silent request scanner
+
+    static let authorities = try! AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
+
+    /// What the general readers make of `body`: the request and correlation id, or nil on error.
+    static func general(_ body: String) -> (SilentTokenRequest, String?)? {
+        guard let parsed = try? JSONBody(JSONBodyTests.request(body)), let silent = try? TokenRoutes.parseSilent(parsed, authorities: authorities),
+            let correlationId = try? parsed.string("correlation_id")
+        else {
+            guard let parsed = try? JSONBody(JSONBodyTests.request(body)), let silent = try? TokenRoutes.parseSilent(parsed, authorities: authorities),
+                parsed.members["correlation_id"] == nil || parsed.members["correlation_id"] == .null
+            else { return nil }
+            return (silent, nil)
+        }
+        return (silent, correlationId.isEmpty ? nil : correlationId)
+    }
+
+    static func same(_ lhs: SilentTokenRequest, _ rhs: SilentTokenRequest) -> Bool {
+        lhs.account == rhs.account && lhs.scopes.canonical == rhs.scopes.canonical && lhs.authority == nil && rhs.authority == nil
+            && lhs.claims == rhs.claims && lhs.forceRefresh == rhs.forceRefresh && lhs.minTTLSeconds == rhs.minTTLSeconds
+            && lhs.allowPartial == rhs.allowPartial
+    }
+
+    @Test(
+        "The scanner reads the usual bodies as the general readers do",
+        arguments: [
+            #"{"account_id": "acc-1", "scopes": ["User.Read"]}"#,
+            #" { "scopes" : [ "User.Read" , "mail.read" ] , "account_id":"é-1" } "#,
+            #"{"account_id":"a","scopes":["https://graph.microsoft.com/User.Read"],"min_ttl_s":86400,"force_refresh":false,"allow_partial":true}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":0,"correlation_id":"c-1"}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"correlation_id":""}"#,
+            "{\"account_id\":\"a\",\n\t\"scopes\":[\"User.Read Mail.Read\"],\"force_refresh\":true}\r\n",
+        ])
+    func scannerAgrees(_ body: String) throws {
+        let scanned = try #require(SilentRequestScanner.scan(JSONBodyTests.request(body)))
+        let general = try #require(Self.general(body))
+        #expect(Self.same(scanned.request, general.0))
+        #expect(scanned.correlationId == general.1)
+        let viaRoute = try #require(TokenRoutes.fastParse(JSONBodyTests.request(body), authorities: Self.authorities))
+        #expect(Self.same(viaRoute.0, general.0) && viaRoute.1 == general.1)
+    }
+
+    @Test(
+        "The scanner leaves everything else to the general readers",
+        arguments: [
+            #"{"account_id":"","scopes":["User.Read"]}"#, #"{"account_id":"a"}"#, #"{"scopes":["User.Read"]}"#,
+            #"{"account_id":"a","scopes":[]}"#, #"{"account_id":"a","scopes":["openid"]}"#, #"{"account_id":"a","scopes":["User.Read", " "]}"#,
+            #"{"account_id":"a","scopes":["User.Read","https://vault.azure.net/x"]}"#, #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":86401}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":-1}"#, #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1.5}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1e2}"#, #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":007}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":null}"#, #"{"account_id":"a","scopes":["User.Read"],"force_refresh":"yes"}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"correlation_id":7}"#, #"{"account_id":"a","account_id":"b","scopes":["User.Read"]}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"username":"u"}"#, #"{"account_id":"a","scopes":["User.Read"],"claims":{}}"#,
+            #"{"account_id":"a\u0062","scopes":["User.Read"]}"#, #"{"account_id":"a","scopes":["User.Read"],}"#,
+            #"{"account_id":"a","scopes":["User.Read"]} x"#, #"{"account_id":"a","scopes":["User.Read"],"force_refresh":truex}"#,
+            #"{"account_id":"a","scopes":["User.Read"],"authority":"https://login.microsoftonline.com/common"}"#, "", "{}", "[]",
+        ])
+    func scannerDeclines(_ body: String) {
+        #expect(SilentRequestScanner.scan(JSONBodyTests.request(body)) == nil)
+    }
+
+    @Test("A non-string correlation_id keeps the request off the fast path; an empty one names nothing")
+    func correlationIdOnFastPath() {
+        #expect(TokenRoutes.fastParse(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":7}"#), authorities: Self.authorities) == nil)
+        #expect(TokenRoutes.fastParse(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":"","claims":"{}"}"#), authorities: Self.authorities)?.1 == nil)
+        #expect(SilentRequestScanner.scan(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"]}"#, contentType: "text/plain")) == nil)
+    }
+
+    // MARK: Token answer
+
+    static func account(claims: String) -> AccountRecord {
+        AccountRecord(
+            accountId: "acc-1", clientId: "client", environment: "login.microsoftonline.com", homeAccountId: "oid.tid", realm: "tid",
+            localAccountId: "oid", username: "alice@contoso.example", name: "Alice \"Al\" Ö", authority: "https://login.microsoftonline.com/tid",
+            authorityType: .aad, state: .active, idTokenClaims: claims, createdAt: "2026-01-01T00:00:00Z", lastUsedAt: nil)
+    }
+
+    @Test("The token answer's bytes are those of its JSON value", arguments: [false, true])
+    func tokenBody(allowPartial: Bool) {
+        let token = StoredAccessToken(
+            accountId: "acc-1", environment: "login.microsoftonline.com", realm: "tid", clientId: "client",
+            scopes: ["User.Read", "https://graph.microsoft.com/Mail.Read"], secret: "eyJ0\"x\\y", expiresOn: 1_900_000_000,
+            extExpiresOn: allowPartial ? nil : 1_900_003_600, refreshOn: nil)
+        let result = SilentTokenResult(
+            token: token, account: Self.account(claims: #"{"oid":"oid","tid":"tid","roles":["a","b"],"n":3,"nested":{"z":1,"a":null}}"#),
+            source: .cache, declinedScopes: ["Mail.Send"])
+        let bytes = TokenRoutes.tokenBody(result, correlationId: "corr\n\"id\"", allowPartial: allowPartial)
+        #expect(String(decoding: bytes, as: UTF8.self) == Self.written(TokenRoutes.tokenJSON(result, correlationId: "corr\n\"id\"", allowPartial: allowPartial)))
+    }
+
+    @Test("An account's claims are parsed once and its cached bytes match its JSON")
+    func accountBytes() {
+        let account = Self.account(claims: #"{"tid":"tid","name":"A"}"#)
+        #expect(account.claims == .object(["tid": .string("tid"), "name": .string("A")]))
+        #expect(account.json["id_token_claims"] == account.claims)
+        #expect(account.jsonBytes == JSONWriter.encode(account.json))
+        #expect(Self.account(claims: "not json").claims == .object([:]))
+    }
+
+    // MARK: Scopes, memory cache, caller, correlation id
+
+    @Test("Remembered scope sets equal ScopeRules' and errors still name their field")
+    func requestedScopes() throws {
+        let memo = RequestedScopes()
+        for _ in 0..<2 {
+            #expect(try memo.normalize(scopes: ["User.Read", "mail.read"], resource: nil) == ScopeRules.requested(scopes: ["User.Read", "mail.read"], resource: nil))
+            #expect(try memo.normalize(scopes: nil, resource: "https://vault.azure.net").canonical == ["https://vault.azure.net/.default"])
+            #expect(throws: ScopeError.self) { try memo.normalize(scopes: ["openid"], resource: nil) }
+            #expect(throws: ScopeError.self) { try memo.normalize(scopes: [" "], resource: nil) }
+            #expect(throws: ScopeError.self) { try memo.normalize(scopes: ["User.Read"], resource: "https://x") }
+        }
+        for index in 0..<(RequestedScopes.capacity + 5) {
+            #expect(try memo.normalize(scopes: ["Scope\(index).Read"], resource: nil).canonical == ["Scope\(index).Read"])
+        }
+    }
+
+    @Test("The memory cache serves a superset of the requested scopes, case-insensitively")
+    func memoryCacheSuperset() {
+        let cache = MemoryTokenCache()
+        let token = StoredAccessToken(
+            accountId: "a", environment: "env", realm: "r", clientId: "c", scopes: ["https://graph.microsoft.com/User.Read", "Mail.Read"],
+            secret: "s", expiresOn: 100, extExpiresOn: nil, refreshOn: nil)
+        cache.store(token)
+        #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["user.read"])) == token)
+        #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["User.Read", "MAIL.READ"])) == token)
+        #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["Mail.Send"])) == nil)
+        #expect(cache.lookup(accountId: "a", environment: "env", realm: "other", scopes: ScopeSet(normalizing: ["User.Read"])) == nil)
+        let longer = StoredAccessToken(
+            accountId: "a", environment: "env", realm: "r", clientId: "c", scopes: ["User.Read"], secret: "t", expiresOn: 200, extExpiresOn: nil,
+            refreshOn: nil)
+        cache.store(longer)
+        #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["User.Read"])) == longer)  // later expiry wins
+        let overlapping = StoredAccessToken(
+            accountId: "a", environment: "env", realm: "r", clientId: "c", scopes: ["user.read"], secret: "u", expiresOn: 150, extExpiresOn: nil,
+            refreshOn: nil)
+        cache.store(overlapping)  // same scope as `longer` (case-insensitive): replaces it
+        #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["User.Read"])) == overlapping)
+    }
+
+    @Test(
+        "Bearer tokens are read as the general rule reads them",
+        arguments: [
+            ("Bearer trk_abc_def", "trk_abc_def"), ("bearer x", "x"), ("BEARER x", "x"), ("Bearer  x", "x"), ("Bearer x ", "x"),
+            ("Bearer a b", "a b"), ("Bearer\tx", nil), ("Bearerx", nil), ("Bearer\u{0}x", nil), ("Bearer ", nil), ("Basic x", nil),
+            (" Bearer x", "x"), ("Bearer \u{a0}x", "x"), ("Bearer é", "é"),
+        ] as [(String, String?)])
+    func bearer(_ header: String, _ expected: String?) {
+        #expect(APIKeyAuthenticator.bearerToken(header) == expected)
+    }
+
+    @Test("New correlation ids are lower-case random version-4 UUIDs")
+    func correlationIds() throws {
+        var seen = Set<String>()
+        for _ in 0..<200 {
+            let id = AppHTTPHandler.newCorrelationId()
+            let uuid = try #require(UUID(uuidString: id))
+            #expect(uuid.uuidString.lowercased() == id)
+            let bytes = Array(id.utf8)
+            #expect(bytes[14] == UInt8(ascii: "4"))
+            #expect([UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "a"), UInt8(ascii: "b")].contains(bytes[19]))
+            seen.insert(id)
+        }
+        #expect(seen.count == 200)
+    }
+
+    // MARK: Metrics
+
+    @Test("Counter handles add to the same series and render as increments do")
+    func counterHandles() {
+        let viaHandles = Metrics()
+        let viaIncrement = Metrics()
+        let ok = viaHandles.counter("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"])
+        _ = viaHandles.counter("tokenrelay_http_requests_total", ["route": "/healthz", "status": "200"])  // never bumped: not shown
+        _ = viaHandles.counter("tokenrelay_never_total")
+        #expect(viaHandles.render() == viaIncrement.render())
+        for _ in 0..<3 { ok.increment() }
+        viaHandles.increment("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"])
+        viaHandles.increment("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "404"])
+        viaHandles.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"], by: 2)
+        for _ in 0..<4 { viaIncrement.increment("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"]) }
+        viaIncrement.increment("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "404"])
+        viaIncrement.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"], by: 2)
+        #expect(viaHandles.value("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"]) == 4)
+        #expect(viaHandles.render() == viaIncrement.render())
+        #expect(viaHandles.render().contains(#"tokenrelay_http_requests_total{route="/v1/tokens/silent",status="200"} 4"#))
+        #expect(!viaHandles.render().contains("/healthz"))
+        #expect(ok === viaHandles.counter("tokenrelay_http_requests_total", ["status": "200", "route": "/v1/tokens/silent"]))
+    }
+
+    @Test("Label values are escaped per the exposition format")
+    func labelEscaping() {
+        let metrics = Metrics()
+        metrics.increment("tokenrelay_retries_total", ["target": "a\\b\"c\nd"])
+        #expect(metrics.render().contains(#"tokenrelay_retries_total{target="a\\b\"c\nd"} 1"#))
+    }
+}
