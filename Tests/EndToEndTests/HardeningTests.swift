@@ -126,4 +126,46 @@ struct HardeningTests {
         #expect(stale.status == 409, "\(stale.text)")
         #expect(stale.json["error"] as? String == "interaction_required")
     }
+
+    @Test("The body's correlation_id names the answer in body and header on every path; /healthz echoes client-request-id")
+    func correlationIds() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_correlation")
+        defer { stack.stop() }
+        let id = try await Self.signedIn(stack)
+        for force in [false, true] {
+            let answer = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": force, "correlation_id": "corr-body-\(force)"])
+            #expect(answer.json["correlation_id"] as? String == "corr-body-\(force)")
+            #expect(answer.headers["client-request-id"] == "corr-body-\(force)")
+        }
+        let problem = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "acc_missing", "scopes": ["User.Read"], "correlation_id": "corr-problem"])
+        #expect(problem.status == 404)
+        #expect(problem.json["correlation_id"] as? String == "corr-problem")
+        #expect(problem.headers["client-request-id"] == "corr-problem")
+        let health = try await stack.request("GET", "/healthz", headers: ["client-request-id": "corr-health"], authenticated: false)
+        #expect(health.headers["client-request-id"] == "corr-health")
+    }
+
+    @Test("A database failure is a 500 whose cause (libpq function, SQLSTATE) is logged, never shown")
+    func databaseFailureLogged() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_db_fail")
+        defer { stack.stop() }
+        let id = try await Self.signedIn(stack)
+        let pool = PostgresPool(url: stack.databaseURL, size: 1)
+        defer { pool.close() }
+        try await pool.withConnection { connection in
+            try connection.execute("""
+                CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'secret detail %', OLD.account_id; END $$;
+                CREATE TRIGGER refuse_delete BEFORE DELETE ON accounts FOR EACH ROW EXECUTE FUNCTION refuse();
+                """)
+        }
+        let failed = try await stack.request("DELETE", "/v1/accounts/\(id)", headers: ["client-request-id": "corr-db-fail"])
+        #expect(failed.status == 500)
+        #expect(failed.json["error"] as? String == "internal")
+        #expect(!failed.text.contains("secret detail"))
+        let log = stack.relay.log()
+        let line = try #require(log.split(separator: "\n").first { $0.contains("request.failed") && $0.contains("corr-db-fail") })
+        #expect(line.contains("PQexecParams"))
+        #expect(line.contains("P0001"))
+        #expect(!log.contains("secret detail"))
+    }
 }

@@ -35,7 +35,9 @@ final class AppHTTPHandler: HTTPHandler {
         case ("GET", "/healthz"):
             route = "/healthz"
             counted = healthzOK
-            response = services.health.liveness()
+            var liveness = services.health.liveness()
+            liveness.headers.set("client-request-id", Self.correlationId(request.headers))
+            response = liveness
         case ("POST", "/v1/tokens/silent"):
             route = "/v1/tokens/silent"
             counted = silentOK
@@ -82,9 +84,13 @@ final class AppHTTPHandler: HTTPHandler {
                 response = try await route.handler(RouteRequest(http: request, parameters: parameters, context: context))
             }
         } catch let problem as Problem {
-            response = problem.response(correlationId: correlationId)
-            if problem.code == .internal {
-                logger.error("request.failed", ["request.route": routeLabel, "error": problem.detail, "correlation.id": correlationId])
+            let named = problem.correlationId ?? correlationId
+            response = problem.response(correlationId: named)
+            response.headers.set("client-request-id", named)
+            if problem.code == .internal || problem.cause != nil {
+                var fields = ["request.route": routeLabel, "error": problem.detail, "correlation.id": named, "response.status": String(problem.status)]
+                fields["error.cause"] = problem.cause
+                logger.error("request.failed", fields)
             }
         } catch {
             logger.error("request.failed", ["request.route": routeLabel, "error": String(describing: type(of: error)), "correlation.id": correlationId])

@@ -14,6 +14,9 @@ struct Problem: Error, Sendable {
     var headers: HTTPHeaders
     /// What went wrong underneath, for the log only; never rendered to the caller.
     var cause: String?
+    /// The correlation id that names this answer when a route learned one the handler could not
+    /// (the body's `correlation_id`, SPEC §12).
+    var correlationId: String?
 
     init(_ code: ProblemCode, _ detail: String, status: Int? = nil, extensions: [String: JSONValue] = [:], headers: HTTPHeaders = HTTPHeaders()) {
         self.code = code

@@ -18,10 +18,13 @@ enum TokenRoutes {
             }
             do {
                 let result = try await services.tokens.acquire(silent, context: context)
-                return .json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
-            } catch let problem as Problem {
+                var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
+                response.headers.set("client-request-id", context.correlationId)
+                return response
+            } catch var problem as Problem {
                 // The body's correlation id names the problem too.
-                return problem.response(correlationId: context.correlationId)
+                problem.correlationId = context.correlationId
+                throw problem
             }
         }
     }
