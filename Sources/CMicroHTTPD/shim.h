@@ -10,12 +10,13 @@
 #include <microhttpd.h>
 
 /// MHD_start_daemon bound to `address`, with a thread pool, connection limit, idle timeout
-/// (seconds) and a request-completed callback. Returns NULL on failure (errno may say why).
+/// (seconds), per-connection memory (bytes) and a request-completed callback. Returns NULL on failure (errno may say why).
 static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                                                    const struct sockaddr *address,
                                                    unsigned int thread_pool_size,
                                                    unsigned int connection_limit,
                                                    unsigned int connection_timeout_seconds,
+                                                   size_t connection_memory_limit,
                                                    MHD_AccessHandlerCallback access_handler,
                                                    void *access_handler_context,
                                                    MHD_RequestCompletedCallback completed,
@@ -25,6 +26,7 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                             MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
                             MHD_OPTION_END);
 }

@@ -37,9 +37,9 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError.invalidConfiguration("host \(config.host) port \(config.port) is not a numeric address and port")
         }
         guard config.threadCount >= 1, config.maxBodyBytes >= 0, config.maxConnections >= 1,
-            config.connectionTimeoutSeconds >= 0
+            config.connectionTimeoutSeconds >= 0, config.connectionMemoryLimitBytes >= 4096
         else {
-            throw HTTPServerError.invalidConfiguration("threadCount and maxConnections must be ≥ 1, limits ≥ 0")
+            throw HTTPServerError.invalidConfiguration("threadCount and maxConnections must be ≥ 1, connection memory ≥ 4096 bytes, limits ≥ 0")
         }
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
@@ -53,7 +53,8 @@ public final class HTTPServer: Sendable {
             let daemon = address.withSockAddr { sockaddr in
                 cmhd_start_daemon(
                     flags, sockaddr, UInt32(config.threadCount), UInt32(config.maxConnections),
-                    UInt32(config.connectionTimeoutSeconds), accessHandler, context, requestCompleted, context)
+                    UInt32(config.connectionTimeoutSeconds), config.connectionMemoryLimitBytes, accessHandler, context, requestCompleted,
+                    context)
             }
             guard let daemon else {
                 throw HTTPServerError.cFunctionFailed("MHD_start_daemon", errno: errno, address: "\(config.host):\(config.port)")
