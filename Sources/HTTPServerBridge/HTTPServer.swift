@@ -41,7 +41,8 @@ public final class HTTPServer: Sendable {
         else {
             throw HTTPServerError.invalidConfiguration("threadCount and maxConnections must be ≥ 1, connection memory ≥ 4096 bytes, limits ≥ 0")
         }
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
 

@@ -165,7 +165,9 @@ struct ParsedURL: Sendable, Equatable {
             guard let close = hostPort.firstIndex(of: "]") else { throw AuthorityError(detail: "bad IPv6 literal") }
             host = String(hostPort[...close])
             let after = hostPort[hostPort.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
                 throw AuthorityError(detail: "bad authority host")
             }
         } else if let colon = hostPort.firstIndex(of: ":") {

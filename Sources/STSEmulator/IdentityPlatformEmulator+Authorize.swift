@@ -44,7 +44,9 @@ extension IdentityPlatformEmulator {
             // The platform requires PKCE only for SPAs (AADSTS9002325); the emulator requires
             // S256 for every client, as TokenRelay always sends it.
             return redirectError(
-                STSError(status: 302, error: "invalid_request", code: 9002325, message: "Proof Key for Code Exchange is required; send code_challenge with code_challenge_method S256."))
+                STSError(
+                    status: 302, error: "invalid_request", code: 9002325,
+                    message: "Proof Key for Code Exchange is required; send code_challenge with code_challenge_method S256."))
         }
         guard let scopeText = request.queryValue("scope") else { return redirectError(.missingParameter("scope")) }
         let scopes: RequestedScopes
@@ -75,7 +77,8 @@ extension IdentityPlatformEmulator {
                     message: fault.errorDescription ?? known?.message ?? "Emulated error."), delay: delay)
         }
         if controls.declineConsent {
-            return redirectError(STSError(status: 302, error: "access_denied", code: 65004, message: "User declined to consent to access the app."), delay: delay)
+            return redirectError(
+                STSError(status: 302, error: "access_denied", code: 65004, message: "User declined to consent to access the app."), delay: delay)
         }
         let code = opaqueToken(prefix: "1.AXkA")
         let grant = EmulatorState.CodeGrant(

@@ -70,10 +70,13 @@ extension IdentityPlatformEmulator {
             ("end_session_endpoint", .string(root + "/oauth2/v2.0/logout")),
             ("http_logout_supported", true),
             ("frontchannel_logout_supported", true),
-            ("claims_supported", [
-                "sub", "iss", "aud", "exp", "iat", "auth_time", "acr", "nonce", "preferred_username", "name", "tid", "ver",
-                "at_hash", "c_hash", "email",
-            ]),
+            (
+                "claims_supported",
+                [
+                    "sub", "iss", "aud", "exp", "iat", "auth_time", "acr", "nonce", "preferred_username", "name", "tid", "ver",
+                    "at_hash", "c_hash", "email",
+                ]
+            ),
             ("tenant_region_scope", .null),
             ("cloud_instance_name", "microsoftonline.com"),
             ("cloud_graph_host_name", "graph.windows.net"),

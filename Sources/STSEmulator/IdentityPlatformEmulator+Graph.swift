@@ -58,7 +58,11 @@ extension IdentityPlatformEmulator {
         guard let oid = claims["oid"]?.stringValue,
             let user = configuration.directory.tenants.lazy.flatMap(\.users).first(where: { $0.objectID == oid })
         else {
-            return Outcome(response: graphError(404, "Request_ResourceNotFound", "Resource '\(claims["oid"]?.stringValue ?? "")' does not exist or one of its queried reference-property objects are not present."), delayMilliseconds: delay)
+            return Outcome(
+                response: graphError(
+                    404, "Request_ResourceNotFound",
+                    "Resource '\(claims["oid"]?.stringValue ?? "")' does not exist or one of its queried reference-property objects are not present."),
+                delayMilliseconds: delay)
         }
         let body: JSONValue = .object([
             ("@odata.context", "https://graph.microsoft.com/v1.0/$metadata#users/$entity"),
@@ -67,7 +71,11 @@ extension IdentityPlatformEmulator {
             ("preferredLanguage", .null), ("surname", .string(user.surname)), ("userPrincipalName", .string(user.username)),
             ("id", .string(user.objectID)),
         ])
-        var response = HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8")] + echo), body: body.bytes)
+        var response = HTTPResponse(
+            status: 200,
+            headers: HTTPHeaders(
+                [("Content-Type", "application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8")] + echo),
+            body: body.bytes)
         response.headers.set("Cache-Control", "no-cache")
         return Outcome(response: response, delayMilliseconds: delay)
     }
@@ -83,7 +91,8 @@ extension IdentityPlatformEmulator {
                 + ", error=\"insufficient_claims\", claims=\"\(encoded)\", errorDescription=\"Continuous access evaluation resulted in claims challenge with result: InteractionRequired and code: TokenIssuedBeforeRevocationTimestamp\""
             response = graphError(
                 fault.status ?? 401, fault.error ?? "InvalidAuthenticationToken",
-                fault.errorDescription ?? "Continuous access evaluation resulted in challenge with result: InteractionRequired and code: TokenIssuedBeforeRevocationTimestamp",
+                fault.errorDescription
+                    ?? "Continuous access evaluation resulted in challenge with result: InteractionRequired and code: TokenIssuedBeforeRevocationTimestamp",
                 [("WWW-Authenticate", header)])
         } else {
             let status = fault.status ?? (fault.retryAfter != nil ? 429 : 500)

@@ -37,7 +37,9 @@ extension IdentityPlatformEmulator {
         }
         guard request.method == "POST" else {
             return fail(
-                STSError(status: 400, error: "invalid_request", code: 900561, message: "The endpoint only accepts POST, OPTIONS requests. Received a \(request.method) request."))
+                STSError(
+                    status: 400, error: "invalid_request", code: 900561,
+                    message: "The endpoint only accepts POST, OPTIONS requests. Received a \(request.method) request."))
         }
         let resolved: ResolvedAuthority
         switch resolve(authority) {
@@ -134,7 +136,8 @@ extension IdentityPlatformEmulator {
             let code = fault.errorCodes.first ?? (fault.claimsChallenge != nil ? 50076 : 70000)
             let known = STSError.known(code: code)
             var error = STSError(
-                status: fault.status ?? known?.status ?? 400, error: fault.error ?? (fault.claimsChallenge != nil ? "interaction_required" : known?.error ?? "invalid_grant"),
+                status: fault.status ?? known?.status ?? 400,
+                error: fault.error ?? (fault.claimsChallenge != nil ? "interaction_required" : known?.error ?? "invalid_grant"),
                 code: code, message: fault.errorDescription ?? known?.message ?? "Emulated error.", suberror: fault.suberror ?? known?.suberror)
             error.includesErrorURI = known?.includesErrorURI ?? true
             error.separator = known?.separator ?? " "
@@ -282,7 +285,8 @@ extension IdentityPlatformEmulator {
         let audience = claims["aud"]?.stringValue ?? ""
         guard audience == configuration.clientID || audience == "api://" + configuration.clientID else {
             return .failure(
-                STSError(status: 400, error: "invalid_grant", code: 50013, message: "Assertion audience does not match the Client app presenting the assertion."))
+                STSError(
+                    status: 400, error: "invalid_grant", code: 50013, message: "Assertion audience does not match the Client app presenting the assertion."))
         }
         guard let oid = claims["oid"]?.stringValue,
             let tenant = configuration.directory.tenants.first(where: { $0.users.contains { $0.objectID == oid } }),

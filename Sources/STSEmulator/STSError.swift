@@ -46,7 +46,8 @@ struct STSError: Error, Sendable {
         STSError(
             status: 400, error: "unauthorized_client", code: 700016,
             message:
-                "Application with identifier '\(clientID)' was not found in the directory '\(tenant)'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant.")
+                "Application with identifier '\(clientID)' was not found in the directory '\(tenant)'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant."
+        )
     }
 
     static func missingParameter(_ name: String) -> STSError {
@@ -61,7 +62,8 @@ struct STSError: Error, Sendable {
         STSError(
             status: 400, error: "invalid_tenant", code: 90002,
             message:
-                "Tenant '\(tenant)' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud. Check with your subscription administrator, this may happen if there are no active subscriptions for the tenant.")
+                "Tenant '\(tenant)' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud. Check with your subscription administrator, this may happen if there are no active subscriptions for the tenant."
+        )
     }
 
     static func severalResources(_ scope: String) -> STSError {
@@ -71,18 +73,25 @@ struct STSError: Error, Sendable {
     }
 
     static func invalidScope(_ scope: String) -> STSError {
-        STSError(status: 400, error: "invalid_scope", code: 70011, message: "The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope \(scope) is not valid.")
+        STSError(
+            status: 400, error: "invalid_scope", code: 70011,
+            message:
+                "The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope \(scope) is not valid."
+        )
     }
 
     static func clientCredentialsScope(_ scope: String) -> STSError {
         STSError(
             status: 400, error: "invalid_scope", code: 1002012,
             message:
-                "The provided value for scope \(scope) is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).")
+                "The provided value for scope \(scope) is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
+        )
     }
 
     static func noTenant() -> STSError {
-        STSError(status: 400, error: "invalid_request", code: 50059, message: "No tenant-identifying information found in either the request or implied by any provided credentials.")
+        STSError(
+            status: 400, error: "invalid_request", code: 50059,
+            message: "No tenant-identifying information found in either the request or implied by any provided credentials.")
     }
 
     /// A refresh token the emulator never issued. The platform answers AADSTS9002313 for a
@@ -126,11 +135,14 @@ struct STSError: Error, Sendable {
         STSError(
             status: 400, error: "invalid_grant", code: 70008,
             message:
-                "The provided authorization code or refresh token has expired due to inactivity. Send a new interactive authorization request for this user and resource.")
+                "The provided authorization code or refresh token has expired due to inactivity. Send a new interactive authorization request for this user and resource."
+        )
     }
 
     static func codeVerifierMismatch() -> STSError {
-        STSError(status: 400, error: "invalid_grant", code: 501481, message: "The Code_Verifier does not match the code_challenge supplied in the authorization request.")
+        STSError(
+            status: 400, error: "invalid_grant", code: 501481,
+            message: "The Code_Verifier does not match the code_challenge supplied in the authorization request.")
     }
 
     static func redirectURIMismatch(_ uri: String, clientID: String) -> STSError {
@@ -179,7 +191,9 @@ struct STSError: Error, Sendable {
         case 7000222:
             STSError(
                 status: 401, error: "invalid_client", code: 7000222,
-                message: "The provided client secret keys for app '00000000-0000-0000-0000-000000000000' are expired. Visit the Azure portal to create new keys for your app.")
+                message:
+                    "The provided client secret keys for app '00000000-0000-0000-0000-000000000000' are expired. Visit the Azure portal to create new keys for your app."
+            )
         case 90033: temporarilyUnavailable()
         case 70008: codeExpired()
         case 70000: supersededGrant()

@@ -77,7 +77,8 @@ public enum CommandLineTool {
         let host = configuration.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.listenHost
         let client = HTTPClient()
         defer { client.shutdown() }
-        guard let response = try? await client.execute(HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.listenPort)/healthz", timeout: 5)) else {
+        guard let response = try? await client.execute(HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.listenPort)/healthz", timeout: 5))
+        else {
             return 1
         }
         return response.status == 200 ? 0 : 1
@@ -141,7 +142,8 @@ public enum CommandLineTool {
     }
 
     private static func printUsage() {
-        print("""
+        print(
+            """
             usage: token-relay <command>
               serve                      serve HTTP (default)
               migrate                    apply pending migrations and exit

@@ -55,7 +55,8 @@ public final class TokenRelayService: Sendable {
         let memory = MemoryTokenCache()
         let accounts = AccountCache()
         let tokens = SilentTokenService(
-            store: store, sts: sts, authorities: authorities, memory: memory, accounts: accounts, coalescer: RefreshCoalescer(), clientId: configuration.clientId,
+            store: store, sts: sts, authorities: authorities, memory: memory, accounts: accounts, coalescer: RefreshCoalescer(),
+            clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
             logger: logger, now: now)
         let signIns = SignInService(

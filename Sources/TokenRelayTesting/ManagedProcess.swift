@@ -67,10 +67,12 @@ public final class ManagedProcess: Sendable {
 
     /// Sends SIGTERM and waits for the exit.
     public func stop() {
-        guard let process = self.process.withLock({ current -> Process? in
-            defer { current = nil }
-            return current
-        }) else { return }
+        guard
+            let process = self.process.withLock({ current -> Process? in
+                defer { current = nil }
+                return current
+            })
+        else { return }
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()

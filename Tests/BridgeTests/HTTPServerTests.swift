@@ -61,9 +61,10 @@ struct HTTPServerTests {
     func immediatePath() async throws {
         let json = #"{"status":"pass"}"#
         let server = try startServer(
-            ClosureHandler(immediate: { request in
-                HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "X-Path": request.path], body: Array(json.utf8))
-            }, async: { _ in HTTPResponse(status: 500) }))
+            ClosureHandler(
+                immediate: { request in
+                    HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "X-Path": request.path], body: Array(json.utf8))
+                }, async: { _ in HTTPResponse(status: 500) }))
         defer { server.stop() }
         #expect(server.port > 0)
         let port = server.port
@@ -112,10 +113,11 @@ struct HTTPServerTests {
     @Test("method, path, query, headers, body and peer reach the handler intact")
     func requestReachesHandler() async throws {
         let log = RequestLog()
-        let server = try startServer(ClosureHandler(async: { request in
-            log.record(request)
-            return HTTPResponse(status: 200)
-        }))
+        let server = try startServer(
+            ClosureHandler(async: { request in
+                log.record(request)
+                return HTTPResponse(status: 200)
+            }))
         defer { server.stop() }
         let port = server.port
         let body = "{\"a\":\"é\"}"
@@ -145,13 +147,15 @@ struct HTTPServerTests {
     func bodyLimit() async throws {
         let log = RequestLog()
         let server = try startServer(
-            ClosureHandler(immediate: { request in
-                log.record(request)
-                if request.path == "/async" { return nil }
-                return HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
-            }, async: { request in
-                HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
-            }), maxBodyBytes: 16)
+            ClosureHandler(
+                immediate: { request in
+                    log.record(request)
+                    if request.path == "/async" { return nil }
+                    return HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
+                },
+                async: { request in
+                    HTTPResponse(status: request.bodyExceededLimit ? 413 : 200)
+                }), maxBodyBytes: 16)
         defer { server.stop() }
         let port = server.port
         let (declared, chunked, async, atLimit) = try await onOwnThread {
@@ -194,12 +198,14 @@ struct HTTPServerTests {
     @Test("keep-alive: several requests, immediate and async, on one connection")
     func keepAlive() async throws {
         let server = try startServer(
-            ClosureHandler(immediate: { request in
-                request.path == "/fast" ? HTTPResponse(status: 200, body: Array("fast".utf8)) : nil
-            }, async: { _ in
-                await Task.yield()
-                return HTTPResponse(status: 200, body: Array("slow".utf8))
-            }))
+            ClosureHandler(
+                immediate: { request in
+                    request.path == "/fast" ? HTTPResponse(status: 200, body: Array("fast".utf8)) : nil
+                },
+                async: { _ in
+                    await Task.yield()
+                    return HTTPResponse(status: 200, body: Array("slow".utf8))
+                }))
         defer { server.stop() }
         let port = server.port
         let texts = try await onOwnThread {
@@ -218,10 +224,11 @@ struct HTTPServerTests {
     @Test("stop() closes suspended connections, drops late responses, and refuses new connections")
     func stopWhileAsyncHandlerRuns() async throws {
         let gate = Gate()
-        let server = try startServer(ClosureHandler(async: { _ in
-            await gate.wait()
-            return HTTPResponse(status: 200)
-        }))
+        let server = try startServer(
+            ClosureHandler(async: { _ in
+                await gate.wait()
+                return HTTPResponse(status: 200)
+            }))
         let port = server.port
         let connection = try RawHTTPConnection(port: port)
         try connection.send("GET /waits HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -256,9 +263,10 @@ struct HTTPServerTests {
 
     @Test("listens on IPv6 loopback")
     func ipv6() async throws {
-        let server = try startServer(ClosureHandler(immediate: { request in
-            HTTPResponse(status: 200, body: Array((request.remoteAddress ?? "none").utf8))
-        }), host: "::1")
+        let server = try startServer(
+            ClosureHandler(immediate: { request in
+                HTTPResponse(status: 200, body: Array((request.remoteAddress ?? "none").utf8))
+            }), host: "::1")
         defer { server.stop() }
         let port = server.port
         let response = try await onOwnThread {

@@ -36,7 +36,8 @@ struct FaultAndGraphTests {
         // cases/01-aadsts700082-refresh-token-inactive-bad-token
         let h = try EmulatorHarness()
         let a = try #require(try await h.signIn()["refresh_token"]?.stringValue)
-        _ = await h.control("faults", ["endpoint": "token", "username": "alice@contoso.example", "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token"])
+        _ = await h.control(
+            "faults", ["endpoint": "token", "username": "alice@contoso.example", "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token"])
         let response = await h.refresh(a)
         try expectEntraErrorShape(response, status: 400, error: "invalid_grant", code: 700082, suberror: "bad_token")
         #expect(JSONValue.parse(response.body)?["error_description"]?.stringValue?.contains("expired due to inactivity") == true)

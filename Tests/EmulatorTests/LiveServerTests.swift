@@ -1,3 +1,4 @@
+import CryptoBridge
 import Foundation
 import HTTPClientBridge
 import HTTPCommon
@@ -77,7 +78,8 @@ struct LiveServerTests {
     }
 
     @Test func usersFileShape() throws {
-        let json = #"{"tenants":[{"id":"44444444-4444-4444-4444-444444444444","domains":["x.example"],"users":[{"username":"eve@x.example","name":"Eve Example","oid":"eeeeeeee-0000-4000-8000-000000000001"}]}],"app_roles":{"api://x":["Read.All"]}}"#
+        let json =
+            #"{"tenants":[{"id":"44444444-4444-4444-4444-444444444444","domains":["x.example"],"users":[{"username":"eve@x.example","name":"Eve Example","oid":"eeeeeeee-0000-4000-8000-000000000001"}]}],"app_roles":{"api://x":["Read.All"]}}"#
         let directory = try Directory.decode(Array(json.utf8))
         #expect(directory.tenant(named: "X.EXAMPLE")?.users.first?.surname == "Example")
         #expect(directory.appRoles["api://x"] == ["Read.All"])
@@ -88,5 +90,4 @@ enum CryptoBridgeSHA {
     static func hash(_ text: String) -> [UInt8] { SHA256Proxy.hash(Array(text.utf8)) }
 }
 
-import CryptoBridge
 typealias SHA256Proxy = CryptoBridge.SHA256

@@ -46,10 +46,11 @@ struct AccountsAndErrorsTests {
                 [$0.string("actor") ?? "", $0.string("action") ?? "", $0.string("outcome") ?? ""]
             }
         }
-        #expect(audit == [
-            ["sign-in", "sign_in.completed", "success"], ["sign-in", "sign_in.completed", "success"],
-            ["bootstrap", "account.deleted", "deleted"], ["bootstrap", "account.deleted", "absent"],
-        ])
+        #expect(
+            audit == [
+                ["sign-in", "sign_in.completed", "success"], ["sign-in", "sign_in.completed", "success"],
+                ["bootstrap", "account.deleted", "deleted"], ["bootstrap", "account.deleted", "absent"],
+            ])
     }
 
     @Test("Bad input gets a problem+json naming the field; unknown routes 404; wrong methods 405 with Allow")
@@ -73,13 +74,15 @@ struct AccountsAndErrorsTests {
         #expect(wrongType.status == 415)
         #expect(wrongType.json["error"] as? String == "unsupported_media_type")
 
-        var badJSON = try await stack.http.execute(.init(
-            method: "POST", url: stack.baseURL + "/v1/tokens/silent",
-            headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array("{not json".utf8)))
+        var badJSON = try await stack.http.execute(
+            .init(
+                method: "POST", url: stack.baseURL + "/v1/tokens/silent",
+                headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array("{not json".utf8)))
         #expect(badJSON.status == 400)
-        badJSON = try await stack.http.execute(.init(
-            method: "POST", url: stack.baseURL + "/v1/tokens/silent",
-            headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array(repeating: 32, count: 70_000)))
+        badJSON = try await stack.http.execute(
+            .init(
+                method: "POST", url: stack.baseURL + "/v1/tokens/silent",
+                headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array(repeating: 32, count: 70_000)))
         #expect(badJSON.status == 413)
 
         let twoSelectors = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "username": "b", "scopes": ["User.Read"]])
@@ -88,12 +91,14 @@ struct AccountsAndErrorsTests {
         let onlyOIDC = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["openid", "profile"]])
         #expect(onlyOIDC.status == 400)
         #expect(onlyOIDC.json["error"] as? String == "invalid_scope")
-        let twoResources = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read", "https://management.azure.com/user_impersonation"]])
+        let twoResources = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read", "https://management.azure.com/user_impersonation"]])
         #expect(twoResources.json["error"] as? String == "invalid_scope")
         let unknownField = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read"], "scope": "x"])
         #expect(unknownField.status == 400)
         #expect(unknownField.json["field"] as? String == "scope")
-        let badAuthority = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read"], "authority": "https://evil.example/tenant"])
+        let badAuthority = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": "a", "scopes": ["User.Read"], "authority": "https://evil.example/tenant"])
         #expect(badAuthority.status == 400)
         #expect(badAuthority.json["error"] as? String == "invalid_authority")
         let badTimeout = try await stack.request("GET", "/v1/accounts", headers: ["Request-Timeout": "500"])

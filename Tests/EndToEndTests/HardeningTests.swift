@@ -34,7 +34,8 @@ struct HardeningTests {
         let pool = PostgresPool(url: stack.databaseURL, size: 1)
         defer { pool.close() }
         try await pool.withConnection { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test'; END $$;
                 CREATE TRIGGER refuse_access_tokens BEFORE INSERT OR UPDATE ON access_tokens FOR EACH ROW EXECUTE FUNCTION refuse();
                 """)
@@ -86,14 +87,18 @@ struct HardeningTests {
         let id = try await Self.signedIn(stack)
         let home = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
         #expect(home.json["source"] as? String == "cache")
-        let otherTenant = try await stack.request("POST", "/v1/tokens/silent", json: [
-            "account_id": id, "scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/22222222-2222-2222-2222-222222222222",
-        ])
+        let otherTenant = try await stack.request(
+            "POST", "/v1/tokens/silent",
+            json: [
+                "account_id": id, "scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/22222222-2222-2222-2222-222222222222",
+            ])
         #expect(otherTenant.json["source"] as? String != "cache", "\(otherTenant.text)")
         #expect(otherTenant.json["access_token"] as? String != home.json["access_token"] as? String)
-        let otherCloud = try await stack.request("POST", "/v1/tokens/silent", json: [
-            "account_id": id, "scopes": ["User.Read"], "authority": "https://login.microsoftonline.us/22222222-2222-2222-2222-222222222222",
-        ])
+        let otherCloud = try await stack.request(
+            "POST", "/v1/tokens/silent",
+            json: [
+                "account_id": id, "scopes": ["User.Read"], "authority": "https://login.microsoftonline.us/22222222-2222-2222-2222-222222222222",
+            ])
         #expect(otherCloud.status == 400)
         #expect(otherCloud.json["error"] as? String == "invalid_authority")
     }
@@ -133,11 +138,13 @@ struct HardeningTests {
         defer { stack.stop() }
         let id = try await Self.signedIn(stack)
         for force in [false, true] {
-            let answer = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": force, "correlation_id": "corr-body-\(force)"])
+            let answer = try await stack.request(
+                "POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": force, "correlation_id": "corr-body-\(force)"])
             #expect(answer.json["correlation_id"] as? String == "corr-body-\(force)")
             #expect(answer.headers["client-request-id"] == "corr-body-\(force)")
         }
-        let problem = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "acc_missing", "scopes": ["User.Read"], "correlation_id": "corr-problem"])
+        let problem = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": "acc_missing", "scopes": ["User.Read"], "correlation_id": "corr-problem"])
         #expect(problem.status == 404)
         #expect(problem.json["correlation_id"] as? String == "corr-problem")
         #expect(problem.headers["client-request-id"] == "corr-problem")
@@ -153,7 +160,8 @@ struct HardeningTests {
         let pool = PostgresPool(url: stack.databaseURL, size: 1)
         defer { pool.close() }
         try await pool.withConnection { connection in
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'secret detail %', OLD.account_id; END $$;
                 CREATE TRIGGER refuse_delete BEFORE DELETE ON accounts FOR EACH ROW EXECUTE FUNCTION refuse();
                 """)

@@ -20,10 +20,12 @@ struct STSErrorMappingEndToEndTests {
         let stack = try await TokenRelayStack(name: "e2e_mfa")
         defer { stack.stop() }
         let id = try await Self.signedIn(stack)
-        _ = try await stack.control("POST", "/_control/faults", json: [
-            "endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [50076], "suberror": "basic_action",
-            "error_description": "Due to a configuration change made by your administrator, you must use multi-factor authentication.",
-        ])
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: [
+                "endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [50076], "suberror": "basic_action",
+                "error_description": "Due to a configuration change made by your administrator, you must use multi-factor authentication.",
+            ])
         let refused = try await Self.refresh(stack, id, scopes: ["Sites.Read.All"])
         #expect(refused.status == 409, "\(refused.text)")
         #expect(refused.json["error"] as? String == "interaction_required")
@@ -42,10 +44,12 @@ struct STSErrorMappingEndToEndTests {
         let stack = try await TokenRelayStack(name: "e2e_700082")
         defer { stack.stop() }
         let id = try await Self.signedIn(stack)
-        _ = try await stack.control("POST", "/_control/faults", json: [
-            "endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token",
-            "error_description": "The refresh token has expired due to inactivity.",
-        ])
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: [
+                "endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token",
+                "error_description": "The refresh token has expired due to inactivity.",
+            ])
         let refused = try await Self.refresh(stack, id)
         #expect(refused.status == 409)
         #expect(refused.json["suberror"] as? String == "bad_token")
@@ -61,10 +65,12 @@ struct STSErrorMappingEndToEndTests {
         let stack = try await TokenRelayStack(name: "e2e_7000215")
         defer { stack.stop() }
         let id = try await Self.signedIn(stack)
-        _ = try await stack.control("POST", "/_control/faults", json: [
-            "endpoint": "token", "status": 401, "error": "invalid_client", "error_codes": [7000215],
-            "error_description": "Invalid client secret provided.",
-        ])
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: [
+                "endpoint": "token", "status": 401, "error": "invalid_client", "error_codes": [7000215],
+                "error_description": "Invalid client secret provided.",
+            ])
         let refused = try await Self.refresh(stack, id)
         #expect(refused.status == 502, "\(refused.text)")
         #expect(refused.json["error"] as? String == "upstream_error")
@@ -95,20 +101,24 @@ struct STSErrorMappingEndToEndTests {
         let stack = try await TokenRelayStack(name: "e2e_503")
         defer { stack.stop() }
         let id = try await Self.signedIn(stack)
-        _ = try await stack.control("POST", "/_control/faults", json: [
-            "endpoint": "token", "status": 503, "error": "temporarily_unavailable", "error_codes": [90033],
-            "error_description": "A transient error has occurred. Please try again.", "retry_after": "1",
-        ])
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: [
+                "endpoint": "token", "status": 503, "error": "temporarily_unavailable", "error_codes": [90033],
+                "error_description": "A transient error has occurred. Please try again.", "retry_after": "1",
+            ])
         let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
         let served = try await Self.refresh(stack, id)
         #expect(served.status == 200, "\(served.text)")
         #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == before + 2)
 
         // Twice in a row: the STS is retried once only, then 503 upstream_unavailable with Retry-After.
-        _ = try await stack.control("POST", "/_control/faults", json: [
-            "endpoint": "token", "status": 503, "error": "temporarily_unavailable", "error_codes": [90033], "count": 3,
-            "error_description": "A transient error has occurred.",
-        ])
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: [
+                "endpoint": "token", "status": 503, "error": "temporarily_unavailable", "error_codes": [90033], "count": 3,
+                "error_description": "A transient error has occurred.",
+            ])
         let unavailable = try await Self.refresh(stack, id)
         #expect(unavailable.status == 503, "\(unavailable.text)")
         #expect(unavailable.json["error"] as? String == "upstream_unavailable")
@@ -127,9 +137,11 @@ struct STSErrorMappingEndToEndTests {
         #expect(refused.json["error"] as? String == "server_declined_scopes")
         #expect(refused.json["declined_scopes"] as? [String] == ["User.ReadBasic.All"])
         #expect(refused.json["granted_scopes"] as? [String] == ["Files.ReadWrite"])
-        let partial = try await stack.request("POST", "/v1/tokens/silent", json: [
-            "account_id": id, "scopes": ["User.ReadBasic.All", "Files.ReadWrite"], "allow_partial": true, "force_refresh": true,
-        ])
+        let partial = try await stack.request(
+            "POST", "/v1/tokens/silent",
+            json: [
+                "account_id": id, "scopes": ["User.ReadBasic.All", "Files.ReadWrite"], "allow_partial": true, "force_refresh": true,
+            ])
         #expect(partial.status == 200, "\(partial.text)")
         #expect(partial.json["declined_scopes"] as? [String] == ["User.ReadBasic.All"])
         #expect(partial.json["scopes"] as? [String] == ["Files.ReadWrite"])

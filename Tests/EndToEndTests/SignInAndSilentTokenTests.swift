@@ -60,10 +60,12 @@ struct SignInAndSilentTokenTests {
         #expect(after - before == 2)
 
         // By username and by home_account_id too.
-        let byName = try await stack.request("POST", "/v1/tokens/silent", json: ["username": "ALICE@contoso.example", "scopes": ["https://graph.microsoft.com/user.read"]])
+        let byName = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["username": "ALICE@contoso.example", "scopes": ["https://graph.microsoft.com/user.read"]])
         #expect(byName.status == 200, "\(byName.text)")
         #expect(byName.json["source"] as? String == "cache")
-        let byHome = try await stack.request("POST", "/v1/tokens/silent", json: ["home_account_id": account["home_account_id"] as? String ?? "", "scopes": ["User.Read"]])
+        let byHome = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["home_account_id": account["home_account_id"] as? String ?? "", "scopes": ["User.Read"]])
         #expect(byHome.status == 200)
     }
 

@@ -177,7 +177,8 @@ struct CaseTests {
 
     @Test("11-sts-503-temporarily-unavailable-90033: a 500 AADSTS90036 non-retryable is never retried")
     func case11NonRetryable() {
-        let body = #"{"error":"server_error","error_description":"AADSTS90036: An unexpected, non-retryable error stemming from the directory service has occurred.","error_codes":[90036]}"#
+        let body =
+            #"{"error":"server_error","error_description":"AADSTS90036: An unexpected, non-retryable error stemming from the directory service has occurred.","error_codes":[90036]}"#
         let failure = STSErrorMapping.classify(status: 500, headers: [], body: Array(body.utf8), now: now)
         #expect(failure.disposition == .nonRetryableServer)
         #expect(failure.status == 502)

@@ -20,7 +20,9 @@ struct ExpectedRow: Sendable, CustomTestStringConvertible {
             let httpStatus = disposition == .transient || disposition == .nonRetryableServer ? 500 : (disposition == .clientCredentialRejected ? 401 : 400)
             switch code {
             case .aadsts(let n):
-                return (httpStatus, #"{"error":"invalid_grant","error_description":"AADSTS\#(n): Text. Trace ID: t-1 Correlation ID: c-1","error_codes":[\#(n)]}"#)
+                return (
+                    httpStatus, #"{"error":"invalid_grant","error_description":"AADSTS\#(n): Text. Trace ID: t-1 Correlation ID: c-1","error_codes":[\#(n)]}"#
+                )
             case .aadb2c(let n):
                 return (httpStatus, #"{"error":"invalid_grant","error_description":"AADB2C\#(n): Text.\r\nCorrelation ID: c-1"}"#)
             }
@@ -208,7 +210,8 @@ struct STSErrorPrecedenceTests {
 
     @Test("the detail never carries the trace line or the raw body")
     func detailIsSafe() {
-        let failure = classify(400, #"{"error":"invalid_grant","error_description":"AADSTS70000: The provided grant is invalid. Trace ID: abc Correlation ID: def"}"#)
+        let failure = classify(
+            400, #"{"error":"invalid_grant","error_description":"AADSTS70000: The provided grant is invalid. Trace ID: abc Correlation ID: def"}"#)
         #expect(failure.detail == "AADSTS70000: The provided grant is invalid.")
     }
 }

@@ -44,7 +44,11 @@ struct CachedPathTests {
             .number(1_700_000_000), .number(-0.0), .number(0.1), .number(1e20), .number(1e15), .number(9.5e15), .number(-42),
             .number(2.5), .number(1e-7), .number(123_456_789_012_345_680),
             .bool(true), .null, .array([]), .object([:]),
-            .object(Dictionary(uniqueKeysWithValues: ["b", "a", "B", "é", "e\u{301}x", "f", "a10", "a9", "\u{10000}", "\u{ff5e}"].enumerated().map { ($1, JSONValue.number(Double($0))) })),
+            .object(
+                Dictionary(
+                    uniqueKeysWithValues: ["b", "a", "B", "é", "e\u{301}x", "f", "a10", "a9", "\u{10000}", "\u{ff5e}"].enumerated().map {
+                        ($1, JSONValue.number(Double($0)))
+                    })),
             .object([
                 "nested": .object(["list": .array([.string("x"), .null, .bool(false), .object(["k\"ey": .string("v\\")])])]),
                 "claims": .object(["xms_cc": .array([.string("cp1")]), "acrs": .object(["essential": .bool(true), "values": .array([.string("c1")])])]),
@@ -191,8 +195,13 @@ struct CachedPathTests {
 
     @Test("A non-string correlation_id keeps the request off the fast path; an empty one names nothing")
     func correlationIdOnFastPath() {
-        #expect(TokenRoutes.fastParse(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":7}"#), authorities: Self.authorities) == nil)
-        #expect(TokenRoutes.fastParse(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":"","claims":"{}"}"#), authorities: Self.authorities)?.1 == nil)
+        #expect(
+            TokenRoutes.fastParse(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":7}"#), authorities: Self.authorities) == nil
+        )
+        #expect(
+            TokenRoutes.fastParse(
+                JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"],"correlation_id":"","claims":"{}"}"#), authorities: Self.authorities)?.1 == nil
+        )
         #expect(SilentRequestScanner.scan(JSONBodyTests.request(#"{"account_id":"a","scopes":["User.Read"]}"#, contentType: "text/plain")) == nil)
     }
 
@@ -215,7 +224,8 @@ struct CachedPathTests {
             token: token, account: Self.account(claims: #"{"oid":"oid","tid":"tid","roles":["a","b"],"n":3,"nested":{"z":1,"a":null}}"#),
             source: .cache, declinedScopes: ["Mail.Send"])
         let bytes = TokenRoutes.tokenBody(result, correlationId: "corr\n\"id\"", allowPartial: allowPartial)
-        #expect(String(decoding: bytes, as: UTF8.self) == Self.written(TokenRoutes.tokenJSON(result, correlationId: "corr\n\"id\"", allowPartial: allowPartial)))
+        #expect(
+            String(decoding: bytes, as: UTF8.self) == Self.written(TokenRoutes.tokenJSON(result, correlationId: "corr\n\"id\"", allowPartial: allowPartial)))
     }
 
     @Test("An account's claims are parsed once and its cached bytes match its JSON")
@@ -233,7 +243,9 @@ struct CachedPathTests {
     func requestedScopes() throws {
         let memo = RequestedScopes()
         for _ in 0..<2 {
-            #expect(try memo.normalize(scopes: ["User.Read", "mail.read"], resource: nil) == ScopeRules.requested(scopes: ["User.Read", "mail.read"], resource: nil))
+            #expect(
+                try memo.normalize(scopes: ["User.Read", "mail.read"], resource: nil)
+                    == ScopeRules.requested(scopes: ["User.Read", "mail.read"], resource: nil))
             #expect(try memo.normalize(scopes: nil, resource: "https://vault.azure.net").canonical == ["https://vault.azure.net/.default"])
             #expect(throws: ScopeError.self) { try memo.normalize(scopes: ["openid"], resource: nil) }
             #expect(throws: ScopeError.self) { try memo.normalize(scopes: [" "], resource: nil) }

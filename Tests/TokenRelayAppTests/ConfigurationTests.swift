@@ -57,7 +57,8 @@ struct ConfigurationTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try "from-file-secret\n".write(toFile: directory + "/secret", atomically: true, encoding: .utf8)
-        try #"{"max_attempts": 5, "expiry_skew_s": 120, "client_capabilities": ["cp1"]}"#.write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)
+        try #"{"max_attempts": 5, "expiry_skew_s": 120, "client_capabilities": ["cp1"]}"#.write(
+            toFile: directory + "/config.json", atomically: true, encoding: .utf8)
         var environment = Self.valid
         environment["TOKENRELAY_CLIENT_SECRET_FILE"] = directory + "/secret"
         environment["TOKENRELAY_CONFIG"] = directory + "/config.json"

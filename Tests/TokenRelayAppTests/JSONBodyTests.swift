@@ -53,7 +53,10 @@ struct JSONBodyTests {
 
     @Test("A valid body becomes a request with normalised scopes")
     func valid() throws {
-        let body = try JSONBody(Self.request(#"{"username":"Alice@Contoso.example","tenant_id":"t1","scopes":["https://graph.microsoft.com/User.Read","openid"],"min_ttl_s":600,"allow_partial":true}"#))
+        let body = try JSONBody(
+            Self.request(
+                #"{"username":"Alice@Contoso.example","tenant_id":"t1","scopes":["https://graph.microsoft.com/User.Read","openid"],"min_ttl_s":600,"allow_partial":true}"#
+            ))
         let request = try TokenRoutes.parseSilent(body, authorities: try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false))
         #expect(request.account == .username("Alice@Contoso.example", tenantId: "t1"))
         #expect(request.scopes.canonical == ["User.Read"])

@@ -56,7 +56,12 @@ struct SecurityTests {
     func redaction() {
         let sink = LogSink.memory()
         let logger = Logger(level: .debug, logPII: false, sink: sink)
-        logger.info("test", ["refresh_token": "1.AXkA", "client_secret": "s3cr3t", "authorization": "Bearer trk", "code": "abc", "username": "alice@x", "account.id": "acc_1", "sts.error_codes": "50173"])
+        logger.info(
+            "test",
+            [
+                "refresh_token": "1.AXkA", "client_secret": "s3cr3t", "authorization": "Bearer trk", "code": "abc", "username": "alice@x",
+                "account.id": "acc_1", "sts.error_codes": "50173",
+            ])
         let line = sink.captured.joined()
         for secret in ["1.AXkA", "s3cr3t", "Bearer trk", "\"abc\"", "alice@x"] {
             #expect(!line.contains(secret), "\(secret) leaked")

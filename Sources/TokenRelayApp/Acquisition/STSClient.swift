@@ -49,8 +49,10 @@ struct STSClient: Sendable {
         while true {
             let remaining = context.remainingSeconds
             guard remaining > 0.05 else {
-                throw .unavailable(Problem(.upstreamUnavailable, "The request deadline passed before the identity provider answered.", status: 504,
-                    extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"]))
+                throw .unavailable(
+                    Problem(
+                        .upstreamUnavailable, "The request deadline passed before the identity provider answered.", status: 504,
+                        extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"]))
             }
             var attemptRequest = request
             attemptRequest.timeout = min(remaining, 30)
@@ -86,7 +88,8 @@ struct STSClient: Sendable {
             switch policy.decide(attempt: attempt, outcome: outcome, deadlineRemaining: context.remainingSeconds, random: Double.random(in: 0..<1)) {
             case .retry(let delay):
                 metrics.increment("tokenrelay_retries_total", ["target": "sts"])
-                logger.info("sts.retry", ["sts.attempt": String(attempt), "retry.delay_s": String(format: "%.2f", delay), "correlation.id": context.correlationId])
+                logger.info(
+                    "sts.retry", ["sts.attempt": String(attempt), "retry.delay_s": String(format: "%.2f", delay), "correlation.id": context.correlationId])
                 try? await Task.sleep(for: .seconds(delay))
                 attempt += 1
             case .accept:

@@ -82,7 +82,9 @@ struct SilentTokenService: Sendable {
 
         let key = [account.accountId, realm, request.scopes.cacheKey, claims ?? "", bypassCache ? "bypass" : "cache", String(minTTL)].joined(separator: "|")
         let (outcome, joined) = try await coalescer.run(key: key) {
-            try await refresh(account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims, bypassCache: bypassCache, minTTL: minTTL, context: context)
+            try await refresh(
+                account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims, bypassCache: bypassCache, minTTL: minTTL,
+                context: context)
         }
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
         switch outcome {
@@ -158,15 +160,17 @@ struct SilentTokenService: Sendable {
                 }
             }
             guard let refreshToken = try store.refreshToken(in: connection, accountId: account.accountId) else {
-                return .problem(Problem(
-                    .interactionRequired, "No refresh token is stored for this account; the user must sign in.",
-                    extensions: ["account_state": .string("active")]))
+                return .problem(
+                    Problem(
+                        .interactionRequired, "No refresh token is stored for this account; the user must sign in.",
+                        extensions: ["account_state": .string("active")]))
             }
             let result: Result<TokenResponse, STSCallError> = try blockingWait {
                 do {
-                    return .success(try await sts.redeem(
-                        grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
-                        authority: authority, scopes: scopes, claims: claims, context: context))
+                    return .success(
+                        try await sts.redeem(
+                            grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
+                            authority: authority, scopes: scopes, claims: claims, context: context))
                 } catch let error as STSCallError {
                     return .failure(error)
                 } catch {
@@ -180,7 +184,9 @@ struct SilentTokenService: Sendable {
                 if failure.disposition == .refreshTokenDead {
                     // Persist the deletion before answering, so the dead token is never sent again.
                     try store.markRefreshTokenDead(in: connection, accountId: account.accountId)
-                    service.logger.info("account.interaction_required", ["account.id": account.accountId, "sts.error_codes": failure.stsErrorCodes.map(String.init).joined(separator: ",")])
+                    service.logger.info(
+                        "account.interaction_required",
+                        ["account.id": account.accountId, "sts.error_codes": failure.stsErrorCodes.map(String.init).joined(separator: ",")])
                 }
                 return .problem(Problem(failure, requestedScopes: scopes))
             case .success(let response):
@@ -195,7 +201,8 @@ struct SilentTokenService: Sendable {
                 // superseded at the STS, so losing the new one would lose the account. Never
                 // store a null over a stored refresh token (case 14).
                 if let rotated = response.refreshToken, !rotated.isEmpty {
-                    try store.saveRefreshToken(in: connection, accountId: account.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
+                    try store.saveRefreshToken(
+                        in: connection, accountId: account.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
                 }
                 // A cache write that fails must not take the rotation down with it.
                 do {

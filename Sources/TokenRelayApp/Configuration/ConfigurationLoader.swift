@@ -131,7 +131,8 @@ public struct ConfigurationLoader: Sendable {
             throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: String(describing: error))
         }
         for (name, api) in config.downstreamAPIs where !(api.baseURL.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(api.baseURL))) {
-            throw ConfigurationError(setting: "TOKENRELAY_DOWNSTREAM_APIS", reason: "\(name).base_url must be https (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
+            throw ConfigurationError(
+                setting: "TOKENRELAY_DOWNSTREAM_APIS", reason: "\(name).base_url must be https (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
         }
     }
 

@@ -17,7 +17,9 @@ struct DownstreamService: Sendable {
 
     /// Request headers passed to the API; everything else (hop-by-hop, the caller's
     /// `Authorization`, TokenRelay's own) stays here.
-    static let forwardedRequestHeaders = ["Content-Type", "Accept", "If-Match", "If-None-Match", "Prefer", "ConsistencyLevel", "client-request-id", "traceparent"]
+    static let forwardedRequestHeaders = [
+        "Content-Type", "Accept", "If-Match", "If-None-Match", "Prefer", "ConsistencyLevel", "client-request-id", "traceparent",
+    ]
     /// Response headers relayed to the caller.
     static let relayedResponseHeaders = ["Content-Type", "Retry-After", "WWW-Authenticate", "ETag", "Location", "request-id", "client-request-id"]
 
@@ -84,7 +86,8 @@ struct DownstreamService: Sendable {
         while true {
             let remaining = context.remainingSeconds
             guard remaining > 0.05 else {
-                throw Problem(.upstreamUnavailable, "The request deadline passed before the API answered.", status: 504,
+                throw Problem(
+                    .upstreamUnavailable, "The request deadline passed before the API answered.", status: 504,
                     extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
             }
             let outcome: RetryPolicy.Outcome
@@ -93,7 +96,8 @@ struct DownstreamService: Sendable {
                 let response = try await http.execute(
                     HTTPClientRequest(method: call.method, url: url, headers: headers, body: call.body.isEmpty ? nil : call.body, timeout: min(remaining, 30)))
                 last = response
-                outcome = .response(status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: Date()), nonRetryable: false)
+                outcome = .response(
+                    status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: Date()), nonRetryable: false)
             } catch let error as HTTPClientError {
                 outcome = error.kind == .timedOut ? .timedOut : .networkError(requestSent: error.requestSent)
             }
@@ -131,6 +135,7 @@ struct DownstreamService: Sendable {
 extension FormEncoding {
     /// One path segment (RFC 3986 pchar without '/').
     static func pathEscape(_ segment: String) -> String {
-        segment.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@"))!
+        segment.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@"))!
     }
 }

@@ -67,12 +67,14 @@ final class AppHTTPHandler: HTTPHandler {
             case .notFound:
                 throw Problem(.notFound, "No route matches \(request.method) \(request.path).")
             case .methodNotAllowed(let allowed):
-                throw Problem(.methodNotAllowed, "\(request.method) is not allowed here; use \(allowed.joined(separator: ", ")).",
+                throw Problem(
+                    .methodNotAllowed, "\(request.method) is not allowed here; use \(allowed.joined(separator: ", ")).",
                     headers: ["Allow": allowed.joined(separator: ", ")])
             case .found(let route, let parameters):
                 routeLabel = route.template
                 if request.bodyExceededLimit {
-                    throw Problem(.payloadTooLarge, "The request body exceeds \(services.configuration.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
+                    throw Problem(
+                        .payloadTooLarge, "The request body exceeds \(services.configuration.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
                 }
                 if case .requires(let permission) = route.access {
                     let caller = try await authenticator.authenticate(request.headers["Authorization"])
@@ -94,7 +96,8 @@ final class AppHTTPHandler: HTTPHandler {
             }
         } catch {
             logger.error("request.failed", ["request.route": routeLabel, "error": String(describing: type(of: error)), "correlation.id": correlationId])
-            response = Problem(.internal, "An unexpected error occurred; see the service log for correlation id \(correlationId).").response(correlationId: correlationId)
+            response = Problem(.internal, "An unexpected error occurred; see the service log for correlation id \(correlationId).").response(
+                correlationId: correlationId)
         }
         if response.headers["client-request-id"] == nil {
             response.headers.set("client-request-id", correlationId)
@@ -103,10 +106,12 @@ final class AppHTTPHandler: HTTPHandler {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         services.metrics.increment("tokenrelay_http_requests_total", ["route": routeLabel, "status": String(response.status)])
         services.metrics.observe("tokenrelay_http_request_duration_seconds", ["route": routeLabel], seconds: seconds)
-        logger.debug("request.completed", [
-            "request.method": request.method, "request.route": routeLabel, "response.status": String(response.status),
-            "correlation.id": correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
-        ])
+        logger.debug(
+            "request.completed",
+            [
+                "request.method": request.method, "request.route": routeLabel, "response.status": String(response.status),
+                "correlation.id": correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
+            ])
         return response
     }
 

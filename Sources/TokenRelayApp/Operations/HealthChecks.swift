@@ -30,23 +30,33 @@ struct HealthChecks: Sendable {
                 return try migrator?.pending(on: connection) ?? []
             }
             let elapsed = Date().timeIntervalSince(started) * 1000
-            checks["postgresql:responseTime"] = .array([.object([
-                "status": .string("pass"), "observedValue": .number((elapsed * 100).rounded() / 100), "observedUnit": .string("ms"), "time": .string(time),
-            ])])
+            checks["postgresql:responseTime"] = .array([
+                .object([
+                    "status": .string("pass"), "observedValue": .number((elapsed * 100).rounded() / 100), "observedUnit": .string("ms"), "time": .string(time),
+                ])
+            ])
             let migrationsOK = pending.isEmpty
             if !migrationsOK { overall = "fail" }
-            checks["migrations:pending"] = .array([.object([
-                "status": .string(migrationsOK ? "pass" : "fail"), "observedValue": .number(Double(pending.count)), "time": .string(time),
-            ] .merging(migrationsOK ? [:] : ["output": .string("run `token-relay migrate`")]) { $1 })])
+            checks["migrations:pending"] = .array([
+                .object(
+                    [
+                        "status": .string(migrationsOK ? "pass" : "fail"), "observedValue": .number(Double(pending.count)), "time": .string(time),
+                    ].merging(migrationsOK ? [:] : ["output": .string("run `token-relay migrate`")]) { $1 })
+            ])
         } catch {
             overall = "fail"
-            checks["postgresql:responseTime"] = .array([.object([
-                "status": .string("fail"), "output": .string("the database is unreachable"), "time": .string(time),
-            ])])
+            checks["postgresql:responseTime"] = .array([
+                .object([
+                    "status": .string("fail"), "output": .string("the database is unreachable"), "time": .string(time),
+                ])
+            ])
         }
-        checks["encryption:keys"] = .array([.object([
-            "status": .string("pass"), "observedValue": .number(Double(keyRing.keys.count)), "componentId": .string(keyRing.primary.id), "time": .string(time),
-        ])])
+        checks["encryption:keys"] = .array([
+            .object([
+                "status": .string("pass"), "observedValue": .number(Double(keyRing.keys.count)), "componentId": .string(keyRing.primary.id),
+                "time": .string(time),
+            ])
+        ])
         return respond(status: overall, checks: checks)
     }
 

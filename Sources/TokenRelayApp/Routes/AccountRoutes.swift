@@ -52,7 +52,8 @@ enum AccountRoutes {
             let accountId = request.parameter("account_id")
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
             let deleted = try await services.store.deleteAccount(id: accountId)
-            try await services.audit.record(.accountDeleted, actor: request.context.caller ?? "unknown", accountId: accountId, outcome: deleted ? "deleted" : "absent")
+            try await services.audit.record(
+                .accountDeleted, actor: request.context.caller ?? "unknown", accountId: accountId, outcome: deleted ? "deleted" : "absent")
             services.memory.removeAll(accountId: accountId)
             services.accounts.remove(id: accountId)
             return HTTPResponse(status: 204)

@@ -7,7 +7,8 @@ enum DownstreamRoutes {
             let headers = request.http.headers
             guard let accountId = headers["X-Account-Id"], !accountId.isEmpty else {
                 if headers.contains("X-On-Behalf-Of-Assertion") || headers.contains("X-App-Only") {
-                    throw Problem.invalidRequest(field: "X-Account-Id", "On-behalf-of and app-only downstream calls are not available yet; send 'X-Account-Id'.")
+                    throw Problem.invalidRequest(
+                        field: "X-Account-Id", "On-behalf-of and app-only downstream calls are not available yet; send 'X-Account-Id'.")
                 }
                 throw Problem.invalidRequest(field: "X-Account-Id", "Name the account whose token is used with the 'X-Account-Id' header.")
             }

@@ -36,11 +36,13 @@ enum SignInRoutes {
                     scopes: scopes, authority: authority, loginHint: loginHint, prompt: prompt,
                     claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after")))
             let expiresAt = Date(timeIntervalSince1970: TimeInterval(started.expiresAt))
-            return .json(201, .object([
-                "authorize_url": .string(started.authorizeURL),
-                "sign_in_id": .string(started.signInId),
-                "expires_at": .string(expiresAt.formatted(.iso8601)),
-            ]))
+            return .json(
+                201,
+                .object([
+                    "authorize_url": .string(started.authorizeURL),
+                    "sign_in_id": .string(started.signInId),
+                    "expires_at": .string(expiresAt.formatted(.iso8601)),
+                ]))
         }
 
         router.add("GET", "/v1/sign-ins/callback", access: .open) { request in

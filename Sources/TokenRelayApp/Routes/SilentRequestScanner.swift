@@ -129,7 +129,10 @@ struct SilentRequestScanner {
         let digits = index - start
         guard digits > 0, digits < 6, !(digits > 1 && bytes[start] == UInt8(ascii: "0")), value <= 86_400 else { return nil }
         // A fraction or exponent would make it another number (or an error): not ours.
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") || bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9") {
+        if index < bytes.count,
+            bytes[index] == UInt8(ascii: ".") || bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")
+                || bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9")
+        {
             return nil
         }
         return value

@@ -122,7 +122,8 @@ struct SignInService: Sendable {
         let (openID, verifier) = try await metadata.verifier(for: authority, keyId: idToken.keyId)
         let claims: IDTokenClaims
         do {
-            claims = try IDTokenValidator(clientId: clientId).validate(idToken, expectedIssuer: openID.issuer, nonce: pending.nonce, now: now(), verifier: verifier)
+            claims = try IDTokenValidator(clientId: clientId).validate(
+                idToken, expectedIssuer: openID.issuer, nonce: pending.nonce, now: now(), verifier: verifier)
         } catch {
             logger.warn("sign_in.id_token_rejected", ["reason": String(describing: error), "correlation.id": context.correlationId])
             throw Problem(.upstreamError, "The id_token failed validation: \(error).", status: 502)
@@ -186,7 +187,10 @@ struct SignInService: Sendable {
 
     /// The non-secret standard claims kept with the account (SPEC §12 Accounts).
     static func publicClaims(_ claims: IDTokenClaims) -> String {
-        let keep: Set<String> = ["iss", "tid", "oid", "sub", "preferred_username", "name", "emails", "email", "given_name", "family_name", "ver", "idp", "tfp", "acr", "iat", "auth_time"]
+        let keep: Set<String> = [
+            "iss", "tid", "oid", "sub", "preferred_username", "name", "emails", "email", "given_name", "family_name", "ver", "idp", "tfp", "acr", "iat",
+            "auth_time",
+        ]
         return String(decoding: JSONWriter.encode(.object(claims.all.filter { keep.contains($0.key) })), as: UTF8.self)
     }
 }

@@ -55,11 +55,13 @@ public struct Migrator: Sendable {
                 try connection.transaction { connection -> Bool in
                     _ = try connection.query("SELECT pg_advisory_xact_lock(hashtextextended('tokenrelay.migrate', 0))")
                     try connection.execute(
-                        "CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+                        "CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                    )
                     let done = try connection.query("SELECT 1 FROM schema_migrations WHERE version = $1", [.text(migration.version)]).rows
                     guard done.isEmpty else { return false }
                     try connection.execute(migration.sql)
-                    _ = try connection.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [.text(migration.version), .text(migration.name)])
+                    _ = try connection.query(
+                        "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [.text(migration.version), .text(migration.name)])
                     return true
                 }
             }

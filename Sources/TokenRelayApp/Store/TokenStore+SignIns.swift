@@ -54,14 +54,16 @@ extension TokenStore {
         let clientId = self.clientId
         let cipher = self.cipher
         return try await database.run { connection in
-            guard let row = try connection.query(
-                """
-                DELETE FROM sign_ins WHERE state_hash = $1
-                RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
-                  extract(epoch FROM expires_at)::bigint AS expires_at
-                """,
-                [.bytes(stateHash)]
-            ).rows.first else { return nil }
+            guard
+                let row = try connection.query(
+                    """
+                    DELETE FROM sign_ins WHERE state_hash = $1
+                    RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
+                      extract(epoch FROM expires_at)::bigint AS expires_at
+                    """,
+                    [.bytes(stateHash)]
+                ).rows.first
+            else { return nil }
             let signInId = row.string("sign_in_id") ?? ""
             let expiresAt = Int(row.int("expires_at") ?? 0)
             guard expiresAt > Int(Date().timeIntervalSince1970) else { return nil }
@@ -81,23 +83,25 @@ extension TokenStore {
         let clientId = self.clientId
         let newId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
-            guard let row = try connection.query(
-                """
-                INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, local_account_id, username, name,
-                                      authority, authority_type, state, id_token_claims)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'active', $11::jsonb)
-                ON CONFLICT (client_id, environment, home_account_id) DO UPDATE SET
-                  realm = EXCLUDED.realm, local_account_id = EXCLUDED.local_account_id, username = EXCLUDED.username,
-                  name = EXCLUDED.name, authority = EXCLUDED.authority, authority_type = EXCLUDED.authority_type,
-                  state = 'active', id_token_claims = EXCLUDED.id_token_claims
-                RETURNING \(Self.accountColumns)
-                """,
-                [
-                    .text(newId), .text(clientId), .text(account.environment), .text(account.homeAccountId), .text(account.realm),
-                    Self.optional(account.localAccountId), Self.optional(account.username), Self.optional(account.name),
-                    .text(account.authority.url), .text(account.authority.type.rawValue), .text(account.idTokenClaims),
-                ]
-            ).rows.first else { throw Problem(.internal, "The account could not be stored.") }
+            guard
+                let row = try connection.query(
+                    """
+                    INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, local_account_id, username, name,
+                                          authority, authority_type, state, id_token_claims)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'active', $11::jsonb)
+                    ON CONFLICT (client_id, environment, home_account_id) DO UPDATE SET
+                      realm = EXCLUDED.realm, local_account_id = EXCLUDED.local_account_id, username = EXCLUDED.username,
+                      name = EXCLUDED.name, authority = EXCLUDED.authority, authority_type = EXCLUDED.authority_type,
+                      state = 'active', id_token_claims = EXCLUDED.id_token_claims
+                    RETURNING \(Self.accountColumns)
+                    """,
+                    [
+                        .text(newId), .text(clientId), .text(account.environment), .text(account.homeAccountId), .text(account.realm),
+                        Self.optional(account.localAccountId), Self.optional(account.username), Self.optional(account.name),
+                        .text(account.authority.url), .text(account.authority.type.rawValue), .text(account.idTokenClaims),
+                    ]
+                ).rows.first
+            else { throw Problem(.internal, "The account could not be stored.") }
             let record = Self.account(from: row)
             if let refreshToken {
                 try self.saveRefreshToken(in: connection, accountId: record.accountId, token: refreshToken, familyId: familyId, replacing: nil)

@@ -64,10 +64,12 @@ extension TokenStore {
 
     /// The account's refresh token and its generation, or nil when none is stored.
     func refreshToken(in connection: PostgresConnection, accountId: String) throws -> (token: String, generation: Int64)? {
-        guard let row = try connection.query(
-            "SELECT key_id, nonce, ciphertext, generation FROM refresh_tokens WHERE account_id = $1 AND client_id = $2",
-            [.text(accountId), .text(clientId)]
-        ).rows.first else { return nil }
+        guard
+            let row = try connection.query(
+                "SELECT key_id, nonce, ciphertext, generation FROM refresh_tokens WHERE account_id = $1 AND client_id = $2",
+                [.text(accountId), .text(clientId)]
+            ).rows.first
+        else { return nil }
         let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
         let token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
         return (token, row.int("generation") ?? 0)
@@ -85,7 +87,10 @@ extension TokenStore {
                   generation = generation + 1, updated_at = now()
                 WHERE account_id = $1 AND client_id = $2 AND generation = $7
                 """,
-                [.text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId), .int(generation)]
+                [
+                    .text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId),
+                    .int(generation),
+                ]
             ).affectedRows
             guard updated == 1 else { throw Problem(.internal, "The refresh token changed during a rotation; nothing was written.") }
         } else {
