@@ -89,6 +89,36 @@ struct SignInAndSilentTokenTests {
         #expect(narrow.json["access_token"] as? String == wide.json["access_token"] as? String)
     }
 
+    @Test("Past refresh_on the cached token is served while one background refresh replaces it; last_used_at is recorded")
+    func proactiveRefresh() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_proactive")
+        defer { stack.stop() }
+        // refresh_in 0: the sign-in's token is due for refresh at once (no sleeping).
+        _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["refresh_in": 0])
+        let account = try #require(try await stack.signIn("alice@contoso.example")["account"] as? [String: Any])
+        let id = try #require(account["account_id"] as? String)
+        #expect(account["last_used_at"] is NSNull)
+        _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["refresh_in": NSNull()])
+        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+
+        let served = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(served.status == 200)
+        #expect(served.json["source"] as? String == "cache")
+        let first = try #require(served.json["access_token"] as? String)
+
+        var replaced: String?
+        for _ in 0..<50 where replaced == nil {
+            try await Task.sleep(for: .milliseconds(100))  // polling for the background work, not for expiry
+            let again = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+            #expect(again.json["source"] as? String == "cache")
+            if let token = again.json["access_token"] as? String, token != first { replaced = token }
+        }
+        #expect(replaced != nil, "no background refresh replaced the token")
+        #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == before + 1)
+        let used = try await stack.request("GET", "/v1/accounts/\(id)")
+        #expect(used.json["last_used_at"] is String)
+    }
+
     @Test("Concurrent requests for an expired token make one STS call")
     func coalescedRefresh() async throws {
         let stack = try await TokenRelayStack(name: "e2e_coalesce")

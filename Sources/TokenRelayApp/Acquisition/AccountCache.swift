@@ -12,6 +12,7 @@ final class AccountCache: Sendable {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
+    private let touches = Mutex<[String: Int]>([:])
     let ttl: TimeInterval
 
     init(ttl: TimeInterval = 30) {
@@ -32,6 +33,18 @@ final class AccountCache: Sendable {
     func store(_ account: AccountRecord) {
         entries.withLock { $0[account.accountId] = Entry(account: account, storedAt: Date()) }
     }
+
+    /// True at most once per `touchInterval` seconds per account in this replica: the caller then
+    /// writes `last_used_at` (SPEC §12: at most once per 5 minutes, never a write per request).
+    func claimTouch(id: String, now: Int) -> Bool {
+        touches.withLock { touches in
+            if let last = touches[id], now - last < Self.touchInterval { return false }
+            touches[id] = now
+            return true
+        }
+    }
+
+    static let touchInterval = 300
 
     func remove(id: String) {
         _ = entries.withLock { $0.removeValue(forKey: id) }

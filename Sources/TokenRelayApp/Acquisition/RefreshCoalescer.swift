@@ -5,6 +5,11 @@ import Synchronization
 final class RefreshCoalescer<Value: Sendable>: Sendable {
     private let inFlight = Mutex<[String: Task<Value, any Error>]>([:])
 
+    /// Whether a call with `key` is in flight.
+    func isRunning(_ key: String) -> Bool {
+        inFlight.withLock { $0[key] != nil }
+    }
+
     /// Runs `work` unless a call with `key` is running; returns its result either way.
     /// - Returns: the value, and whether this call joined one already in flight.
     func run(key: String, _ work: @escaping @Sendable () async throws -> Value) async throws -> (value: Value, joined: Bool) {

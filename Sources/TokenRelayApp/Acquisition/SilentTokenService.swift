@@ -19,6 +19,16 @@ struct SilentTokenService: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int
 
+    /// How a refresh treats the cache it re-reads under the lock.
+    enum RefreshMode: String, Sendable {
+        /// No usable token was found: one another replica stored meanwhile is served.
+        case cacheFirst = "cache"
+        /// `refresh_on` passed: only a token that is not yet due for refresh counts as done.
+        case proactive
+        /// `force_refresh` or claims: the STS is asked whatever is cached.
+        case bypass
+    }
+
     /// What one refresh produced, shared by every request that joined it.
     enum RefreshOutcome: Sendable {
         case token(StoredAccessToken, declined: [String], source: SilentTokenResult.Source)
@@ -44,6 +54,7 @@ struct SilentTokenService: Sendable {
             usable(token, minTTL: request.minTTLSeconds)
         else { return nil }
         metrics.memoryCacheHits.increment()
+        served(token, account: account, scopes: request.scopes)
         return SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
     }
 
@@ -69,21 +80,24 @@ struct SilentTokenService: Sendable {
                 usable(hit, minTTL: minTTL)
             {
                 metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"])
+                served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
                 return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
             }
             let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
             if let hit = best(stored, covering: request.scopes, minTTL: minTTL) {
                 memory.store(hit)
                 metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "database"])
+                served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
                 return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
             }
             metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
         }
 
-        let key = [account.accountId, realm, request.scopes.cacheKey, claims ?? "", bypassCache ? "bypass" : "cache", String(minTTL)].joined(separator: "|")
+        let mode: RefreshMode = bypassCache ? .bypass : .cacheFirst
+        let key = [account.accountId, realm, request.scopes.cacheKey, claims ?? "", mode.rawValue, String(minTTL)].joined(separator: "|")
         let (outcome, joined) = try await coalescer.run(key: key) {
             try await refresh(
-                account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims, bypassCache: bypassCache, minTTL: minTTL,
+                account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims, mode: mode, minTTL: minTTL,
                 context: context)
         }
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
@@ -96,6 +110,7 @@ struct SilentTokenService: Sendable {
             throw problem
         case .token(let token, let declined, let source):
             memory.store(token)
+            touch(account.accountId)
             if !declined.isEmpty && !request.allowPartial {
                 throw Problem(
                     .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
@@ -142,7 +157,7 @@ struct SilentTokenService: Sendable {
     /// turns and each redemption uses the token the previous one returned (strict rotation).
     /// The new access token and rotated refresh token are stored in the same transaction.
     private func refresh(
-        account: AccountRecord, authority: Authority, realm: String, scopes: ScopeSet, claims: String?, bypassCache: Bool, minTTL: Int,
+        account: AccountRecord, authority: Authority, realm: String, scopes: ScopeSet, claims: String?, mode: RefreshMode, minTTL: Int,
         context: RequestContext
     ) async throws -> RefreshOutcome {
         let store = self.store
@@ -152,10 +167,10 @@ struct SilentTokenService: Sendable {
         let service = self
         return try await store.database.transaction { connection -> RefreshOutcome in
             try TokenStore.lockRefresh(in: connection, accountId: account.accountId, clientId: clientId)
-            if !bypassCache {
+            if mode != .bypass {
                 // Another replica may have refreshed while this one waited for the lock.
                 let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: realm)
-                if let hit = service.best(stored, covering: scopes, minTTL: minTTL) {
+                if let hit = service.best(stored, covering: scopes, minTTL: minTTL, acceptRefreshDue: mode == .cacheFirst) {
                     return .token(hit, declined: [], source: .cache)
                 }
             }
@@ -242,6 +257,50 @@ struct SilentTokenService: Sendable {
         return (requested, requested.isMultiTenant ? account.realm : requested.tenant.lowercased())
     }
 
+    // MARK: After a cache hit
+
+    /// Work a served cache hit may start, never awaited by the caller: one background refresh
+    /// once `refresh_on` has passed (SPEC §1 proactive refresh; the cached token is served
+    /// meanwhile), and `last_used_at` at most once per 5 minutes (SPEC §12 Accounts).
+    private func served(_ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority? = nil, claims: String? = nil) {
+        touch(account.accountId)
+        guard TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: 0) == .refreshDue else { return }
+        let key = [account.accountId, token.realm, scopes.cacheKey, claims ?? "", RefreshMode.proactive.rawValue].joined(separator: "|")
+        guard !coalescer.isRunning(key) else { return }
+        let service = self
+        Task {
+            guard let authority = try? authority ?? service.authorities.validate(account.authority) else { return }
+            let claims = try? claims ?? ClaimsRequest.merged(claims: nil, capabilities: service.clientCapabilities)
+            let context = RequestContext(correlationId: UUID().uuidString.lowercased(), deadline: Date().addingTimeInterval(30), caller: nil)
+            do {
+                let (outcome, _) = try await service.coalescer.run(key: key) {
+                    try await service.refresh(
+                        account: account, authority: authority, realm: token.realm, scopes: scopes, claims: claims, mode: .proactive, minTTL: 0,
+                        context: context)
+                }
+                switch outcome {
+                case .token(let fresh, _, _):
+                    service.memory.store(fresh)
+                case .problem(let problem):
+                    if problem.extensions["account_state"] == .string("interaction_required") {
+                        service.memory.removeAll(accountId: account.accountId)
+                        service.accounts.remove(id: account.accountId)
+                    }
+                    service.logger.info("token.proactive_refresh_failed", ["account.id": account.accountId, "error": problem.code.rawValue])
+                }
+            } catch {
+                service.logger.warn("token.proactive_refresh_failed", ["account.id": account.accountId, "error": String(describing: type(of: error))])
+            }
+        }
+    }
+
+    /// Records use of the account in the background when this replica has not for 5 minutes.
+    private func touch(_ accountId: String) {
+        guard accounts.claimTouch(id: accountId, now: now()) else { return }
+        let store = self.store
+        Task { try? await store.touch(accountId: accountId) }
+    }
+
     // MARK: Freshness
 
     /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
@@ -252,7 +311,13 @@ struct SilentTokenService: Sendable {
         }
     }
 
-    func best(_ tokens: [StoredAccessToken], covering scopes: ScopeSet, minTTL: Int) -> StoredAccessToken? {
-        tokens.filter { $0.scopeSet.isSuperset(of: scopes) && usable($0, minTTL: minTTL) }.max { $0.expiresOn < $1.expiresOn }
+    /// The longest-lived usable token covering `scopes`; with `acceptRefreshDue` false, only one
+    /// whose `refresh_on` has not passed.
+    func best(_ tokens: [StoredAccessToken], covering scopes: ScopeSet, minTTL: Int, acceptRefreshDue: Bool = true) -> StoredAccessToken? {
+        tokens.filter { token in
+            guard token.scopeSet.isSuperset(of: scopes) else { return false }
+            let freshness = TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
+            return freshness == .fresh || (acceptRefreshDue && freshness == .refreshDue)
+        }.max { $0.expiresOn < $1.expiresOn }
     }
 }
