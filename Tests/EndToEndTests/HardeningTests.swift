@@ -176,4 +176,21 @@ struct HardeningTests {
         #expect(line.contains("P0001"))
         #expect(!log.contains("secret detail"))
     }
+
+    @Test("With the database unreachable, readiness fails and token requests answer 503 with Retry-After")
+    func databaseUnreachable() async throws {
+        let stack = try await TokenRelayStack(
+            name: "e2e_db_down",
+            environment: ["TOKENRELAY_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", "TOKENRELAY_MIGRATE_ON_START": "false"])
+        defer { stack.stop() }
+        let health = try await stack.request("GET", "/healthz", authenticated: false)
+        #expect(health.status == 200)
+        let ready = try await stack.request("GET", "/readyz", authenticated: false)
+        #expect(ready.status == 503)
+        #expect(ready.json["status"] as? String == "fail")
+        let token = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "acc_x", "scopes": ["User.Read"]])
+        #expect(token.status == 503, "\(token.text)")
+        #expect(token.json["error"] as? String == "upstream_unavailable")
+        #expect(token.headers["Retry-After"] != nil)
+    }
 }
