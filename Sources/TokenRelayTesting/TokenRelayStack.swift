@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClientBridge
 import HTTPCommon
+import PostgresBridge
 
 /// The whole system on real parts for end-to-end tests: a fresh PostgreSQL database, the built
 /// `sts-emulator`, `token-relay migrate`, and the built `token-relay serve` on a free port.
@@ -76,6 +77,29 @@ public final class TokenRelayStack: Sendable {
         let callback = try await request("GET", location, authenticated: false)
         guard callback.status == 200 else { throw TestFailure("callback answered \(callback.status): \(callback.text)") }
         return callback.json
+    }
+
+    /// Signs `username` in and returns the new account's `account_id`.
+    public func signInAccountId(_ username: String = "alice@contoso.example") async throws -> String {
+        guard let account = try await signIn(username)["account"] as? [String: Any], let id = account["account_id"] as? String else {
+            throw TestFailure("the sign-in answered no account_id")
+        }
+        return id
+    }
+
+    /// A counter of the emulator's `/_control/stats`, e.g. `token_requests` (STS calls made).
+    public func emulatorCount(_ name: String = "token_requests") async throws -> Int {
+        guard let value = try await control("GET", "/_control/stats").json[name] as? Int else {
+            throw TestFailure("the emulator's stats have no counter \(name)")
+        }
+        return value
+    }
+
+    /// Runs `body` on a connection to this stack's database (to look at or break what is stored).
+    public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        let pool = PostgresPool(url: databaseURL, size: 1)
+        defer { pool.close() }
+        return try await pool.withConnection(body)
     }
 
     /// Sends a JSON control request to the emulator (`/_control/...`).

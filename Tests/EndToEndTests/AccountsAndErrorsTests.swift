@@ -39,9 +39,7 @@ struct AccountsAndErrorsTests {
         let token = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": ids[0], "scopes": ["User.Read"]])
         #expect(token.status == 404)
 
-        let pool = PostgresPool(url: stack.databaseURL, size: 1)
-        defer { pool.close() }
-        let audit = try await pool.withConnection { connection in
+        let audit = try await stack.withDatabase { connection in
             try connection.query("SELECT actor, action, outcome FROM audit_events ORDER BY id").rows.map {
                 [$0.string("actor") ?? "", $0.string("action") ?? "", $0.string("outcome") ?? ""]
             }

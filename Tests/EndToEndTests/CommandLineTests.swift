@@ -48,13 +48,11 @@ struct CommandLineTests {
         #expect(try Self.run(["api-keys", "revoke", keyId], environment: environment).0 == 0)
         #expect(try Self.run(["api-keys", "create", "--name", "x", "--permissions", "everything"], environment: environment).0 == 2)
 
-        let pool = PostgresPool(url: stack.databaseURL, size: 1)
-        defer { pool.close() }
-        let actions = try await pool.withConnection { connection in
+        let actions = try await stack.withDatabase { connection in
             try connection.query("SELECT action FROM audit_events ORDER BY id").rows.compactMap { $0.string("action") }
         }
         #expect(actions == ["api_key.created", "api_key.revoked"])
-        let stored = try await pool.withConnection { connection in
+        let stored = try await stack.withDatabase { connection in
             try connection.query("SELECT encode(secret_hash, 'hex') AS h FROM api_keys").rows.compactMap { $0.string("h") }
         }
         #expect(stored.count == 1 && !key.contains(stored[0]))

@@ -6,22 +6,17 @@ import TokenRelayTesting
 /// Bad input found by trying the service as a new user would; each test failed before its fix.
 @Suite("Hardening against bad input", .serialized)
 struct HardeningTests {
-    static func signedIn(_ stack: TokenRelayStack, _ user: String = "alice@contoso.example") async throws -> String {
-        let account = try #require(try await stack.signIn(user)["account"] as? [String: Any])
-        return try #require(account["account_id"] as? String)
-    }
-
     @Test("A thousand scopes is 400 invalid_scope before any STS call (it used to redeem, fail to cache and lose the rotation)")
     func tooManyScopes() async throws {
         let stack = try await TokenRelayStack(name: "e2e_many_scopes")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
-        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let id = try await stack.signInAccountId()
+        let before = try await stack.emulatorCount("token_requests")
         let refused = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": (0..<1000).map { "S\($0)" }])
         #expect(refused.status == 400)
         #expect(refused.json["error"] as? String == "invalid_scope")
         #expect(refused.json["field"] as? String == "scopes")
-        #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == before)
+        #expect(try await stack.emulatorCount("token_requests") == before)
         let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": (0..<1000).map { "S\($0)" }])
         #expect(signIn.status == 400)
     }
@@ -30,10 +25,8 @@ struct HardeningTests {
     func rotationSurvivesCacheWriteFailure() async throws {
         let stack = try await TokenRelayStack(name: "e2e_cache_fail", emulatorArguments: ["--rotation-grace-seconds", "0"])
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
-        let pool = PostgresPool(url: stack.databaseURL, size: 1)
-        defer { pool.close() }
-        try await pool.withConnection { connection in
+        let id = try await stack.signInAccountId()
+        try await stack.withDatabase { connection in
             try connection.execute(
                 """
                 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test'; END $$;
@@ -42,7 +35,7 @@ struct HardeningTests {
         }
         let first = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(first.status == 200, "\(first.text)")
-        try await pool.withConnection { try $0.execute("DROP TRIGGER refuse_access_tokens ON access_tokens") }
+        try await stack.withDatabase { try $0.execute("DROP TRIGGER refuse_access_tokens ON access_tokens") }
         // With no rotation grace, only the newest refresh token works: this proves it was stored.
         let second = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(second.status == 200, "\(second.text)")
@@ -70,21 +63,21 @@ struct HardeningTests {
     func downstreamDotSegments() async throws {
         let stack = try await TokenRelayStack(name: "e2e_dotdot")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
-        let before = try await stack.control("GET", "/_control/stats").json["graph_requests"] as? Int ?? -1
+        let id = try await stack.signInAccountId()
+        let before = try await stack.emulatorCount("graph_requests")
         for path in ["/v1/downstream/graph/..%2F..%2Fetc", "/v1/downstream/graph/me/%2e%2e/%2e%2e/x", "/v1/downstream/graph/%2E%2E/x"] {
             let refused = try await stack.request("GET", path, headers: ["X-Account-Id": id])
             #expect(refused.status == 400, "\(path): \(refused.text)")
             #expect(refused.json["field"] as? String == "path")
         }
-        #expect(try await stack.control("GET", "/_control/stats").json["graph_requests"] as? Int == before)
+        #expect(try await stack.emulatorCount("graph_requests") == before)
     }
 
     @Test("Another tenant's authority never gets the home tenant's cached token; another cloud is invalid_authority")
     func authorityPartitionsTheCache() async throws {
         let stack = try await TokenRelayStack(name: "e2e_realm")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         let home = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
         #expect(home.json["source"] as? String == "cache")
         let otherTenant = try await stack.request(
@@ -107,11 +100,9 @@ struct HardeningTests {
     func homeAccountAmbiguityAndStaleAuthority() async throws {
         let stack = try await TokenRelayStack(name: "e2e_home")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         let home = try #require(try await stack.request("GET", "/v1/accounts/\(id)").json["home_account_id"] as? String)
-        let pool = PostgresPool(url: stack.databaseURL, size: 1)
-        defer { pool.close() }
-        try await pool.withConnection { connection in
+        try await stack.withDatabase { connection in
             try connection.query(
                 """
                 INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, authority, authority_type)
@@ -124,7 +115,7 @@ struct HardeningTests {
         #expect(ambiguous.json["error"] as? String == "ambiguous_account")
         #expect(Set(ambiguous.json["account_ids"] as? [String] ?? []) == [id, "acc_other_cloud"])
 
-        try await pool.withConnection { connection in
+        try await stack.withDatabase { connection in
             try connection.query("UPDATE accounts SET authority = 'https://untrusted.example/tenant' WHERE account_id = $1", [.text(id)])
         }
         let stale = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
@@ -136,7 +127,7 @@ struct HardeningTests {
     func correlationIds() async throws {
         let stack = try await TokenRelayStack(name: "e2e_correlation")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         for force in [false, true] {
             let answer = try await stack.request(
                 "POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": force, "correlation_id": "corr-body-\(force)"])
@@ -156,10 +147,8 @@ struct HardeningTests {
     func databaseFailureLogged() async throws {
         let stack = try await TokenRelayStack(name: "e2e_db_fail")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
-        let pool = PostgresPool(url: stack.databaseURL, size: 1)
-        defer { pool.close() }
-        try await pool.withConnection { connection in
+        let id = try await stack.signInAccountId()
+        try await stack.withDatabase { connection in
             try connection.execute(
                 """
                 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'secret detail %', OLD.account_id; END $$;

@@ -6,11 +6,6 @@ import TokenRelayTesting
 /// the stored refresh token as the case files say.
 @Suite("STS errors through the whole stack", .serialized)
 struct STSErrorMappingEndToEndTests {
-    static func signedIn(_ stack: TokenRelayStack, _ user: String = "alice@contoso.example") async throws -> String {
-        let account = try #require(try await stack.signIn(user)["account"] as? [String: Any])
-        return try #require(account["account_id"] as? String)
-    }
-
     static func refresh(_ stack: TokenRelayStack, _ id: String, scopes: [String] = ["User.Read"]) async throws -> TestResponse {
         try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": scopes, "force_refresh": true])
     }
@@ -19,7 +14,7 @@ struct STSErrorMappingEndToEndTests {
     func mfaKeepsRefreshToken() async throws {
         let stack = try await TokenRelayStack(name: "e2e_mfa")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         _ = try await stack.control(
             "POST", "/_control/faults",
             json: [
@@ -43,7 +38,7 @@ struct STSErrorMappingEndToEndTests {
     func inactiveRefreshToken() async throws {
         let stack = try await TokenRelayStack(name: "e2e_700082")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         _ = try await stack.control(
             "POST", "/_control/faults",
             json: [
@@ -54,17 +49,17 @@ struct STSErrorMappingEndToEndTests {
         #expect(refused.status == 409)
         #expect(refused.json["suberror"] as? String == "bad_token")
         #expect(refused.json["account_state"] as? String == "interaction_required")
-        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let before = try await stack.emulatorCount("token_requests")
         let again = try await Self.refresh(stack, id)
         #expect(again.status == 409)
-        #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == before)
+        #expect(try await stack.emulatorCount("token_requests") == before)
     }
 
     @Test("09-aadsts7000215-invalid-client-secret-401: a rejected client credential is 502 and touches no account")
     func invalidClientSecret() async throws {
         let stack = try await TokenRelayStack(name: "e2e_7000215")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         _ = try await stack.control(
             "POST", "/_control/faults",
             json: [
@@ -84,7 +79,7 @@ struct STSErrorMappingEndToEndTests {
     func throttledPlainText() async throws {
         let stack = try await TokenRelayStack(name: "e2e_429", environment: ["TOKENRELAY_MAX_RETRY_AFTER_S": "5"])
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "status": 429, "retry_after": "60", "body": "Too Many Requests"])
         let refused = try await Self.refresh(stack, id)
         #expect(refused.status == 429, "\(refused.text)")
@@ -100,17 +95,17 @@ struct STSErrorMappingEndToEndTests {
     func transientRetriedOnce() async throws {
         let stack = try await TokenRelayStack(name: "e2e_503")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         _ = try await stack.control(
             "POST", "/_control/faults",
             json: [
                 "endpoint": "token", "status": 503, "error": "temporarily_unavailable", "error_codes": [90033],
                 "error_description": "A transient error has occurred. Please try again.", "retry_after": "1",
             ])
-        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let before = try await stack.emulatorCount("token_requests")
         let served = try await Self.refresh(stack, id)
         #expect(served.status == 200, "\(served.text)")
-        #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == before + 2)
+        #expect(try await stack.emulatorCount("token_requests") == before + 2)
 
         // Twice in a row: the STS is retried once only, then 503 upstream_unavailable with Retry-After.
         _ = try await stack.control(
@@ -130,7 +125,7 @@ struct STSErrorMappingEndToEndTests {
     func declinedScopes() async throws {
         let stack = try await TokenRelayStack(name: "e2e_declined")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["declined_scopes": ["User.ReadBasic.All"]])
         let refused = try await Self.refresh(stack, id, scopes: ["User.ReadBasic.All", "Files.ReadWrite"])
         #expect(refused.status == 409, "\(refused.text)")
@@ -151,7 +146,7 @@ struct STSErrorMappingEndToEndTests {
     func responseWithoutRefreshToken() async throws {
         let stack = try await TokenRelayStack(name: "e2e_no_rt")
         defer { stack.stop() }
-        let id = try await Self.signedIn(stack)
+        let id = try await stack.signInAccountId()
         _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["omit_refresh_token": true])
         #expect(try await Self.refresh(stack, id).status == 200)
         _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["omit_refresh_token": false])

@@ -47,7 +47,7 @@ struct SignInAndSilentTokenTests {
         let firstToken = try #require(cached.json["access_token"] as? String)
         #expect((cached.json["expires_on"] as? Int ?? 0) > Int(Date().timeIntervalSince1970) + 300)
 
-        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let before = try await stack.emulatorCount("token_requests")
         let refreshed = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(refreshed.status == 200, "\(refreshed.text)")
         #expect(refreshed.json["source"] as? String == "refresh")
@@ -56,7 +56,7 @@ struct SignInAndSilentTokenTests {
         // emulator enforces strict rotation).
         let second = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(second.status == 200, "\(second.text)")
-        let after = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let after = try await stack.emulatorCount("token_requests")
         #expect(after - before == 2)
 
         // By username and by home_account_id too.
@@ -78,9 +78,7 @@ struct SignInAndSilentTokenTests {
         let wide = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read", "Mail.Read"], "force_refresh": true])
         #expect(wide.status == 200, "\(wide.text)")
         #expect(wide.json["scopes"] as? [String] == ["Mail.Read", "User.Read"])
-        let pool = PostgresPool(url: stack.databaseURL, size: 1)
-        defer { pool.close() }
-        let targets = try await pool.withConnection { connection in
+        let targets = try await stack.withDatabase { connection in
             try connection.query("SELECT target FROM access_tokens WHERE account_id = $1", [.text(id)]).rows.compactMap { $0.string("target") }
         }
         #expect(targets == ["mail.read user.read"])
@@ -99,7 +97,7 @@ struct SignInAndSilentTokenTests {
         let id = try #require(account["account_id"] as? String)
         #expect(account["last_used_at"] is NSNull)
         _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["refresh_in": NSNull()])
-        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let before = try await stack.emulatorCount("token_requests")
 
         let served = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
         #expect(served.status == 200)
@@ -114,7 +112,7 @@ struct SignInAndSilentTokenTests {
             if let token = again.json["access_token"] as? String, token != first { replaced = token }
         }
         #expect(replaced != nil, "no background refresh replaced the token")
-        #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == before + 1)
+        #expect(try await stack.emulatorCount("token_requests") == before + 1)
         let used = try await stack.request("GET", "/v1/accounts/\(id)")
         #expect(used.json["last_used_at"] is String)
     }
@@ -129,7 +127,7 @@ struct SignInAndSilentTokenTests {
         let id = try #require(account["account_id"] as? String)
         // The refreshed token lives long, so every request either joins the one refresh or hits the cache.
         _ = try await stack.control("POST", "/_control/users/bob@contoso.example", json: ["expires_in": 3600])
-        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let before = try await stack.emulatorCount("token_requests")
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<40 {
                 group.addTask {
@@ -139,7 +137,7 @@ struct SignInAndSilentTokenTests {
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(statuses.allSatisfy { $0 == 200 })
-        let after = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let after = try await stack.emulatorCount("token_requests")
         #expect(after - before == 1)
     }
 
@@ -159,11 +157,11 @@ struct SignInAndSilentTokenTests {
         #expect(refused.json["sts_error_codes"] as? [Int] == [50173])
         #expect(refused.json["account_state"] as? String == "interaction_required")
 
-        let before = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let before = try await stack.emulatorCount("token_requests")
         let again = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["Mail.Read"]])
         #expect(again.status == 409)
         #expect(again.json["error"] as? String == "interaction_required")
-        let after = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int ?? -1
+        let after = try await stack.emulatorCount("token_requests")
         #expect(after == before)
         let fetched = try await stack.request("GET", "/v1/accounts/\(id)")
         #expect(fetched.json["state"] as? String == "interaction_required")
@@ -214,9 +212,7 @@ struct SignInAndSilentTokenTests {
         #expect(!log.contains("alice@contoso.example"))
 
         // A database dump shows no token: only ciphertexts are stored (SPEC §7).
-        let pool = PostgresPool(url: stack.databaseURL, size: 1)
-        defer { pool.close() }
-        let dump = try await pool.withConnection { connection in
+        let dump = try await stack.withDatabase { connection in
             try ["accounts", "refresh_tokens", "access_tokens", "sign_ins"].map { table in
                 try connection.query("SELECT row_to_json(t)::text AS row FROM \(table) t").rows.compactMap { $0.string("row") }.joined()
             }.joined()
