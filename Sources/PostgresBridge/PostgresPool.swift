@@ -53,11 +53,11 @@ public final class PostgresPool: Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             let job = Job(
                 run: { connection in
-                    continuation.resume(
-                        with: Result {
-                            try connection.prepareForUse()
-                            return try body(connection)
-                        })
+                    let result = Result {
+                        try connection.prepareForUse()
+                        return try body(connection)
+                    }
+                    return { continuation.resume(with: result) }
                 },
                 cancel: { error in continuation.resume(throwing: error) })
             shared.enqueue(job)
@@ -90,8 +90,9 @@ public final class PostgresPool: Sendable {
 extension PostgresPool {
     /// One queued `withConnection` call.
     struct Job: Sendable {
-        /// Runs on a worker thread with its connection; resumes the caller.
-        let run: @Sendable (PostgresConnection) -> Void
+        /// Runs on a worker thread with its connection; returns what resumes the caller, so the
+        /// worker can count itself free first (statistics then never lag behind the caller).
+        let run: @Sendable (PostgresConnection) -> @Sendable () -> Void
         /// Resumes the caller with an error without running (pool closed).
         let cancel: @Sendable (PostgresError) -> Void
     }
@@ -132,8 +133,9 @@ extension PostgresPool {
                 }
                 // Signals come only with a job or from close(): an empty queue means closed.
                 guard let job = next else { return }
-                job.run(connection)
+                let resumeCaller = job.run(connection)
                 state.withLock { $0.inUse -= 1 }
+                resumeCaller()
             }
         }
     }

@@ -32,16 +32,6 @@ struct JSONBody: Sendable {
 
     init(members: [String: JSONValue]) { self.members = members }
 
-    /// Parses the body of `request` on the cached silent path (SPEC §10), or nil whenever the
-    /// full initializer might throw or the body lies outside ``JSONFastParser``'s subset: the
-    /// caller then takes the path that words the error.
-    init?(fastParsing request: HTTPRequest) {
-        guard let contentType = request.headers["Content-Type"], Self.isPlainJSON(contentType), !request.body.isEmpty,
-            case .object(let members)? = JSONFastParser.parse(request.body)
-        else { return nil }
-        self.members = members
-    }
-
     /// `application/json`, optionally with parameters, without allocating; other spellings
     /// (`+json`, odd case, spaces) are left to the full check.
     static func isPlainJSON(_ contentType: String) -> Bool {

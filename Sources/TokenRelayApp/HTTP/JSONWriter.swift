@@ -60,18 +60,16 @@ enum JSONWriter {
     /// A JSON string literal (RFC 8259 §7).
     static func writeString(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        var text = text
-        text.withUTF8 { bytes in
-            guard needsEscaping(bytes) else {
-                out.append(contentsOf: bytes)
-                return
-            }
-            var start = 0
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
-                start = index + 1
+        let utf8 = text.utf8
+        if !needsEscaping(utf8.span) {
+            // The common case (tokens, ids): one contiguous copy.
+            out.append(contentsOf: utf8)
+        } else {
+            for byte in utf8 {
+                guard needsEscaping(byte) else {
+                    out.append(byte)
+                    continue
+                }
                 out.append(UInt8(ascii: "\\"))
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
@@ -85,34 +83,24 @@ enum JSONWriter {
                     out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
                 }
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         out.append(UInt8(ascii: "\""))
     }
 
-    /// True when some byte is a control character, `"` or `\`; eight bytes at a time, as
-    /// access tokens run to kilobytes and almost never need it.
-    static func needsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
+    /// Whether some byte needs escaping. A `Span` (safe, bounds-checked) scan: access tokens run
+    /// to kilobytes and almost never need it, and the generic `contains(where:)` was measurable.
+    static func needsEscaping(_ bytes: Span<UInt8>) -> Bool {
         var index = 0
-        if let base = UnsafeRawPointer(bytes.baseAddress) {
-            while index + 8 <= bytes.count {
-                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                // A byte below 0x20, or equal to 0x22 or 0x5C, leaves its high bit set in one of these.
-                let control = (word &- ones &* 0x20) & ~word
-                let quote = ((word ^ (ones &* 0x22)) &- ones) & ~(word ^ (ones &* 0x22))
-                let backslash = ((word ^ (ones &* 0x5C)) &- ones) & ~(word ^ (ones &* 0x5C))
-                if (control | quote | backslash) & highs != 0 { return true }
-                index += 8
-            }
-        }
         while index < bytes.count {
-            let byte = bytes[index]
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
+            if needsEscaping(bytes[index]) { return true }
             index += 1
         }
         return false
+    }
+
+    /// A control character, `"` or `\`.
+    static func needsEscaping(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     /// Integral values below 10^15 as integers; others as Swift's shortest round-trip form

@@ -43,20 +43,13 @@ enum TokenRoutes {
     }
 
     /// The request and the body's non-empty `correlation_id` (which names the answer, as on the
-    /// async path), read by the cheapest reader that accepts the body; nil when the body is
-    /// unusual or invalid, for the async path to answer.
+    /// async path) when the body has the usual shape and is valid; nil otherwise, for the async
+    /// path to answer.
     static func fastParse(_ request: HTTPRequest, authorities: AuthorityValidator) -> (SilentTokenRequest, String?)? {
-        if let scanned = SilentRequestScanner.scan(request) {
-            return (scanned.request, scanned.correlationId)
-        }
-        guard let body = JSONBody(fastParsing: request), let silent = try? parseSilent(body, authorities: authorities) else { return nil }
-        let correlationId: String?
-        do {
-            correlationId = try body.string("correlation_id")
-        } catch {
-            return nil  // a non-string correlation_id is a 400, worded by the async path
-        }
-        return (silent, correlationId.flatMap { $0.isEmpty ? nil : $0 })
+        guard let body = CommonSilentBody.decode(contentType: request.headers["Content-Type"], body: request.body),
+            let scopes = try? RequestedScopes.shared.normalize(scopes: body.scopes, resource: nil)
+        else { return nil }
+        return (SilentTokenRequest(account: .accountId(body.accountId), scopes: scopes), body.correlationId)
     }
 
     /// Validates the body into a request; every error names its field.
@@ -115,8 +108,8 @@ enum TokenRoutes {
     static func tokenBody(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(4096)
-        func key(_ name: StaticString) {
-            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        func key(_ name: String) {
+            out.append(contentsOf: name.utf8)
         }
         func strings(_ items: [String]) {
             out.append(UInt8(ascii: "["))
