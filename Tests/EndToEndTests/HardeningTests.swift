@@ -182,4 +182,47 @@ struct HardeningTests {
         #expect(token.json["error"] as? String == "upstream_unavailable")
         #expect(token.headers["Retry-After"] != nil)
     }
+
+    @Test("A rotation whose transaction fails at COMMIT still stores the rotated refresh token")
+    func rotationSurvivesCommitFailure() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_commit_fail", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        // A deferred constraint trigger fails the whole transaction at COMMIT, after the STS answered.
+        try await stack.withDatabase { connection in
+            try connection.execute(
+                """
+                CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$;
+                CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT OR UPDATE ON access_tokens
+                  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse();
+                """)
+        }
+        let first = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(first.status == 200, "\(first.text)")
+        try await stack.withDatabase { try $0.execute("DROP TRIGGER refuse_at_commit ON access_tokens") }
+        // With no rotation grace only the newest refresh token works: it was stored.
+        let second = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(second.status == 200, "\(second.text)")
+        #expect(stack.relay.log().contains("token.rotation_stored_on_retry"))
+    }
+
+    @Test("A refresh that learns its token is dead cannot delete the token of a sign-in that finished meanwhile")
+    func signInDuringDyingRefresh() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_signin_race")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: [
+                "endpoint": "token", "username": "alice@contoso.example", "latency_ms": 1500, "status": 400, "error": "invalid_grant",
+                "error_codes": [700082], "suberror": "bad_token", "error_description": "The refresh token has expired due to inactivity.",
+            ])
+        async let dying = stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        try await Task.sleep(for: .milliseconds(300))  // ordering only: the refresh holds its lock first
+        #expect(try await stack.signInAccountId() == id)
+        #expect(try await dying.status == 409)
+        let after = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(after.status == 200, "the new sign-in's refresh token was lost: \(after.text)")
+        #expect(try await stack.request("GET", "/v1/accounts/\(id)").json["state"] as? String == "active")
+    }
 }

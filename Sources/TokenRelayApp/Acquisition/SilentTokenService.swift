@@ -1,6 +1,7 @@
 import Foundation
 import IdentityCore
 import PostgresBridge
+import Synchronization
 
 /// The server-side `acquireTokenSilent` (SPEC §2): cache first (memory, then the encrypted
 /// persistent cache), else redeem the refresh token under a per-account lock, else a clear
@@ -165,72 +166,110 @@ struct SilentTokenService: Sendable {
         let sts = self.sts
         let now = self.now
         let service = self
-        return try await store.database.transaction { connection -> RefreshOutcome in
-            try TokenStore.lockRefresh(in: connection, accountId: account.accountId, clientId: clientId)
-            if mode != .bypass {
-                // Another replica may have refreshed while this one waited for the lock.
-                let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: realm)
-                if let hit = service.best(stored, covering: scopes, minTTL: minTTL, acceptRefreshDue: mode == .cacheFirst) {
-                    return .token(hit, declined: [], source: .cache)
+        // What the STS answered, kept outside the transaction: if the transaction cannot commit
+        // after a successful redemption, the rotated refresh token is stored again on its own.
+        let redeemed = Mutex<(response: TokenResponse, token: StoredAccessToken, declined: [String], generation: Int64)?>(nil)
+        do {
+            return try await transactionalRefresh()
+        } catch {
+            guard let (response, token, declined, generation) = redeemed.withLock({ $0 }) else { throw error }
+            try await persistRotation(response, accountId: account.accountId, replacing: generation, after: error)
+            return .token(token, declined: declined, source: .refresh)
+        }
+
+        @Sendable func transactionalRefresh() async throws -> RefreshOutcome {
+            try await store.database.transaction { connection -> RefreshOutcome in
+                try TokenStore.lockRefresh(in: connection, accountId: account.accountId, clientId: clientId)
+                if mode != .bypass {
+                    // Another replica may have refreshed while this one waited for the lock.
+                    let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: realm)
+                    if let hit = service.best(stored, covering: scopes, minTTL: minTTL, acceptRefreshDue: mode == .cacheFirst) {
+                        return .token(hit, declined: [], source: .cache)
+                    }
                 }
-            }
-            guard let refreshToken = try store.refreshToken(in: connection, accountId: account.accountId) else {
-                return .problem(
-                    Problem(
-                        .interactionRequired, "No refresh token is stored for this account; the user must sign in.",
-                        extensions: ["account_state": .string("active")]))
-            }
-            let result: Result<TokenResponse, STSCallError> = try blockingWait {
-                do {
-                    return .success(
-                        try await sts.redeem(
-                            grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
-                            authority: authority, scopes: scopes, claims: claims, context: context))
-                } catch let error as STSCallError {
-                    return .failure(error)
-                } catch {
-                    return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
+                guard let refreshToken = try store.refreshToken(in: connection, accountId: account.accountId) else {
+                    return .problem(
+                        Problem(
+                            .interactionRequired, "No refresh token is stored for this account; the user must sign in.",
+                            extensions: ["account_state": .string("active")]))
                 }
-            }
-            switch result {
-            case .failure(.unavailable(let problem)):
-                return .problem(problem)
-            case .failure(.rejected(let failure)):
-                if failure.disposition == .refreshTokenDead {
-                    // Persist the deletion before answering, so the dead token is never sent again.
-                    try store.markRefreshTokenDead(in: connection, accountId: account.accountId)
-                    service.logger.info(
-                        "account.interaction_required",
-                        ["account.id": account.accountId, "sts.error_codes": failure.stsErrorCodes.map(String.init).joined(separator: ",")])
+                let result: Result<TokenResponse, STSCallError> = try blockingWait {
+                    do {
+                        return .success(
+                            try await sts.redeem(
+                                grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
+                                authority: authority, scopes: scopes, claims: claims, context: context))
+                    } catch let error as STSCallError {
+                        return .failure(error)
+                    } catch {
+                        return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
+                    }
                 }
-                return .problem(Problem(failure, requestedScopes: scopes))
-            case .success(let response):
-                let granted = ScopeRules.granted(response.scope, requested: scopes)
-                let declined = ScopeRules.declined(requested: scopes, granted: granted)
-                let issuedAt = now()
-                let token = StoredAccessToken(
-                    accountId: account.accountId, environment: account.environment, realm: realm, clientId: clientId,
-                    scopes: granted.canonical, secret: response.accessToken, expiresOn: issuedAt + response.expiresIn,
-                    extExpiresOn: response.extExpiresIn.map { issuedAt + $0 }, refreshOn: response.refreshIn.map { issuedAt + $0 })
-                // The rotated refresh token is written first: the old one may already be
-                // superseded at the STS, so losing the new one would lose the account. Never
-                // store a null over a stored refresh token (case 14).
-                if let rotated = response.refreshToken, !rotated.isEmpty {
-                    try store.saveRefreshToken(
-                        in: connection, accountId: account.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
+                switch result {
+                case .failure(.unavailable(let problem)):
+                    return .problem(problem)
+                case .failure(.rejected(let failure)):
+                    if failure.disposition == .refreshTokenDead {
+                        // Persist the deletion before answering, so the dead token is never sent again.
+                        try store.markRefreshTokenDead(in: connection, accountId: account.accountId, generation: refreshToken.generation)
+                        service.logger.info(
+                            "account.interaction_required",
+                            ["account.id": account.accountId, "sts.error_codes": failure.stsErrorCodes.map(String.init).joined(separator: ",")])
+                    }
+                    return .problem(Problem(failure, requestedScopes: scopes))
+                case .success(let response):
+                    let granted = ScopeRules.granted(response.scope, requested: scopes)
+                    let declined = ScopeRules.declined(requested: scopes, granted: granted)
+                    let issuedAt = now()
+                    let token = StoredAccessToken(
+                        accountId: account.accountId, environment: account.environment, realm: realm, clientId: clientId,
+                        scopes: granted.canonical, secret: response.accessToken, expiresOn: issuedAt + response.expiresIn,
+                        extExpiresOn: response.extExpiresIn.map { issuedAt + $0 }, refreshOn: response.refreshIn.map { issuedAt + $0 })
+                    redeemed.withLock { $0 = (response, token, declined, refreshToken.generation) }
+                    // The rotated refresh token is written first: the old one may already be
+                    // superseded at the STS, so losing the new one would lose the account. Never
+                    // store a null over a stored refresh token (case 14).
+                    if let rotated = response.refreshToken, !rotated.isEmpty {
+                        try store.saveRefreshToken(
+                            in: connection, accountId: account.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
+                    }
+                    // A cache write that fails must not take the rotation down with it.
+                    do {
+                        try connection.execute("SAVEPOINT cache_access_token")
+                        try store.saveAccessToken(in: connection, token)
+                        try connection.execute("RELEASE SAVEPOINT cache_access_token")
+                    } catch {
+                        try connection.execute("ROLLBACK TO SAVEPOINT cache_access_token")
+                        service.logger.error("token.cache_write_failed", ["account.id": account.accountId, "error": String(describing: error)])
+                    }
+                    return .token(token, declined: declined, source: .refresh)
                 }
-                // A cache write that fails must not take the rotation down with it.
-                do {
-                    try connection.execute("SAVEPOINT cache_access_token")
-                    try store.saveAccessToken(in: connection, token)
-                    try connection.execute("RELEASE SAVEPOINT cache_access_token")
-                } catch {
-                    try connection.execute("ROLLBACK TO SAVEPOINT cache_access_token")
-                    service.logger.error("token.cache_write_failed", ["account.id": account.accountId, "error": String(describing: error)])
-                }
-                return .token(token, declined: declined, source: .refresh)
             }
         }
+    }
+
+    /// Stores a rotated refresh token whose transaction failed after the STS answered (SPEC:
+    /// no refresh token dropped on a transient failure): a few short tries, each a transaction
+    /// of its own under the refresh lock, replacing only the token that was sent.
+    /// - Throws: the original error when every try fails (the rotation is then lost, and logged).
+    private func persistRotation(_ response: TokenResponse, accountId: String, replacing generation: Int64, after original: any Error) async throws {
+        guard let rotated = response.refreshToken, !rotated.isEmpty else { return }
+        let store = self.store
+        let clientId = self.clientId
+        for delay in [0.1, 0.4, 1.0] {
+            do {
+                try await store.database.transaction { connection in
+                    try TokenStore.lockRefresh(in: connection, accountId: accountId, clientId: clientId)
+                    try store.saveRefreshToken(in: connection, accountId: accountId, token: rotated, familyId: response.foci, replacing: generation)
+                }
+                logger.warn("token.rotation_stored_on_retry", ["account.id": accountId])
+                return
+            } catch {
+                try? await Task.sleep(for: .seconds(delay))
+            }
+        }
+        logger.error("token.rotation_lost", ["account.id": accountId, "error": String(describing: type(of: original))])
+        throw original
     }
 
     /// The authority to redeem at and the realm whose tokens it yields (SPEC §1, §12 Accounts:

@@ -49,8 +49,6 @@ enum SignInRoutes {
             var query: [String: String] = [:]
             for item in request.http.query where query[item.name] == nil { query[item.name] = item.value }
             let completion = try await services.signIns.complete(query: query, context: request.context)
-            // The callback carries no API key: the browser's sign-in is its own actor.
-            try await services.audit.record(.signInCompleted, actor: "sign-in", accountId: completion.account.accountId, outcome: "success")
             switch completion {
             case .account(let account):
                 return .json(200, .object(["account": account.json]))

@@ -1,4 +1,5 @@
 import IdentityCore
+import PostgresBridge
 
 /// The append-only audit trail (SPEC §12 Audit): who (API key id), what, which account, the
 /// outcome and when. Never a token or secret in `detail`.
@@ -13,12 +14,18 @@ struct AuditStore: Sendable {
     }
 
     func record(_ action: Action, actor: String, accountId: String?, outcome: String, detail: [String: JSONValue] = [:]) async throws {
-        let detailText = String(decoding: JSONWriter.encode(.object(detail)), as: UTF8.self)
-        _ = try await database.run { connection in
-            try connection.query(
-                "INSERT INTO audit_events (actor, action, account_id, outcome, detail) VALUES ($1, $2, $3, $4, $5::jsonb)",
-                [.text(actor), .text(action.rawValue), TokenStore.optional(accountId), .text(outcome), .text(detailText)]
-            ).affectedRows
+        try await database.run { connection in
+            try Self.record(in: connection, action, actor: actor, accountId: accountId, outcome: outcome, detail: detail)
         }
+    }
+
+    /// The same row inside a caller's transaction, so it commits with what it describes.
+    static func record(
+        in connection: PostgresConnection, _ action: Action, actor: String, accountId: String?, outcome: String, detail: [String: JSONValue] = [:]
+    ) throws {
+        let detailText = String(decoding: JSONWriter.encode(.object(detail)), as: UTF8.self)
+        try connection.query(
+            "INSERT INTO audit_events (actor, action, account_id, outcome, detail) VALUES ($1, $2, $3, $4, $5::jsonb)",
+            [.text(actor), .text(action.rawValue), TokenStore.optional(accountId), .text(outcome), .text(detailText)])
     }
 }

@@ -77,12 +77,22 @@ extension TokenStore {
         }
     }
 
-    /// Creates or updates the account of a sign-in and stores its tokens in one transaction.
-    /// A returning user keeps their `account_id`; the account becomes `active` again.
+    /// Creates or updates the account of a sign-in and stores its tokens and its audit row in one
+    /// transaction. A returning user keeps their `account_id`; the account becomes `active` again.
+    ///
+    /// A returning user's refresh lock is taken before anything is written, so a refresh already
+    /// running for the account finishes first (and cannot then delete the new refresh token), and
+    /// the lock comes before the account row's lock in every transaction (no deadlock).
     func saveSignIn(_ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?) async throws -> AccountRecord {
         let clientId = self.clientId
         let newId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
+            if let existing = try connection.query(
+                "SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3",
+                [.text(clientId), .text(account.environment), .text(account.homeAccountId)]
+            ).rows.first?.string("account_id") {
+                try Self.lockRefresh(in: connection, accountId: existing, clientId: clientId)
+            }
             guard
                 let row = try connection.query(
                     """
@@ -109,6 +119,7 @@ extension TokenStore {
             if let accessToken {
                 try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))
             }
+            try AuditStore.record(in: connection, .signInCompleted, actor: "sign-in", accountId: record.accountId, outcome: "success")
             return record
         }
     }

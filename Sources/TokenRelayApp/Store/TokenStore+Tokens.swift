@@ -92,6 +92,7 @@ extension TokenStore {
                     .int(generation),
                 ]
             ).affectedRows
+            // The refresh lock serialises every writer (refreshes and sign-ins), so a lost swap is a bug.
             guard updated == 1 else { throw Problem(.internal, "The refresh token changed during a rotation; nothing was written.") }
         } else {
             _ = try connection.query(
@@ -106,9 +107,18 @@ extension TokenStore {
 
     /// The STS said the refresh token is dead (expired, revoked, idle): delete it and put the
     /// whole account in `interaction_required` until a new sign-in (SPEC §2 step 1, §5).
-    func markRefreshTokenDead(in connection: PostgresConnection, accountId: String) throws {
-        _ = try connection.query("DELETE FROM refresh_tokens WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
-        _ = try connection.query("DELETE FROM access_tokens WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
-        _ = try connection.query("UPDATE accounts SET state = 'interaction_required' WHERE account_id = $1", [.text(accountId)])
+    ///
+    /// Only the refresh token that was sent (its `generation`, read under the lock) is deleted; if
+    /// a newer one is stored, nothing changes. Returns whether the account was marked.
+    @discardableResult
+    func markRefreshTokenDead(in connection: PostgresConnection, accountId: String, generation: Int64) throws -> Bool {
+        let deleted = try connection.query(
+            "DELETE FROM refresh_tokens WHERE account_id = $1 AND client_id = $2 AND generation = $3",
+            [.text(accountId), .text(clientId), .int(generation)]
+        ).affectedRows
+        guard deleted == 1 else { return false }
+        try connection.query("DELETE FROM access_tokens WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
+        try connection.query("UPDATE accounts SET state = 'interaction_required' WHERE account_id = $1", [.text(accountId)])
+        return true
     }
 }
