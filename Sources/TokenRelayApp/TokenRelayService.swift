@@ -55,21 +55,21 @@ public final class TokenRelayService: Sendable {
         let memory = MemoryTokenCache()
         let accounts = AccountCache()
         let tokens = SilentTokenService(
-            store: store, sts: sts, authorities: authorities, memory: memory, accounts: accounts, coalescer: RefreshCoalescer(),
+            store: store, sts: sts, authorities: authorities, memory: memory, accounts: accounts, declinedScopes: DeclinedScopesMemory(),
+            coalescer: RefreshCoalescer(),
             clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
             logger: logger, now: now)
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
-            clientCapabilities: configuration.clientCapabilities, memory: memory, accounts: accounts, logger: logger, now: now)
+            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now)
         let downstream = DownstreamService(
             apis: configuration.downstreamAPIs, tokens: tokens, http: http, maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, signIns: signIns, downstream: downstream, authorities: authorities,
-            health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, memory: memory, accounts: accounts,
-            audit: AuditStore(database: database))
+            health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, audit: AuditStore(database: database))
         metrics.addGauges {
             let stats = pool.statistics
             return [

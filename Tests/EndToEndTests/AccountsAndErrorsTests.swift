@@ -133,6 +133,14 @@ struct AccountsAndErrorsTests {
         #expect(canceled.json["error"] as? String == "user_canceled")
         #expect(canceled.json["sts_error_codes"] as? [Int] == [65004])
 
+        // The configuration changed while the user was at the authority: a problem, not a 500.
+        let pending = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
+        let pendingRedirect = try await stack.http.execute(.init(method: "GET", url: try #require(pending.json["authorize_url"] as? String)))
+        try await stack.withDatabase { try $0.execute("UPDATE sign_ins SET authority = 'https://untrusted.example/tenant'") }
+        let untrusted = try await stack.request("GET", try #require(pendingRedirect.headers["Location"]), authenticated: false)
+        #expect(untrusted.status == 400, "\(untrusted.text)")
+        #expect(untrusted.json["error"] as? String == "invalid_authority")
+
         let badPrompt = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "prompt": "always"])
         #expect(badPrompt.json["field"] as? String == "prompt")
         let openRedirect = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "redirect_after": "https://evil.example/"])

@@ -140,6 +140,19 @@ struct STSErrorMappingEndToEndTests {
         #expect(partial.status == 200, "\(partial.text)")
         #expect(partial.json["declined_scopes"] as? [String] == ["User.ReadBasic.All"])
         #expect(partial.json["scopes"] as? [String] == ["Files.ReadWrite"])
+
+        // Repeats are answered from the declined-scopes memory: same answers, no STS call.
+        let before = try await stack.emulatorCount()
+        let repeated = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["Files.ReadWrite", "User.ReadBasic.All"]])
+        #expect(repeated.status == 409)
+        #expect(repeated.json["declined_scopes"] as? [String] == ["User.ReadBasic.All"])
+        let repeatedPartial = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.ReadBasic.All", "Files.ReadWrite"], "allow_partial": true])
+        #expect(repeatedPartial.status == 200)
+        #expect(repeatedPartial.json["source"] as? String == "cache")
+        #expect(repeatedPartial.json["declined_scopes"] as? [String] == ["User.ReadBasic.All"])
+        #expect(repeatedPartial.json["access_token"] as? String == partial.json["access_token"] as? String)
+        #expect(try await stack.emulatorCount() == before)
     }
 
     @Test("14-token-response-without-refresh-token: a response without refresh_token keeps the stored one")

@@ -1,3 +1,4 @@
+import Foundation
 import IdentityCore
 import Synchronization
 
@@ -34,14 +35,18 @@ final class MemoryTokenCache: Sendable {
     }
 
     /// Stores `token`, replacing entries it overlaps (same rule as the persistent cache).
-    func store(_ token: StoredAccessToken) {
+    /// Stores `token`; the account's entries that have expired (`now`, unix seconds) go at the same
+    /// time, so memory follows live tokens rather than every token ever seen.
+    func store(_ token: StoredAccessToken, now: Int = Int(Date().timeIntervalSince1970)) {
         let lowered = Set(token.scopes.map { $0.lowercased() })
         let canonical = token.scopeSet.canonical
         let entry = Entry(token: token, canonical: Set(canonical), target: Set(canonical.map { $0.lowercased() }))
         entries.withLock { entries in
             var list = entries[token.accountId, default: []]
             list.removeAll {
-                $0.token.environment == token.environment && $0.token.realm == token.realm && !lowered.isDisjoint(with: $0.token.scopes.map { $0.lowercased() })
+                $0.token.expiresOn <= now
+                    || ($0.token.environment == token.environment && $0.token.realm == token.realm
+                        && !lowered.isDisjoint(with: $0.token.scopes.map { $0.lowercased() }))
             }
             list.append(entry)
             entries[token.accountId] = list

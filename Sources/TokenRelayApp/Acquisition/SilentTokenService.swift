@@ -12,6 +12,7 @@ struct SilentTokenService: Sendable {
     let authorities: AuthorityValidator
     let memory: MemoryTokenCache
     let accounts: AccountCache
+    let declinedScopes: DeclinedScopesMemory
     let coalescer: RefreshCoalescer<RefreshOutcome>
     let clientId: String
     let clientCapabilities: [String]
@@ -76,6 +77,12 @@ struct SilentTokenService: Sendable {
         let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
         let minTTL = request.minTTLSeconds
 
+        let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
+        if !bypassCache, let remembered = declinedScopes.recall(accountId: account.accountId, key: declinedKey, now: now()),
+            usable(remembered.token, minTTL: minTTL)
+        {
+            return try answer(remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
+        }
         if !bypassCache {
             if let hit = memory.lookup(accountId: account.accountId, environment: account.environment, realm: realm, scopes: request.scopes),
                 usable(hit, minTTL: minTTL)
@@ -105,23 +112,33 @@ struct SilentTokenService: Sendable {
         switch outcome {
         case .problem(let problem):
             if problem.extensions["account_state"] == .string("interaction_required") {
-                memory.removeAll(accountId: account.accountId)
-                accounts.remove(id: account.accountId)
+                forgetInMemory(account.accountId)
             }
             throw problem
         case .token(let token, let declined, let source):
             memory.store(token)
             touch(account.accountId)
-            if !declined.isEmpty && !request.allowPartial {
-                throw Problem(
-                    .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
-                    extensions: [
-                        "granted_scopes": .array(token.scopes.map(JSONValue.string)),
-                        "declined_scopes": .array(declined.map(JSONValue.string)),
-                    ])
+            if !declined.isEmpty {
+                declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey)
             }
-            return SilentTokenResult(token: token, account: account, source: source, declinedScopes: declined)
+            return try answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial)
         }
+    }
+
+    /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not
+    /// accept a partial grant (SPEC §4).
+    private func answer(
+        _ token: StoredAccessToken, declined: [String], account: AccountRecord, source: SilentTokenResult.Source, allowPartial: Bool
+    ) throws -> SilentTokenResult {
+        if !declined.isEmpty && !allowPartial {
+            throw Problem(
+                .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
+                extensions: [
+                    "granted_scopes": .array(token.scopes.map(JSONValue.string)),
+                    "declined_scopes": .array(declined.map(JSONValue.string)),
+                ])
+        }
+        return SilentTokenResult(token: token, account: account, source: source, declinedScopes: declined)
     }
 
     /// Finds the account named by `selector`.
@@ -304,12 +321,13 @@ struct SilentTokenService: Sendable {
     private func served(_ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority? = nil, claims: String? = nil) {
         touch(account.accountId)
         guard TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: 0) == .refreshDue else { return }
+        // The server-thread path has no merged claims yet; both paths must build the same key.
+        let claims = claims ?? (try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)) ?? nil
         let key = [account.accountId, token.realm, scopes.cacheKey, claims ?? "", RefreshMode.proactive.rawValue].joined(separator: "|")
         guard !coalescer.isRunning(key) else { return }
         let service = self
         Task {
             guard let authority = try? authority ?? service.authorities.validate(account.authority) else { return }
-            let claims = try? claims ?? ClaimsRequest.merged(claims: nil, capabilities: service.clientCapabilities)
             let context = RequestContext(correlationId: UUID().uuidString.lowercased(), deadline: Date().addingTimeInterval(30), caller: nil)
             do {
                 let (outcome, _) = try await service.coalescer.run(key: key) {
@@ -322,8 +340,7 @@ struct SilentTokenService: Sendable {
                     service.memory.store(fresh)
                 case .problem(let problem):
                     if problem.extensions["account_state"] == .string("interaction_required") {
-                        service.memory.removeAll(accountId: account.accountId)
-                        service.accounts.remove(id: account.accountId)
+                        service.forgetInMemory(account.accountId)
                     }
                     service.logger.info("token.proactive_refresh_failed", ["account.id": account.accountId, "error": problem.code.rawValue])
                 }
@@ -331,6 +348,14 @@ struct SilentTokenService: Sendable {
                 service.logger.warn("token.proactive_refresh_failed", ["account.id": account.accountId, "error": String(describing: type(of: error))])
             }
         }
+    }
+
+    /// Drops everything this replica holds in memory for the account (deleted, signed in again,
+    /// refresh token dead).
+    func forgetInMemory(_ accountId: String) {
+        memory.removeAll(accountId: accountId)
+        accounts.remove(id: accountId)
+        declinedScopes.forget(accountId: accountId)
     }
 
     /// Records use of the account in the background when this replica has not for 5 minutes.

@@ -52,10 +52,10 @@ enum AccountRoutes {
             let accountId = request.parameter("account_id")
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
             let deleted = try await services.store.deleteAccount(id: accountId)
+            // Forgotten before anything else can fail, so this replica never serves a deleted account.
+            services.tokens.forgetInMemory(accountId)
             try await services.audit.record(
                 .accountDeleted, actor: request.context.caller ?? "unknown", accountId: accountId, outcome: deleted ? "deleted" : "absent")
-            services.memory.removeAll(accountId: accountId)
-            services.accounts.remove(id: accountId)
             return HTTPResponse(status: 204)
         }
     }

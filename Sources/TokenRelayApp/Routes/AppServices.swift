@@ -10,8 +10,6 @@ struct AppServices: Sendable {
     let authorities: AuthorityValidator
     let health: HealthChecks
     let metrics: Metrics
-    let memory: MemoryTokenCache
-    let accounts: AccountCache
     let audit: AuditStore
 }
 

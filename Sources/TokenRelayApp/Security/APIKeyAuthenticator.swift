@@ -30,7 +30,11 @@ final class APIKeyAuthenticator: Sendable {
     static let cacheTTL: TimeInterval = 30
     private static let bootstrapCaller = Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
 
-    init(bootstrapKey: String?, keys: APIKeyStore) {
+    /// Most key ids remembered at once (found or not).
+    let cacheLimit: Int
+
+    init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000) {
+        self.cacheLimit = cacheLimit
         bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
         self.keys = keys
     }
@@ -71,11 +75,6 @@ final class APIKeyAuthenticator: Sendable {
         return caller
     }
 
-    /// Forgets a key at once (revocation in this replica).
-    func forget(keyId: String) {
-        _ = cache.withLock { $0.removeValue(forKey: keyId) }
-    }
-
     private func lookup(_ keyId: String) async throws -> CachedKey {
         if let cached = cache.withLock({ $0[keyId] }), Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL {
             return cached
@@ -83,9 +82,20 @@ final class APIKeyAuthenticator: Sendable {
         let record = try await keys.activeKey(keyId)
         let entry = CachedKey(
             secretHash: record?.secretHash, caller: record.map { Caller(keyId: $0.keyId, permissions: Set($0.permissions)) }, fetchedAt: Date())
-        cache.withLock { $0[keyId] = entry }
+        cache.withLock { cache in
+            // Bounded: well-formed but unknown key ids must not grow memory without limit.
+            if cache.count >= cacheLimit {
+                let now = Date()
+                cache = cache.filter { $0.value.caller != nil && now.timeIntervalSince($0.value.fetchedAt) < Self.cacheTTL }
+                if cache.count >= cacheLimit { cache.removeAll() }
+            }
+            cache[keyId] = entry
+        }
         return entry
     }
+
+    /// Key ids remembered now (tests and metrics).
+    var cachedKeyCount: Int { cache.withLock { $0.count } }
 
     static func bearerToken(_ authorization: String?) -> String? {
         guard let authorization else { return nil }

@@ -16,8 +16,8 @@ struct SignInService: Sendable {
     let urls: PublicURLs
     let redirectAfterOrigins: [String]
     let clientCapabilities: [String]
-    let memory: MemoryTokenCache
-    let accounts: AccountCache
+    /// Drops what this replica remembers of an account (its tokens, account row, declined scopes).
+    let forgetInMemory: @Sendable (String) -> Void
     let logger: Logger
     let now: @Sendable () -> Int
 
@@ -102,7 +102,15 @@ struct SignInService: Sendable {
         guard let code = query["code"], !code.isEmpty else {
             throw Problem.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
         }
-        let authority = try authorities.validate(pending.authority)
+        let authority: Authority
+        do {
+            authority = try authorities.validate(pending.authority)
+        } catch {
+            // The configuration changed while the user was at the authority.
+            throw Problem(
+                .invalidAuthority, "The sign-in's authority is no longer accepted (\(error.detail)); start a new sign-in.",
+                extensions: ["field": .string("authority")])
+        }
         let scopes = ScopeSet(normalizing: pending.scopes)
 
         let response: TokenResponse
@@ -144,8 +152,7 @@ struct SignInService: Sendable {
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
             refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken)
-        memory.removeAll(accountId: account.accountId)
-        accounts.remove(id: account.accountId)
+        forgetInMemory(account.accountId)
         logger.info("sign_in.completed", ["account.id": account.accountId, "sign_in.id": pending.signInId, "correlation.id": context.correlationId])
 
         if let redirectAfter = pending.redirectAfter {

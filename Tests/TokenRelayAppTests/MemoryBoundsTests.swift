@@ -1,0 +1,41 @@
+import Foundation
+import PostgresBridge
+import Testing
+import TokenRelayTesting
+
+@testable import TokenRelayApp
+
+/// What this replica keeps in memory stays bounded by what is live.
+@Suite("Memory bounds")
+struct MemoryBoundsTests {
+    static func token(_ scopes: [String], expiresOn: Int) -> StoredAccessToken {
+        StoredAccessToken(
+            accountId: "acc_1", environment: "login.microsoftonline.com", realm: "t", clientId: "c", scopes: scopes, secret: "s",
+            expiresOn: expiresOn, extExpiresOn: nil, refreshOn: nil)
+    }
+
+    @Test("Storing a token drops the account's expired entries")
+    func expiredEntriesEvicted() {
+        let cache = MemoryTokenCache()
+        cache.store(Self.token(["Mail.Read"], expiresOn: 1_000), now: 500)
+        cache.store(Self.token(["User.Read"], expiresOn: 5_000), now: 500)
+        #expect(cache.count == 2)
+        cache.store(Self.token(["Files.Read"], expiresOn: 9_000), now: 2_000)
+        #expect(cache.count == 2)
+        #expect(cache.lookup(accountId: "acc_1", environment: "login.microsoftonline.com", realm: "t", scopes: .init(normalizing: ["Mail.Read"])) == nil)
+    }
+
+    @Test("Unknown API key ids do not grow the key cache past its limit")
+    func apiKeyCacheBounded() async throws {
+        let url = try await TestPostgres.freshDatabase(named: "key_cache")
+        let pool = PostgresPool(url: url, size: 1)
+        defer { pool.close() }
+        let migrator = try Migrator(directory: BuiltProducts.packageRoot() + "/migrations")
+        _ = try await migrator.apply(on: pool)
+        let authenticator = APIKeyAuthenticator(bootstrapKey: nil, keys: APIKeyStore(database: Database(pool: pool)), cacheLimit: 3)
+        for index in 0..<10 {
+            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }
+            #expect(authenticator.cachedKeyCount <= 3)
+        }
+    }
+}
