@@ -78,25 +78,26 @@ struct SilentTokenService: Sendable {
         let minTTL = request.minTTLSeconds
 
         let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
-        if !bypassCache, let remembered = declinedScopes.recall(accountId: account.accountId, key: declinedKey, now: now()),
-            usable(remembered.token, minTTL: minTTL)
-        {
-            return try answer(remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
-        }
         if !bypassCache {
+            if let remembered = declinedScopes.recall(accountId: account.accountId, key: declinedKey, now: now()),
+                usable(remembered.token, minTTL: minTTL)
+            {
+                return try answer(remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
+            }
+            func cacheHit(_ hit: StoredAccessToken, layer: String) -> SilentTokenResult {
+                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer])
+                served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
+                return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+            }
             if let hit = memory.lookup(accountId: account.accountId, environment: account.environment, realm: realm, scopes: request.scopes),
                 usable(hit, minTTL: minTTL)
             {
-                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory"])
-                served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
-                return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+                return cacheHit(hit, layer: "memory")
             }
             let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
             if let hit = best(stored, covering: request.scopes, minTTL: minTTL) {
                 memory.store(hit)
-                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "database"])
-                served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
-                return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+                return cacheHit(hit, layer: "database")
             }
             metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
         }
