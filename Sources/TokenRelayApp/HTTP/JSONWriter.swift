@@ -18,12 +18,6 @@ enum JSONWriter {
         return out
     }
 
-    static func encode<T: Encodable>(encodable value: T) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(value))
-    }
-
     /// Appends `value`; false when it holds a NaN or infinite number.
     static func write(_ value: JSONValue, into out: inout [UInt8]) -> Bool {
         switch value {
