@@ -39,3 +39,22 @@ struct MemoryBoundsTests {
         }
     }
 }
+
+@Suite("Account cache")
+struct AccountCacheTests {
+    static let account = AccountRecord(
+        accountId: "acc_1", clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
+        username: "alice@contoso.example", name: "Alice", authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
+        idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
+
+    @Test("A read that began before a deletion does not bring the account back")
+    func readRacingDeletion() {
+        let cache = AccountCache()
+        let mark = cache.readMark
+        cache.remove(id: "acc_1")
+        cache.store(Self.account, readMark: mark)
+        #expect(cache.account(id: "acc_1") == nil)
+        cache.store(Self.account, readMark: cache.readMark)
+        #expect(cache.account(id: "acc_1")?.accountId == "acc_1")
+    }
+}

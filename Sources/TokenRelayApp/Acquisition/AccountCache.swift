@@ -11,7 +11,14 @@ final class AccountCache: Sendable {
         let storedAt: Date
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// Removals are numbered; a read that began before an account's last removal is not stored.
+        var removals: UInt64 = 0
+        var removedAt: [String: UInt64] = [:]
+    }
+
+    private let state = Mutex(State())
     private let touches = Mutex<[String: Int]>([:])
     let ttl: TimeInterval
 
@@ -20,18 +27,26 @@ final class AccountCache: Sendable {
     }
 
     func account(id: String) -> AccountRecord? {
-        entries.withLock { entries in
-            guard let entry = entries[id] else { return nil }
+        state.withLock { state in
+            guard let entry = state.entries[id] else { return nil }
             guard Date().timeIntervalSince(entry.storedAt) < ttl else {
-                entries[id] = nil
+                state.entries[id] = nil
                 return nil
             }
             return entry.account
         }
     }
 
-    func store(_ account: AccountRecord) {
-        entries.withLock { $0[account.accountId] = Entry(account: account, storedAt: Date()) }
+    /// Taken before reading an account from the database, and handed to `store`.
+    var readMark: UInt64 { state.withLock { $0.removals } }
+
+    /// Stores `account` unless this replica removed it after `readMark` was taken (a read racing a
+    /// deletion must not bring the account back).
+    func store(_ account: AccountRecord, readMark: UInt64) {
+        state.withLock { state in
+            if let removed = state.removedAt[account.accountId], removed > readMark { return }
+            state.entries[account.accountId] = Entry(account: account, storedAt: Date())
+        }
     }
 
     /// True at most once per `touchInterval` seconds per account in this replica: the caller then
@@ -47,6 +62,12 @@ final class AccountCache: Sendable {
     static let touchInterval = 300
 
     func remove(id: String) {
-        _ = entries.withLock { $0.removeValue(forKey: id) }
+        state.withLock { state in
+            state.entries[id] = nil
+            state.removals += 1
+            // Only reads in flight need the mark; an old one can go when the table grows.
+            if state.removedAt.count >= 10_000 { state.removedAt.removeAll() }
+            state.removedAt[id] = state.removals
+        }
     }
 }

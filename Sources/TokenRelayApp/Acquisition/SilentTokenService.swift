@@ -148,8 +148,9 @@ struct SilentTokenService: Sendable {
         switch selector {
         case .accountId(let id):
             if let cached = accounts.account(id: id) { return cached }
+            let mark = accounts.readMark
             guard let account = try await store.account(id: id) else { throw Problem.accountNotFound() }
-            accounts.store(account)
+            accounts.store(account, readMark: mark)
             return account
         case .homeAccountId(let home):
             // One home_account_id may be signed in through several clouds (environments).
