@@ -49,9 +49,10 @@ public final class TokenRelayService: Sendable {
         self.urls = urls
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
         let store = TokenStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
+        let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
         let sts = STSClient(
-            http: http, clientId: configuration.clientId, clientSecret: configuration.clientSecret, maxAttempts: configuration.maxAttempts,
-            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics, logger: logger)
+            http: upstream, clientId: configuration.clientId, clientSecret: configuration.clientSecret, maxAttempts: configuration.maxAttempts,
+            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
         let memory = MemoryTokenCache()
         let accounts = AccountCache()
         let tokens = SilentTokenService(
@@ -65,8 +66,8 @@ public final class TokenRelayService: Sendable {
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
             clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now)
         let downstream = DownstreamService(
-            apis: configuration.downstreamAPIs, tokens: tokens, http: http, maxAttempts: configuration.maxAttempts,
-            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
+            apis: configuration.downstreamAPIs, tokens: tokens, http: upstream, maxAttempts: configuration.maxAttempts,
+            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, signIns: signIns, downstream: downstream, authorities: authorities,
             health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, audit: AuditStore(database: database))

@@ -15,13 +15,12 @@ enum STSCallError: Error, Sendable {
 /// confidential client's credential, under the one retry policy (SPEC §5): 429/503 honour
 /// `Retry-After`, a 5xx without it or a network error is retried once, non-retryable errors never.
 struct STSClient: Sendable {
-    let http: HTTPClient
+    let http: RetryingHTTPClient
     let clientId: String
     let clientSecret: String?
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
     let metrics: Metrics
-    let logger: Logger
 
     /// Redeems `grant` (e.g. `grant_type=refresh_token`, `refresh_token=...`) at `authority`.
     /// - Parameters:
@@ -44,66 +43,52 @@ struct STSClient: Sendable {
         let grantType = grant.first { $0.0 == "grant_type" }?.1 ?? "unknown"
         let request = HTTPClientRequest(method: "POST", url: authority.tokenEndpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8))
         let policy = RetryPolicy(target: .sts, maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)
+        func classified(_ response: HTTPClientResponse) -> STSFailure {
+            STSErrorMapping.classify(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body, now: Date())
+        }
 
-        var attempt = 1
-        while true {
-            let remaining = context.remainingSeconds
-            guard remaining > 0.05 else {
-                throw .unavailable(
-                    Problem(
-                        .upstreamUnavailable, "The request deadline passed before the identity provider answered.", status: 504,
-                        extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"]))
-            }
-            var attemptRequest = request
-            attemptRequest.timeout = min(remaining, 30)
-            let outcome: RetryPolicy.Outcome
-            var failure: STSFailure?
-            do {
-                let response = try await http.execute(attemptRequest)
-                if response.status == 200 {
-                    do {
-                        let tokens = try TokenResponse.parse(response.body)
-                        metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": "success"])
-                        return tokens
-                    } catch {
-                        metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": "malformed"])
-                        throw STSCallError.unavailable(Problem(.upstreamError, "The identity provider's token response could not be read.", status: 502))
-                    }
+        let final: RetryingHTTPClient.Final
+        do {
+            final = try await http.send(request, policy: policy, target: "sts", context: context) { attempt in
+                switch attempt {
+                case .success(let response) where response.status == 200:
+                    return .response(status: 200, retryAfterSeconds: nil, nonRetryable: false)
+                case .success(let response):
+                    let failure = classified(response)
+                    metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": failure.problem.rawValue])
+                    return .response(status: response.status, retryAfterSeconds: failure.retryAfterSeconds, nonRetryable: !failure.isRetryable)
+                case .failure(let error):
+                    metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": error.kind.rawValue])
+                    return .init(error)
                 }
-                let classified = STSErrorMapping.classify(
-                    status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body, now: Date())
-                failure = classified
-                metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": classified.problem.rawValue])
-                let retryable = classified.disposition == .transient || classified.disposition == .throttled
-                outcome = .response(status: response.status, retryAfterSeconds: classified.retryAfterSeconds, nonRetryable: !retryable)
-            } catch let error as HTTPClientError {
-                metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": error.kind.rawValue])
-                outcome = error.kind == .timedOut ? .timedOut : .networkError(requestSent: error.requestSent)
-            } catch let error as STSCallError {
-                throw error
-            } catch {
-                outcome = .networkError(requestSent: true)
             }
+        } catch {
+            throw .unavailable(error)
+        }
 
-            switch policy.decide(attempt: attempt, outcome: outcome, deadlineRemaining: context.remainingSeconds, random: Double.random(in: 0..<1)) {
-            case .retry(let delay):
-                metrics.increment("tokenrelay_retries_total", ["target": "sts"])
-                logger.info(
-                    "sts.retry", ["sts.attempt": String(attempt), "retry.delay_s": String(format: "%.2f", delay), "correlation.id": context.correlationId])
-                try? await Task.sleep(for: .seconds(delay))
-                attempt += 1
-            case .accept:
-                if let failure { throw .rejected(failure) }
-                throw .unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1))
-            case .giveUp(let retryAfter):
-                let seconds = max(1, retryAfter ?? failure?.retryAfterSeconds ?? 1)
-                if let failure, failure.disposition == .throttled {
-                    metrics.increment("tokenrelay_throttled_total", ["target": "sts"])
-                    throw .rejected(failure.withRetryAfter(seconds))
-                }
-                if let failure, failure.disposition != .transient { throw .rejected(failure) }
-                throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: seconds))
+        switch (final.last, final.decision) {
+        case (.success(let response), .accept) where response.status == 200:
+            guard let tokens = try? TokenResponse.parse(response.body) else {
+                metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": "malformed"])
+                throw .unavailable(Problem(.upstreamError, "The identity provider's token response could not be read.", status: 502))
             }
+            metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": "success"])
+            return tokens
+        case (.success(let response), .giveUp(let retryAfter)):
+            let failure = classified(response)
+            let seconds = max(1, retryAfter ?? failure.retryAfterSeconds ?? 1)
+            if failure.disposition == .throttled {
+                metrics.increment("tokenrelay_throttled_total", ["target": "sts"])
+                throw .rejected(failure.withRetryAfter(seconds))
+            }
+            if failure.disposition != .transient { throw .rejected(failure) }
+            throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: seconds))
+        case (.success(let response), _):
+            throw .rejected(classified(response))
+        case (.failure, .giveUp(let retryAfter)):
+            throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: max(1, retryAfter ?? 1)))
+        case (.failure, _):
+            throw .unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1))
         }
     }
 }

@@ -10,10 +10,9 @@ import IdentityCore
 struct DownstreamService: Sendable {
     let apis: [String: DownstreamAPI]
     let tokens: SilentTokenService
-    let http: HTTPClient
+    let http: RetryingHTTPClient
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
-    let metrics: Metrics
 
     /// Request headers passed to the API; everything else (hop-by-hop, the caller's
     /// `Authorization`, TokenRelay's own) stays here.
@@ -82,43 +81,29 @@ struct DownstreamService: Sendable {
         let idempotent = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(call.method)
         let policy = RetryPolicy(target: .downstream(idempotent: idempotent), maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)
 
-        var attempt = 1
-        while true {
-            let remaining = context.remainingSeconds
-            guard remaining > 0.05 else {
-                throw Problem(
-                    .upstreamUnavailable, "The request deadline passed before the API answered.", status: 504,
-                    extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
-            }
-            let outcome: RetryPolicy.Outcome
-            var last: HTTPClientResponse?
-            do {
-                let response = try await http.execute(
-                    HTTPClientRequest(method: call.method, url: url, headers: headers, body: call.body.isEmpty ? nil : call.body, timeout: min(remaining, 30)))
-                last = response
-                outcome = .response(
+        let request = HTTPClientRequest(method: call.method, url: url, headers: headers, body: call.body.isEmpty ? nil : call.body)
+        let final = try await http.send(request, policy: policy, target: "downstream", context: context) { attempt in
+            switch attempt {
+            case .success(let response):
+                return .response(
                     status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: Date()), nonRetryable: false)
-            } catch let error as HTTPClientError {
-                outcome = error.kind == .timedOut ? .timedOut : .networkError(requestSent: error.requestSent)
+            case .failure(let error):
+                return .init(error)
             }
-            switch policy.decide(attempt: attempt, outcome: outcome, deadlineRemaining: context.remainingSeconds, random: Double.random(in: 0..<1)) {
-            case .accept:
-                if let last { return last }
-                throw Problem.unavailable("The downstream API could not be reached.", retryAfterSeconds: 1)
-            case .retry(let delay):
-                metrics.increment("tokenrelay_retries_total", ["target": "downstream"])
-                try? await Task.sleep(for: .seconds(delay))
-                attempt += 1
-            case .giveUp(let retryAfter):
-                guard var last else {
-                    throw Problem.unavailable("The downstream API could not be reached.", retryAfterSeconds: max(1, retryAfter ?? 1))
-                }
-                // SPEC §12 Downstream: a 429 or 503 without Retry-After gets the backoff we would have used.
-                if (last.status == 429 || last.status == 503) && last.headers["Retry-After"] == nil {
-                    last.headers.set("Retry-After", String(max(1, retryAfter ?? 1)))
-                }
-                return last
+        }
+        switch (final.last, final.decision) {
+        case (.success(var response), .giveUp(let retryAfter)):
+            // SPEC §12 Downstream: a 429 or 503 without Retry-After gets the backoff we would have used.
+            if (response.status == 429 || response.status == 503) && response.headers["Retry-After"] == nil {
+                response.headers.set("Retry-After", String(max(1, retryAfter ?? 1)))
             }
+            return response
+        case (.success(let response), _):
+            return response
+        case (.failure, .giveUp(let retryAfter)):
+            throw Problem.unavailable("The downstream API could not be reached.", retryAfterSeconds: max(1, retryAfter ?? 1))
+        case (.failure, _):
+            throw Problem.unavailable("The downstream API could not be reached.", retryAfterSeconds: 1)
         }
     }
 

@@ -1,0 +1,67 @@
+import Foundation
+import HTTPClientBridge
+import IdentityCore
+
+/// The one retry loop of SPEC §5 around the HTTP client, used for the STS and every downstream
+/// API: each attempt gets what is left of the request's deadline (at most 30 s), IdentityCore's
+/// `RetryPolicy` decides after every answer or failure, and waits happen here only.
+struct RetryingHTTPClient: Sendable {
+    let http: HTTPClient
+    let metrics: Metrics
+    let logger: Logger
+
+    /// What the last attempt produced, and the policy's final decision (`accept` or `giveUp`).
+    struct Final {
+        let last: Result<HTTPClientResponse, HTTPClientError>
+        let decision: RetryPolicy.Decision
+    }
+
+    /// Sends `request` until `policy` accepts the outcome or gives up.
+    /// - Parameters:
+    ///   - target: a bounded label for metrics and logs (`sts`, `downstream`).
+    ///   - classify: what an attempt's answer or failure means to the policy.
+    /// - Throws: `Problem` 504 `upstream_unavailable` when the deadline passes before an attempt.
+    func send(
+        _ request: HTTPClientRequest, policy: RetryPolicy, target: String, context: RequestContext,
+        classify: (Result<HTTPClientResponse, HTTPClientError>) -> RetryPolicy.Outcome
+    ) async throws(Problem) -> Final {
+        var attempt = 1
+        while true {
+            let remaining = context.remainingSeconds
+            guard remaining > 0.05 else {
+                throw Problem(
+                    .upstreamUnavailable, "The request deadline passed before the \(target) answered.", status: 504,
+                    extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
+            }
+            var attemptRequest = request
+            attemptRequest.timeout = min(remaining, 30)
+            let result: Result<HTTPClientResponse, HTTPClientError>
+            do {
+                result = .success(try await http.execute(attemptRequest))
+            } catch let error as HTTPClientError {
+                result = .failure(error)
+            } catch {
+                result = .failure(HTTPClientError(kind: .other, requestSent: true, function: "HTTPClient.execute", reason: "cancelled"))
+            }
+            let decision = policy.decide(
+                attempt: attempt, outcome: classify(result), deadlineRemaining: context.remainingSeconds, random: Double.random(in: 0..<1))
+            guard case .retry(let delay) = decision else { return Final(last: result, decision: decision) }
+            metrics.increment("tokenrelay_retries_total", ["target": target])
+            logger.info(
+                "upstream.retry",
+                [
+                    "upstream.target": target, "upstream.attempt": String(attempt), "retry.delay_s": String(format: "%.2f", delay),
+                    "correlation.id": context.correlationId,
+                ])
+            try? await Task.sleep(for: .seconds(delay))
+            attempt += 1
+        }
+    }
+}
+
+extension RetryPolicy.Outcome {
+    /// A transport failure as the policy sees it.
+    init(_ error: HTTPClientError) {
+        self = error.kind == .timedOut ? .timedOut : .networkError(requestSent: error.requestSent)
+    }
+}
