@@ -103,8 +103,8 @@ enum TokenRoutes {
         }
     }
 
-    /// The bytes of ``tokenJSON(_:correlationId:allowPartial:)``, written without building and
-    /// sorting a dictionary (the members are fixed and listed here in sorted order).
+    /// The token answer (SPEC §2 response 200) as JSON bytes, written without building and sorting
+    /// a dictionary: the members are fixed and listed here in sorted order.
     static func tokenBody(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(4096)
@@ -140,22 +140,5 @@ enum TokenRoutes {
         JSONWriter.writeString(result.source.rawValue, into: &out)
         key(#","token_type":"Bearer"}"#)
         return out
-    }
-
-    static func tokenJSON(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> JSONValue {
-        var members: [String: JSONValue] = [
-            "access_token": .string(result.token.secret),
-            "token_type": .string("Bearer"),
-            "expires_on": .number(Double(result.token.expiresOn)),
-            "ext_expires_on": .number(Double(result.token.extExpiresOn ?? result.token.expiresOn)),
-            "scopes": .array(result.token.scopes.map(JSONValue.string)),
-            "account": result.account.json,
-            "source": .string(result.source.rawValue),
-            "correlation_id": .string(correlationId),
-        ]
-        if allowPartial && !result.declinedScopes.isEmpty {
-            members["declined_scopes"] = .array(result.declinedScopes.map(JSONValue.string))
-        }
-        return .object(members)
     }
 }
