@@ -56,6 +56,8 @@ struct EmulatorState: Sendable {
     /// Lower-cased username → revocation generation and when it last changed.
     var revocations: [String: (generation: Int, at: Date)] = [:]
     var faults: [Fault] = []
+    /// `jti`s of client assertions already accepted (a replay is refused).
+    var clientAssertionIDs: Set<String> = []
 
     var tokenRequests = 0
     var tokenRequestsByGrant: [String: Int] = [:]

@@ -23,7 +23,8 @@ extension IdentityPlatformEmulator {
 
     /// The token endpoint (RFC 6749 §3.2; identity platform "OAuth 2.0 authorization code flow",
     /// "client credentials flow", "on-behalf-of flow"): client authentication by
-    /// `client_secret` in the body or HTTP Basic (RFC 6749 §2.3.1), then the grant.
+    /// `client_secret` in the body or HTTP Basic (RFC 6749 §2.3.1), or by a certificate client
+    /// assertion (RFC 7523 §2.2, `clientAssertionError`), then the grant.
     func token(_ request: HTTPRequest, authority: Route.Authority) -> Outcome {
         let form = TokenForm(fields: FormEncoding.parse(request.body))
         let grantType = form["grant_type"] ?? "(none)"
@@ -69,8 +70,9 @@ extension IdentityPlatformEmulator {
         guard clientID == configuration.clientID else {
             return fail(.unknownClient(clientID, tenant: resolved.tenant?.id ?? resolved.segment), delay: delay)
         }
-        guard let secret, !secret.isEmpty else { return fail(.missingClientSecret(), delay: delay) }
-        guard Self.constantTimeEquals(secret, configuration.clientSecret) else {
+        if form["client_assertion"] != nil || form["client_assertion_type"] != nil {
+            if let error = clientAssertionError(form, clientID: clientID, tokenURL: baseURL + request.path) { return fail(error, delay: delay) }
+        } else if let secret, !secret.isEmpty, !Self.constantTimeEquals(secret, configuration.clientSecret) {
             var error = STSError.invalidClientSecret(clientID: clientID)
             if b2c {
                 error = STSError(
@@ -78,6 +80,8 @@ extension IdentityPlatformEmulator {
                     message: "The specified client_secret does not match the expected value for this client. Please correct the client_secret and try again.")
             }
             return fail(error, delay: delay)
+        } else if secret?.isEmpty ?? true {
+            return fail(.missingClientSecret(), delay: delay)
         }
 
         let result: Result<JSONValue, STSError>

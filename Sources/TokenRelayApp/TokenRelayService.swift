@@ -51,7 +51,8 @@ public final class TokenRelayService: Sendable {
         let store = TokenStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
         let sts = STSClient(
-            http: upstream, clientId: configuration.clientId, clientSecret: configuration.clientSecret, maxAttempts: configuration.maxAttempts,
+            http: upstream, clientId: configuration.clientId, credential: try ClientCredential(configuration: configuration),
+            maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
         let memory = MemoryTokenCache()
         let accounts = AccountCache()

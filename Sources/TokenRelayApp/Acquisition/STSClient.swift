@@ -17,7 +17,7 @@ enum STSCallError: Error, Sendable {
 struct STSClient: Sendable {
     let http: RetryingHTTPClient
     let clientId: String
-    let clientSecret: String?
+    let credential: ClientCredential
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
     let metrics: Metrics
@@ -31,7 +31,7 @@ struct STSClient: Sendable {
         grant: [(String, String)], authority: Authority, scopes: ScopeSet?, claims: String?, context: RequestContext
     ) async throws(STSCallError) -> TokenResponse {
         var form = [("client_id", clientId)] + grant
-        if let clientSecret { form.append(("client_secret", clientSecret)) }
+        do { form += try credential.formFields(tokenEndpoint: authority.tokenEndpoint) } catch { throw .unavailable(error) }
         if let scopes { form.append(("scope", scopes.wireValue)) }
         if let claims { form.append(("claims", claims)) }
         form.append(("client_info", "1"))

@@ -14,6 +14,15 @@ public struct Configuration: Sendable {
     public var clientId: String = ""
     /// The confidential client credential (secret). Never logged.
     public var clientSecret: String?
+    /// The certificate credential: a PEM file with the unencrypted private key and the
+    /// certificate (`TOKENRELAY_CLIENT_CERTIFICATE`; `_FILE` gives the PEM itself). Default none.
+    public var clientCertificate: String?
+    /// JWS algorithm of certificate assertions: `PS256` (header `x5t#S256`) or `RS256` (header
+    /// `x5t`, older tenants). Default `PS256`.
+    public var clientAssertionAlgorithm: String = "PS256"
+    /// A file holding a federated client assertion (e.g. a Kubernetes projected service-account
+    /// token), read for every token request. Default none.
+    public var clientAssertionFile: String?
     /// Default authority URL, e.g. `https://login.microsoftonline.com/{tenant}`. Required.
     public var authority: String = ""
     /// Authority hosts or URLs trusted without instance discovery (B2C, custom, emulator).

@@ -66,6 +66,9 @@ public struct ConfigurationLoader: Sendable {
         config.databasePoolSize = try int("database_pool_size", 1...256) ?? config.databasePoolSize
         config.clientId = try value("client_id") ?? ""
         config.clientSecret = try value("client_secret")
+        config.clientCertificate = try value("client_certificate")
+        config.clientAssertionAlgorithm = try value("client_assertion_algorithm") ?? config.clientAssertionAlgorithm
+        config.clientAssertionFile = try value("client_assertion_file")
         config.authority = try value("authority") ?? ""
         config.knownAuthorities = try list("known_authorities") ?? []
         config.allowHTTPLoopback = try bool("allow_http_loopback") ?? false
@@ -130,6 +133,7 @@ public struct ConfigurationLoader: Sendable {
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: String(describing: error))
         }
+        _ = try ClientCredential(configuration: config)
         for (name, api) in config.downstreamAPIs where !(api.baseURL.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(api.baseURL))) {
             throw ConfigurationError(
                 setting: "TOKENRELAY_DOWNSTREAM_APIS", reason: "\(name).base_url must be https (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
