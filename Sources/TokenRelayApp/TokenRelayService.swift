@@ -62,15 +62,19 @@ public final class TokenRelayService: Sendable {
             clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
             logger: logger, now: now)
+        let grants = GrantTokenService(
+            store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
+            clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics, logger: logger,
+            now: now)
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
             clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now)
         let downstream = DownstreamService(
-            apis: configuration.downstreamAPIs, tokens: tokens, http: upstream, maxAttempts: configuration.maxAttempts,
+            apis: configuration.downstreamAPIs, tokens: tokens, grants: grants, http: upstream, maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
         let services = AppServices(
-            configuration: configuration, store: store, tokens: tokens, signIns: signIns, downstream: downstream, authorities: authorities,
+            configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
             health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, audit: AuditStore(database: database))
         metrics.addGauges {
             let stats = pool.statistics

@@ -36,7 +36,8 @@ public final class TokenRelayStack: Sendable {
         environment["TOKENRELAY_ALLOW_HTTP_LOOPBACK"] = "true"
         environment["TOKENRELAY_ENCRYPTION_KEYS"] = "test1:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         environment["TOKENRELAY_BOOTSTRAP_API_KEY"] = apiKey
-        environment["TOKENRELAY_DOWNSTREAM_APIS"] = #"{"graph": {"base_url": "\#(emulator.baseURL)/v1.0", "scopes": ["User.Read"]}}"#
+        environment["TOKENRELAY_DOWNSTREAM_APIS"] =
+            #"{"graph": {"base_url": "\#(emulator.baseURL)/v1.0", "scopes": ["User.Read"], "app_scopes": ["https://graph.microsoft.com/.default"]}}"#
         environment["TOKENRELAY_MIGRATIONS_DIR"] = BuiltProducts.packageRoot() + "/migrations"
         environment["TOKENRELAY_MIGRATE_ON_START"] = "true"
         environment["TOKENRELAY_LOG_LEVEL"] = "debug"

@@ -181,7 +181,14 @@ public struct ConfigurationLoader: Sendable {
                 throw ConfigurationError(setting: setting, reason: "\(name).scopes must be a non-empty array of strings")
             }
             let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
-            apis[name] = DownstreamAPI(baseURL: trimmed, scopes: scopes, appScopes: entry["app_scopes"] as? [String])
+            var appScopes: [String]?
+            if let value = entry["app_scopes"], !(value is NSNull) {
+                guard let list = value as? [String], !list.isEmpty else {
+                    throw ConfigurationError(setting: setting, reason: "\(name).app_scopes must be a non-empty array of strings")
+                }
+                appScopes = list
+            }
+            apis[name] = DownstreamAPI(baseURL: trimmed, scopes: scopes, appScopes: appScopes)
         }
         return apis
     }

@@ -3,13 +3,15 @@ import HTTPClientBridge
 import HTTPCommon
 import IdentityCore
 
-/// Calls a configured downstream API for an account (SPEC §6): acquires the token (§2), calls
+/// Calls a configured downstream API for an account, as the app, or on behalf of a caller's
+/// user (SPEC §6; `DownstreamIdentity`): acquires the token (§2), calls
 /// the API with `Authorization: Bearer`, passes the method, query, body and safe headers
 /// through, and relays the API's answer. A claims challenge (401 `insufficient_claims`) is
 /// answered by one more acquisition with those claims, never a loop.
 struct DownstreamService: Sendable {
     let apis: [String: DownstreamAPI]
     let tokens: SilentTokenService
+    let grants: GrantTokenService
     let http: RetryingHTTPClient
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
@@ -29,7 +31,7 @@ struct DownstreamService: Sendable {
         let query: [(name: String, value: String)]
         let headers: HTTPHeaders
         let body: [UInt8]
-        let accountId: String
+        let identity: DownstreamIdentity
     }
 
     func relay(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
@@ -43,14 +45,20 @@ struct DownstreamService: Sendable {
         else {
             throw Problem.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
         }
+        // App-only and on-behalf-of calls: one token, the API's answer relayed as it is (a claims
+        // challenge goes back to the caller, whose client must answer it).
+        if let token = try await call.identity.grantToken(for: api, named: call.api, grants: grants, context: context) {
+            return relayed(try await send(call, api: api, token: token, context: context))
+        }
+        guard case .account(let accountId) = call.identity else { throw Problem(.internal, "No identity for the downstream call.") }
         let scopes: ScopeSet
         do {
             scopes = try ScopeRules.requested(scopes: api.scopes, resource: nil)
         } catch {
             throw Problem(.internal, "The scopes configured for '\(call.api)' are invalid.")
         }
-        let account = try await tokens.resolve(.accountId(call.accountId))
-        var request = SilentTokenRequest(account: .accountId(call.accountId), scopes: scopes)
+        let account = try await tokens.resolve(.accountId(accountId))
+        var request = SilentTokenRequest(account: .accountId(accountId), scopes: scopes)
         let first = try await tokens.acquire(request, for: account, context: context)
         var response = try await send(call, api: api, token: first.token.secret, context: context)
 

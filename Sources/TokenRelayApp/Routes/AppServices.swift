@@ -5,6 +5,7 @@ struct AppServices: Sendable {
     let configuration: Configuration
     let store: TokenStore
     let tokens: SilentTokenService
+    let grants: GrantTokenService
     let signIns: SignInService
     let downstream: DownstreamService
     let authorities: AuthorityValidator
@@ -21,6 +22,7 @@ enum Routes {
         SignInRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
         TokenRoutes.register(on: &router, services)
+        GrantTokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)
         return router
     }
