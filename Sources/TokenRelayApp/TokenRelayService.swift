@@ -50,8 +50,9 @@ public final class TokenRelayService: Sendable {
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
         let store = TokenStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
+        let credential = try ClientCredential(configuration: configuration)
         let sts = STSClient(
-            http: upstream, clientId: configuration.clientId, credential: try ClientCredential(configuration: configuration),
+            http: upstream, clientId: configuration.clientId, credential: credential,
             maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
         let memory = MemoryTokenCache()
@@ -75,7 +76,8 @@ public final class TokenRelayService: Sendable {
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
-            health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, audit: AuditStore(database: database))
+            health: HealthChecks(database: database, migrator: migrator, keyRing: ring, clientCertificateNotAfter: credential.certificateNotAfter),
+            metrics: metrics, audit: AuditStore(database: database))
         metrics.addGauges {
             let stats = pool.statistics
             return [
@@ -84,6 +86,9 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_db_pool_waiting", [:], Double(stats.waiting)),
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
+                + (credential.certificateNotAfter.map {
+                    [("tokenrelay_client_certificate_expiry_seconds", [:], Double($0 - Int(Date().timeIntervalSince1970)))]
+                } ?? [])
         }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations

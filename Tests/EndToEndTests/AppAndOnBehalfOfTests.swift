@@ -102,6 +102,12 @@ struct AppAndOnBehalfOfTests {
         #expect(try await Self.grantCount(stack, "client_credentials") == 1)
         let log = stack.relay.log()
         #expect(!log.contains("client_assertion="))
+        // The test certificate is valid for 2 days: readiness warns (SPEC §12 Health: < 14 days).
+        let ready = try await stack.request("GET", "/readyz", authenticated: false)
+        #expect(ready.status == 200)
+        #expect(ready.json["status"] as? String == "warn")
+        let check = ((ready.json["checks"] as? [String: Any])?["credential:certificateExpiry"] as? [[String: Any]])?.first
+        #expect(check?["status"] as? String == "warn")
     }
 
     @Test("A certificate the identity provider does not know is 502 upstream_error with AADSTS700027")
@@ -186,6 +192,37 @@ struct AppAndOnBehalfOfTests {
         #expect(owners.count == 2)
         #expect(owners.allSatisfy { $0.hasPrefix("obo:") && $0.count == 4 + 64 })
         #expect(!stack.relay.log().contains(assertion))
+    }
+
+    @Test("On-behalf-of: interaction_required carries the claims for the caller's client; an expired OBO token is renewed with the OBO refresh token")
+    func onBehalfOfChallengeAndRefresh() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_obo_claims")
+        defer { stack.stop() }
+        let assertion = try await Self.incomingUserToken(stack)
+        let challenge = #"{"access_token":{"acrs":{"essential":true,"value":"c1"}}}"#
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: ["endpoint": "token", "username": "alice@contoso.example", "error_codes": [50076], "claims_challenge": challenge])
+        let refused = try await stack.request("POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["User.Read"]])
+        #expect(refused.status == 409, "\(refused.text)")
+        #expect(refused.json["error"] as? String == "interaction_required")
+        #expect((refused.json["claims"] as? String)?.contains("acrs") == true)
+        #expect(refused.json["sts_error_codes"] as? [Int] == [50076])
+        #expect(refused.json["account_state"] == nil)
+
+        // Tokens issued with expires_in 60 are expired on arrival (expiry skew 300 s).
+        _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["expires_in": 60])
+        let jwtBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+        let exchangesBefore = try await Self.grantCount(stack, jwtBearer)
+        let first = try await stack.request("POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["User.Read"]])
+        #expect(first.status == 200, "\(first.text)")
+        #expect(try await Self.grantCount(stack, jwtBearer) == exchangesBefore + 1)
+        let refreshesBefore = try await Self.grantCount(stack, "refresh_token")
+        let renewed = try await stack.request("POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["User.Read"]])
+        #expect(renewed.status == 200, "\(renewed.text)")
+        #expect(renewed.json["access_token"] as? String != first.json["access_token"] as? String)
+        #expect(try await Self.grantCount(stack, jwtBearer) == exchangesBefore + 1)
+        #expect(try await Self.grantCount(stack, "refresh_token") == refreshesBefore + 1)
     }
 
     @Test("An expired or malformed assertion is 400 on 'assertion' without any STS call")

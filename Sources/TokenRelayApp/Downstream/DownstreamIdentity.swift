@@ -34,7 +34,8 @@ enum DownstreamIdentity: Sendable, Equatable {
             return .app
         default:
             // The header may carry the caller's whole `Authorization` value.
-            let token = value.lowercased().hasPrefix("bearer ") ? String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces) : value
+            let scheme = value.prefix { $0 != " " }
+            let token = scheme.lowercased() == "bearer" ? String(value.dropFirst(scheme.count)).trimmingCharacters(in: .whitespaces) : value
             guard !token.isEmpty else {
                 throw Problem.invalidRequest(field: "X-On-Behalf-Of-Assertion", "'X-On-Behalf-Of-Assertion' is empty.")
             }

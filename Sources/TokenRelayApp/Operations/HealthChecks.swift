@@ -13,6 +13,12 @@ struct HealthChecks: Sendable {
     let database: Database
     let migrator: Migrator?
     let keyRing: KeyRing
+    /// When the client certificate stops being valid (unix seconds); nil without one. Readiness
+    /// warns from 14 days before (SPEC §12 Health).
+    var clientCertificateNotAfter: Int? = nil
+
+    /// How long before a client certificate expires readiness warns, seconds (14 days).
+    static let certificateWarningSeconds = 14 * 86_400
 
     func liveness() -> HTTPResponse {
         respond(status: "pass", checks: [:])
@@ -57,6 +63,16 @@ struct HealthChecks: Sendable {
                 "time": .string(time),
             ])
         ])
+        if let notAfter = clientCertificateNotAfter {
+            let remaining = notAfter - Int(Date().timeIntervalSince1970)
+            let warn = remaining < Self.certificateWarningSeconds
+            if warn && overall == "pass" { overall = "warn" }
+            var check: [String: JSONValue] = [
+                "status": .string(warn ? "warn" : "pass"), "observedValue": .number(Double(remaining)), "observedUnit": .string("s"), "time": .string(time),
+            ]
+            if warn { check["output"] = .string("the client certificate expires in less than 14 days: register a new one") }
+            checks["credential:certificateExpiry"] = .array([.object(check)])
+        }
         return respond(status: overall, checks: checks)
     }
 
