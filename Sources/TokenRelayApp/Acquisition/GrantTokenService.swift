@@ -153,16 +153,16 @@ struct GrantTokenService: Sendable {
         let grant = owner.hasPrefix("app:") ? "app" : "obo"
         if !request.forceRefresh {
             if let hit = memory.lookup(owner: owner, environment: environment, realm: realm, scopes: request.scopes, usable: usable) {
-                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "memory", "grant": grant])
+                metrics.increment("tokenrelay_grant_token_cache_total", ["outcome": "hit", "layer": "memory", "grant": grant])
                 return Result(token: hit, source: .cache)
             }
             let stored = try await store.grantAccessTokens(owner: owner, environment: environment, realm: realm)
             if let hit = stored.filter({ $0.scopeSet.isSuperset(of: request.scopes) && usable($0) }).max(by: { $0.expiresOn < $1.expiresOn }) {
                 memory.store(hit)
-                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": "database", "grant": grant])
+                metrics.increment("tokenrelay_grant_token_cache_total", ["outcome": "hit", "layer": "database", "grant": grant])
                 return Result(token: hit, source: .cache)
             }
-            metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss", "grant": grant])
+            metrics.increment("tokenrelay_grant_token_cache_total", ["outcome": "miss", "layer": "none", "grant": grant])
         }
         let key = [owner, environment, realm, request.scopes.cacheKey, request.forceRefresh ? "force" : "", String(minTTL)].joined(separator: "|")
         let service = self
