@@ -48,6 +48,13 @@ struct STSClient: Sendable {
         }
 
         let final: RetryingHTTPClient.Final
+        let started = ContinuousClock.now
+        defer {
+            let elapsed = ContinuousClock.now - started
+            metrics.observe(
+                "tokenrelay_sts_request_duration_seconds", ["grant": grantType],
+                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
         do {
             final = try await http.send(request, policy: policy, target: "sts", context: context) { attempt in
                 switch attempt {
