@@ -82,7 +82,8 @@ struct STSClient: Sendable {
                 throw .rejected(failure.withRetryAfter(seconds))
             }
             if failure.disposition != .transient { throw .rejected(failure) }
-            throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: seconds))
+            // The STS's codes and ids travel with the 503 too (SPEC §2 step 4).
+            throw .unavailable(Problem(failure.withRetryAfter(seconds)))
         case (.success(let response), _):
             throw .rejected(classified(response))
         case (.failure, .giveUp(let retryAfter)):
