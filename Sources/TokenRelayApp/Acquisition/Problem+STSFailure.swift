@@ -28,7 +28,8 @@ extension Problem {
                 extensions["scopes"] = .array(requestedScopes.canonical.map(JSONValue.string))
             }
         default:
-            break
+            // Every STS answer says what became of the refresh token: here it was kept.
+            extensions["account_state"] = .string("active")
         }
         self.init(failure.problem, failure.detail, status: failure.status, extensions: extensions, headers: headers)
         replayable = failure.disposition == .interactionRequired
