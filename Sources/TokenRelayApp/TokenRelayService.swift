@@ -60,11 +60,12 @@ public final class TokenRelayService: Sendable {
             coalescer: RefreshCoalescer(),
             clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
-            logger: logger, now: now)
+            logger: logger, now: now, uiRequired: UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds))
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
-            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now)
+            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
+            links: SignInStartLinks(ring: ring, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
             apis: configuration.downstreamAPIs, tokens: tokens, http: upstream, maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)

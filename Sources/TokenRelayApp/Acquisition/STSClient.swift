@@ -89,9 +89,16 @@ struct STSClient: Sendable {
                 throw .rejected(failure.withRetryAfter(seconds))
             }
             if failure.disposition != .transient { throw .rejected(failure) }
-            throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: seconds))
+            // The STS's codes and ids travel with the 503 too (SPEC §2 step 4).
+            throw .unavailable(Problem(failure.withRetryAfter(seconds)))
         case (.success(let response), _):
-            throw .rejected(classified(response))
+            let failure = classified(response)
+            // SPEC §12: `throttled` and `upstream_unavailable` always carry Retry-After, even when a
+            // 400 body (AADSTS50196, slow_down) throttles without one.
+            if failure.disposition == .throttled || failure.disposition == .transient {
+                throw .rejected(failure.withRetryAfter(max(1, failure.retryAfterSeconds ?? 1)))
+            }
+            throw .rejected(failure)
         case (.failure, .giveUp(let retryAfter)):
             throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: max(1, retryAfter ?? 1)))
         case (.failure, _):

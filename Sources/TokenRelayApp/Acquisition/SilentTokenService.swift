@@ -20,6 +20,8 @@ struct SilentTokenService: Sendable {
     let metrics: Metrics
     let logger: Logger
     let now: @Sendable () -> Int
+    /// Interaction-required answers replayed without an STS call (SPEC §5).
+    var uiRequired = UIRequiredMemory()
 
     /// How a refresh treats the cache it re-reads under the lock.
     enum RefreshMode: String, Sendable {
@@ -63,9 +65,11 @@ struct SilentTokenService: Sendable {
     /// Acquires a token for an account already resolved (downstream calls resolve once).
     func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
         guard account.state == .active else {
-            throw Problem(
+            var problem = Problem(
                 .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
                 extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
+            problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            throw problem
         }
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         let claims: String?
@@ -76,6 +80,11 @@ struct SilentTokenService: Sendable {
         }
         let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
         let minTTL = request.minTTLSeconds
+        let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
+        if let replayed = uiRequired.recall(accountId: account.accountId, key: uiRequiredKey, now: now()) {
+            metrics.increment("tokenrelay_ui_required_replayed_total")
+            throw replayed
+        }
 
         let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
         if !bypassCache {
@@ -111,9 +120,15 @@ struct SilentTokenService: Sendable {
         }
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
         switch outcome {
-        case .problem(let problem):
+        case .problem(var problem):
             if problem.extensions["account_state"] == .string("interaction_required") {
                 forgetInMemory(account.accountId)
+            }
+            if problem.code == .interactionRequired {
+                problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            }
+            if problem.replayable {
+                uiRequired.remember(problem, accountId: account.accountId, key: uiRequiredKey, now: now())
             }
             throw problem
         case .token(let token, let declined, let source):
@@ -358,6 +373,7 @@ struct SilentTokenService: Sendable {
         memory.removeAll(accountId: accountId)
         accounts.remove(id: accountId)
         declinedScopes.forget(accountId: accountId)
+        uiRequired.forget(accountId: accountId)
     }
 
     /// Records use of the account in the background when this replica has not for 5 minutes.

@@ -55,6 +55,9 @@ struct DownstreamService: Sendable {
         var response = try await send(call, api: api, token: first.token.secret, context: context)
 
         if response.status == 401, let challenge = response.headers["WWW-Authenticate"], let claims = ClaimsChallenge.claims(fromWWWAuthenticate: challenge) {
+            // Case 18: the cached token is revoked; one acquisition with the challenge's claims
+            // (merged with the client capabilities), one retry, never a loop.
+            await tokens.evict(first.token)
             request.claims = claims
             do {
                 let second = try await tokens.acquire(request, for: account, context: context)
@@ -62,6 +65,7 @@ struct DownstreamService: Sendable {
             } catch var problem as Problem where problem.code == .interactionRequired {
                 problem.extensions["claims"] = .string(claims)
                 problem.headers.set("WWW-Authenticate", challenge)
+                problem.signInHint = SignInHint(account: account, scopes: scopes.canonical, claims: claims)
                 throw problem
             }
         }

@@ -85,8 +85,11 @@ final class AppHTTPHandler: HTTPHandler {
                 }
                 response = try await route.handler(RouteRequest(http: request, parameters: parameters, context: context))
             }
-        } catch let problem as Problem {
+        } catch var problem as Problem {
             let named = problem.correlationId ?? correlationId
+            if let hint = problem.signInHint, let links = services.signIns.links {
+                problem.extensions["sign_in_url"] = .string(links.mint(hint))
+            }
             response = problem.response(correlationId: named)
             response.headers.set("client-request-id", named)
             if problem.code == .internal || problem.cause != nil {

@@ -17,6 +17,12 @@ struct Problem: Error, Sendable {
     /// The correlation id that names this answer when a route learned one the handler could not
     /// (the body's `correlation_id`, SPEC §12).
     var correlationId: String?
+    /// Who should sign in again, and for what: the handler mints the problem's `sign_in_url`
+    /// from it when it renders the answer (SPEC §12: freshly minted on every answer, replays too).
+    var signInHint: SignInHint?
+    /// Set for the STS's policy answers (MFA, consent, conditional access) that the UI-required
+    /// memory may replay (SPEC §5); never for TokenRelay's own refusals.
+    var replayable = false
 
     init(_ code: ProblemCode, _ detail: String, status: Int? = nil, extensions: [String: JSONValue] = [:], headers: HTTPHeaders = HTTPHeaders()) {
         self.code = code
