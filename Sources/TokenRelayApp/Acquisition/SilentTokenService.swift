@@ -20,6 +20,9 @@ struct SilentTokenService: Sendable {
     let metrics: Metrics
     let logger: Logger
     let now: @Sendable () -> Int
+    /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
+    /// (SPEC §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
+    var allowExtendedLifetime = false
 
     /// How a refresh treats the cache it re-reads under the lock.
     enum RefreshMode: String, Sendable {
@@ -114,6 +117,9 @@ struct SilentTokenService: Sendable {
         case .problem(let problem):
             if problem.extensions["account_state"] == .string("interaction_required") {
                 forgetInMemory(account.accountId)
+            }
+            if !bypassCache, let extended = try await extendedLifetimeToken(after: problem, account: account, realm: realm, scopes: request.scopes) {
+                return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
             }
             throw problem
         case .token(let token, let declined, let source):
@@ -217,7 +223,7 @@ struct SilentTokenService: Sendable {
                         return .success(
                             try await sts.redeem(
                                 grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
-                                authority: authority, scopes: scopes, claims: claims, context: context))
+                                authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId))
                     } catch let error as STSCallError {
                         return .failure(error)
                     } catch {
