@@ -82,7 +82,7 @@ public final class IdentityPlatformEmulator: HTTPHandler {
         case .authorize(let authority): return authorize(request, authority: authority)
         case .token(let authority): return token(request, authority: authority)
         case .graphMe: return graphMe(request)
-        case .graphMessages(let id): return graphMe(request, messageId: id)
+        case .graphMessages(let id): return graphMe(request, messageId: .some(id))
         case .control(let segments): return Outcome(response: control(request, segments: segments))
         case .notFound:
             return Outcome(response: Self.json(404, ["error": "not_found", "message": .string("no route for \(request.method) \(request.path)")]))
@@ -129,7 +129,7 @@ enum Route {
     case token(Authority)
     case graphMe
     /// `/v1.0/me/messages` (nil id) or `/v1.0/me/messages/{id}`.
-    case graphMessages(String??)
+    case graphMessages(String?)
     case control([String])
     case notFound
 
@@ -145,7 +145,7 @@ enum Route {
         }
         if segments.count == 3 || segments.count == 4, Array(segments.prefix(3)) == ["v1.0", "me", "messages"] {
             let allowed = segments.count == 3 ? ["GET", "HEAD", "POST"] : ["GET", "HEAD", "PATCH", "DELETE"]
-            self = allowed.contains(request.method) ? .graphMessages(segments.count == 4 ? .some(segments[3]) : .none) : .notFound
+            self = allowed.contains(request.method) ? .graphMessages(segments.count == 4 ? segments[3] : nil) : .notFound
             return
         }
         if segments.first?.lowercased() == "tfp" { segments.removeFirst() }
