@@ -60,7 +60,7 @@ struct STSClient: Sendable {
         let request = HTTPClientRequest(method: "POST", url: authority.tokenEndpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8))
         let policy = RetryPolicy(target: .sts, maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)
         func classified(_ response: HTTPClientResponse) -> STSFailure {
-            STSErrorMapping.classify(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body, now: Date())
+            STSErrorMapping.classify(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body, now: http.clock.now())
         }
 
         let final: RetryingHTTPClient.Final

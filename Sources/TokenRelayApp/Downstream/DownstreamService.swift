@@ -102,7 +102,7 @@ struct DownstreamService: Sendable {
             switch attempt {
             case .success(let response):
                 return .response(
-                    status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: Date()), nonRetryable: false)
+                    status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now()), nonRetryable: false)
             case .failure(let error):
                 return .init(error)
             }
