@@ -170,6 +170,38 @@ struct RetryLoopAndThrottleTests {
         #expect(peer.requests == 0)
     }
 
+    @Test("Transport failures as the policy sees them: a timeout with nothing sent may be retried for a POST")
+    func transportOutcomes() {
+        let post = RetryPolicy(target: .downstream(idempotent: false))
+        let connecting = RetryPolicy.Outcome(HTTPClientError(kind: .timedOut, requestSent: false, function: "curl_multi_perform", reason: "connect"))
+        let waiting = RetryPolicy.Outcome(HTTPClientError(kind: .timedOut, requestSent: true, function: "curl_multi_perform", reason: "read"))
+        #expect(connecting == .networkError(requestSent: false))
+        #expect(waiting == .timedOut)
+        #expect(post.decide(attempt: 1, outcome: connecting, deadlineRemaining: 30, random: 0.5) == .retry(afterSeconds: 0.5))
+        #expect(post.decide(attempt: 1, outcome: waiting, deadlineRemaining: 30, random: 0.5) == .giveUp(retryAfterSeconds: 1))
+    }
+
+    @Test("A POST whose connection is refused (nothing sent) is tried again")
+    func postRetriedWhenNothingSent() async throws {
+        let time = VirtualClock()
+        // A port nobody listens on: bind one, note it, close it.
+        let closed = try ScriptedPeer([])
+        let url = closed.baseURL
+        closed.server.stop()
+        let policy = RetryPolicy(target: .downstream(idempotent: false), maxAttempts: 2)
+        let final = try await client(time).send(
+            HTTPClientRequest(method: "POST", url: url + "/x", body: Array("{}".utf8)), policy: policy, target: "downstream",
+            context: context(deadline: 30, time)
+        ) { attempt in
+            switch attempt {
+            case .success(let response): .response(status: response.status, retryAfterSeconds: nil, nonRetryable: false)
+            case .failure(let error): .init(error)
+            }
+        }
+        #expect(time.sleeps == [0.5], "a refused POST was not retried")
+        #expect(final.decision == .giveUp(retryAfterSeconds: 2))
+    }
+
     // MARK: STS
 
     func sts(_ time: VirtualClock) -> STSClient {

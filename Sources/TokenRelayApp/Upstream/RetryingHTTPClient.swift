@@ -62,8 +62,9 @@ struct RetryingHTTPClient: Sendable {
 }
 
 extension RetryPolicy.Outcome {
-    /// A transport failure as the policy sees it.
+    /// A transport failure as the policy sees it. A timeout before any byte of the request went
+    /// out (connecting) is a network error with nothing sent: safe to retry for every method.
     init(_ error: HTTPClientError) {
-        self = error.kind == .timedOut ? .timedOut : .networkError(requestSent: error.requestSent)
+        self = error.kind == .timedOut && error.requestSent ? .timedOut : .networkError(requestSent: error.requestSent)
     }
 }
