@@ -8,8 +8,13 @@ extension IdentityPlatformEmulator {
     /// carries `WWW-Authenticate` as in case 18 (unquoted `authorization_uri`, padded base64
     /// `claims` for a claims challenge). Source: learn.microsoft.com "Microsoft Graph error
     /// responses", "Claims challenges".
-    func graphMe(_ request: HTTPRequest) -> Outcome {
-        state.withLock { $0.graphRequests += 1 }
+    ///
+    /// With `messageId` (nil: the collection), the same checks guard `/v1.0/me/messages`.
+    func graphMe(_ request: HTTPRequest, messageId: String?? = nil) -> Outcome {
+        state.withLock {
+            $0.graphRequests += 1
+            $0.graphRequestsByMethod[request.method, default: 0] += 1
+        }
         let now = clock.now()
         let requestID = Self.newGUID()
         let clientRequestID = request.headers["client-request-id"] ?? requestID
@@ -51,6 +56,12 @@ extension IdentityPlatformEmulator {
         let delay = (controls?.latencyMs ?? 0) + (fault?.latencyMs ?? 0)
         if let fault, !fault.isLatencyOnly {
             return Outcome(response: graphFaultResponse(fault, graphError: graphError, challengeBase: challengeBase), delayMilliseconds: delay)
+        }
+        if let messageId {
+            let owner = claims["oid"]?.stringValue ?? ""
+            var outcome = Outcome(response: graphMessages(request, id: messageId, owner: owner, graphError: graphError), delayMilliseconds: delay)
+            for (name, value) in echo { outcome.response.headers.set(name, value) }
+            return outcome
         }
         if claims["idtyp"]?.stringValue == "app" {
             return Outcome(response: graphError(400, "BadRequest", "/me request is only valid with delegated authentication flow."), delayMilliseconds: delay)

@@ -60,7 +60,8 @@ public final class TokenRelayService: Sendable {
             coalescer: RefreshCoalescer(),
             clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
-            logger: logger, now: now, uiRequired: UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds))
+            logger: logger, now: now, uiRequired: UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds),
+            allowExtendedLifetime: configuration.allowExtendedLifetime)
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,

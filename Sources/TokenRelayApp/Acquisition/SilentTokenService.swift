@@ -22,6 +22,9 @@ struct SilentTokenService: Sendable {
     let now: @Sendable () -> Int
     /// Interaction-required answers replayed without an STS call (SPEC §5).
     var uiRequired = UIRequiredMemory()
+    /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
+    /// (SPEC §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
+    var allowExtendedLifetime = false
 
     /// How a refresh treats the cache it re-reads under the lock.
     enum RefreshMode: String, Sendable {
@@ -123,6 +126,9 @@ struct SilentTokenService: Sendable {
         case .problem(var problem):
             if problem.extensions["account_state"] == .string("interaction_required") {
                 forgetInMemory(account.accountId)
+            }
+            if !bypassCache, let extended = try await extendedLifetimeToken(after: problem, account: account, realm: realm, scopes: request.scopes) {
+                return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
             }
             if problem.code == .interactionRequired {
                 problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
@@ -232,7 +238,7 @@ struct SilentTokenService: Sendable {
                         return .success(
                             try await sts.redeem(
                                 grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
-                                authority: authority, scopes: scopes, claims: claims, context: context))
+                                authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId))
                     } catch let error as STSCallError {
                         return .failure(error)
                     } catch {

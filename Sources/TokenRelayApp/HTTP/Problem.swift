@@ -48,6 +48,13 @@ struct Problem: Error, Sendable {
         return Problem(.upstreamUnavailable, detail, extensions: ["retry_after_s": .number(Double(retryAfterSeconds))], headers: headers)
     }
 
+    /// 429 `throttled` with `Retry-After` and `retry_after_s` (SPEC §4, §12: always carried).
+    static func throttled(_ detail: String, retryAfterSeconds: Int) -> Problem {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", String(retryAfterSeconds))
+        return Problem(.throttled, detail, extensions: ["retry_after_s": .number(Double(retryAfterSeconds))], headers: headers)
+    }
+
     func response(correlationId: String) -> HTTPResponse {
         var members = extensions
         members["type"] = .string(code.typeURI)

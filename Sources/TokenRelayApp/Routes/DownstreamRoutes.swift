@@ -1,9 +1,10 @@
 import HTTPCommon
 
-/// `GET /v1/downstream/{api}/{path}` with `X-Account-Id` (SPEC §6, §12 Downstream).
+/// `{GET,HEAD,POST,PUT,PATCH,DELETE} /v1/downstream/{api}/{path}` with `X-Account-Id` (SPEC §6,
+/// §12 Downstream).
 enum DownstreamRoutes {
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add("GET", "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall)) { request in
+        router.add(DownstreamService.relayedMethods, "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall)) { request in
             let headers = request.http.headers
             guard let accountId = headers["X-Account-Id"], !accountId.isEmpty else {
                 if headers.contains("X-On-Behalf-Of-Assertion") || headers.contains("X-App-Only") {

@@ -134,6 +134,9 @@ enum TokenRoutes {
         _ = JSONWriter.writeNumber(Double(token.expiresOn), into: &out)
         key(#","ext_expires_on":"#)
         _ = JSONWriter.writeNumber(Double(token.extExpiresOn ?? token.expiresOn), into: &out)
+        if result.extendedLifetime {
+            key(#","extended_lifetime":true"#)
+        }
         key(#","scopes":"#)
         strings(token.scopes)
         key(#","source":"#)
