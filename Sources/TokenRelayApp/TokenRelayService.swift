@@ -97,7 +97,7 @@ public final class TokenRelayService: Sendable {
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost, port: configuration.listenPort, threadCount: configuration.serverThreads,
                 maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections,
-                connectionTimeoutSeconds: configuration.clientTimeoutSeconds),
+                connectionTimeoutSeconds: configuration.clientTimeoutSeconds, requestHeadTimeoutSeconds: configuration.clientTimeoutSeconds),
             handler: handler)
     }
 

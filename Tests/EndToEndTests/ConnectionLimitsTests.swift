@@ -75,7 +75,7 @@ struct ConnectionLimitsTests {
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
     }
 
-    @Test("A client that stops sending its headers is cut off after TOKENRELAY_CLIENT_TIMEOUT_S")
+    @Test("A client that stops sending, or trickles its headers, is cut off after TOKENRELAY_CLIENT_TIMEOUT_S")
     func slowClientTimeout() async throws {
         let stack = try await TokenRelayStack(name: "e2e_limits_timeout", environment: ["TOKENRELAY_CLIENT_TIMEOUT_S": "1"])
         defer { stack.stop() }
@@ -94,6 +94,20 @@ struct ConnectionLimitsTests {
         }
         #expect(answer.hasPrefix("HTTP/1.1 200"))
         #expect(idle.receive(within: 5) == .closed)
+
+        // A client trickling its headers (never silent for a whole second) is cut off too.
+        let trickle = try RawSocket(port: try Self.port(stack))
+        trickle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        let trickleStarted = ContinuousClock.now
+        var outcome = RawSocket.Received.nothing
+        for index in 0..<40 where outcome == .nothing {
+            trickle.send("X-Slow-\(index): y\r\n")
+            outcome = trickle.receive(within: 0.3)
+        }
+        #expect(outcome == .closed, "a trickling client kept its connection: \(outcome)")
+        let elapsed = trickleStarted.duration(to: .now)
+        #expect(elapsed > .milliseconds(900) && elapsed < .seconds(4), "\(elapsed)")
+        #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
     }
 
     @Test("Past TOKENRELAY_MAX_CONNECTIONS a new connection waits unserved until one closes")
