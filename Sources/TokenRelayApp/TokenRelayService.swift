@@ -16,6 +16,10 @@ public final class TokenRelayService: Sendable {
     private let urls: PublicURLs
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
     public let routeTable: [(method: String, path: String)]
+    /// API-key authentication; `authenticator.forget(keyId:)` drops a revoked key from this replica's memory.
+    let authenticator: APIKeyAuthenticator
+    /// Every route with the access it declared (the permission-table test reads it).
+    let routeAccess: [(method: String, template: String, access: RouteAccess)]
 
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, migrations).
     public init(configuration: Configuration, logger: Logger) throws {
@@ -84,13 +88,18 @@ public final class TokenRelayService: Sendable {
         }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations
+        routeAccess = router.routes.map { ($0.method, $0.template, $0.access) }
+        let authenticator = APIKeyAuthenticator(
+            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.rateLimitPerKey)
+        self.authenticator = authenticator
         let handler = AppHTTPHandler(
-            router: router, authenticator: APIKeyAuthenticator(bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database)),
+            router: router, authenticator: authenticator,
             services: services, logger: logger)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost, port: configuration.listenPort, threadCount: configuration.serverThreads,
-                maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections),
+                maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections,
+                connectionTimeoutSeconds: configuration.clientTimeoutSeconds, requestHeadTimeoutSeconds: configuration.clientTimeoutSeconds),
             handler: handler)
     }
 

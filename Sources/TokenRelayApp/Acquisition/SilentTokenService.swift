@@ -46,7 +46,8 @@ struct SilentTokenService: Sendable {
     /// - Throws: `Problem`: 404 `account_not_found`, 409 `ambiguous_account`,
     ///   `interaction_required` or `server_declined_scopes`, 429 `throttled`, 502, 503/504.
     func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
-        let account = try await resolve(request.account)
+        try context.access.check(request)
+        let account = try await resolve(request.account, visibleTo: context.access)
         return try await acquire(request, for: account, context: context)
     }
 
@@ -67,6 +68,8 @@ struct SilentTokenService: Sendable {
 
     /// Acquires a token for an account already resolved (downstream calls resolve once).
     func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
+        try context.access.check(request)
+        guard context.access.sees(account) else { throw Problem.accountNotFound() }
         guard account.state == .active else {
             var problem = Problem(
                 .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
@@ -178,6 +181,23 @@ struct SilentTokenService: Sendable {
             return try Self.single(try await store.accounts(homeAccountId: home), "home_account_id")
         case .username(let username, let tenantId):
             return try Self.single(try await store.accounts(username: username, tenantId: tenantId), "username; narrow by tenant_id")
+        }
+    }
+
+    /// Finds the account named by `selector` among those the caller's key sees (an account
+    /// outside the key's tenants is 404, and never named in an `ambiguous_account` answer).
+    /// - Throws: `Problem` 404 `account_not_found`, 409 `ambiguous_account` with `account_ids`.
+    func resolve(_ selector: SilentTokenRequest.AccountSelector, visibleTo access: KeyAccess) async throws -> AccountRecord {
+        guard access.limitsTenants else { return try await resolve(selector) }
+        switch selector {
+        case .accountId:
+            let account = try await resolve(selector)
+            guard access.sees(account) else { throw Problem.accountNotFound() }
+            return account
+        case .homeAccountId(let home):
+            return try Self.single(try await store.accounts(homeAccountId: home).filter(access.sees), "home_account_id")
+        case .username(let username, let tenantId):
+            return try Self.single(try await store.accounts(username: username, tenantId: tenantId).filter(access.sees), "username; narrow by tenant_id")
         }
     }
 

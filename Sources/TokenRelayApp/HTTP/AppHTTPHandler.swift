@@ -78,10 +78,12 @@ final class AppHTTPHandler: HTTPHandler {
                 }
                 if case .requires(let permission) = route.access {
                     let caller = try await authenticator.authenticate(request.headers["Authorization"])
+                    try caller.takeRequest()
                     guard caller.may(permission) else {
                         throw Problem(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
                     }
                     context.caller = caller.keyId
+                    context.access = caller.access
                 }
                 response = try await route.handler(RouteRequest(http: request, parameters: parameters, context: context))
             }
