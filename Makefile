@@ -17,7 +17,8 @@ build:
 test: deps build           ## install, build once, start PostgreSQL, run every test
 	@scripts/pg-local start >/dev/null
 	TOKENRELAY_TEST_DATABASE_URL="$$(scripts/pg-local url)" TOKENRELAY_BIN_DIR="$$(swift build --show-bin-path)" \
-		swift test --skip-build
+		TOKENRELAY_TEST_PYTHON_BIN="$$(scripts/python-tools)" swift test --skip-build
+	@scripts/check-deploy
 	@scripts/lint --check
 
 lint:

@@ -62,6 +62,10 @@ struct EmulatorState: Sendable {
     var tokenRequests = 0
     var tokenRequestsByGrant: [String: Int] = [:]
     var graphRequests = 0
+    /// Graph requests by method (`GET`, `POST`, ...), for tests that count retries.
+    var graphRequestsByMethod: [String: Int] = [:]
+    /// `/v1.0/me/messages` created so far, by id, in creation order.
+    var messages: [(id: String, owner: String, message: JSONValue)] = []
     var authorizeRequests = 0
     var chains: [String: ChainStats] = [:]
 
@@ -101,6 +105,7 @@ struct EmulatorState: Sendable {
         tokenRequests = 0
         tokenRequestsByGrant = [:]
         graphRequests = 0
+        graphRequestsByMethod = [:]
         authorizeRequests = 0
         chains = [:]
     }
@@ -110,6 +115,7 @@ struct EmulatorState: Sendable {
             ("token_requests", .int(tokenRequests)),
             ("token_requests_by_grant", .object(tokenRequestsByGrant.keys.sorted().map { ($0, .int(tokenRequestsByGrant[$0]!)) })),
             ("graph_requests", .int(graphRequests)),
+            ("graph_requests_by_method", .object(graphRequestsByMethod.keys.sorted().map { ($0, .int(graphRequestsByMethod[$0]!)) })),
             ("authorize_requests", .int(authorizeRequests)),
             ("refresh_token_chain", .object(chains.keys.sorted().map { ($0, chains[$0]!.json) })),
             ("pending_faults", .int(faults.reduce(0) { $0 + $1.remaining })),

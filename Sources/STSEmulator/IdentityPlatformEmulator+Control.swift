@@ -3,7 +3,7 @@ import HTTPCommon
 extension IdentityPlatformEmulator {
     /// The control API: no authentication (a loopback test tool).
     /// - `GET /_control/stats` → counters (`token_requests`, `token_requests_by_grant`,
-    ///   `graph_requests`, `authorize_requests`, `refresh_token_chain`, `pending_faults`).
+    ///   `graph_requests`, `graph_requests_by_method`, `authorize_requests`, `refresh_token_chain`, `pending_faults`).
     /// - `POST /_control/reset` → clears faults, counters and per-user settings.
     /// - `GET|POST /_control/users/{username}` → reads or changes `UserControls`; the body's
     ///   `revoke_refresh_tokens: true` makes every refresh token issued so far answer AADSTS50173.

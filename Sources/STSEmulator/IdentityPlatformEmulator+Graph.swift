@@ -9,10 +9,14 @@ extension IdentityPlatformEmulator {
     /// `claims` for a claims challenge). Source: learn.microsoft.com "Microsoft Graph error
     /// responses", "Claims challenges".
     ///
+    /// With `messageId` (nil: the collection), the same checks guard `/v1.0/me/messages`.
     /// With `userId` it is `GET /v1.0/users/{id | userPrincipalName}`, which an app-only token
     /// (client credentials, `roles` holding `User.Read.All`) may call as well as a user's.
-    func graphMe(_ request: HTTPRequest, userId: String? = nil) -> Outcome {
-        state.withLock { $0.graphRequests += 1 }
+    func graphMe(_ request: HTTPRequest, messageId: String?? = nil, userId: String? = nil) -> Outcome {
+        state.withLock {
+            $0.graphRequests += 1
+            $0.graphRequestsByMethod[request.method, default: 0] += 1
+        }
         let now = clock.now()
         let requestID = Self.newGUID()
         let clientRequestID = request.headers["client-request-id"] ?? requestID
@@ -54,6 +58,12 @@ extension IdentityPlatformEmulator {
         let delay = (controls?.latencyMs ?? 0) + (fault?.latencyMs ?? 0)
         if let fault, !fault.isLatencyOnly {
             return Outcome(response: graphFaultResponse(fault, graphError: graphError, challengeBase: challengeBase), delayMilliseconds: delay)
+        }
+        if let messageId {
+            let owner = claims["oid"]?.stringValue ?? ""
+            var outcome = Outcome(response: graphMessages(request, id: messageId, owner: owner, graphError: graphError), delayMilliseconds: delay)
+            for (name, value) in echo { outcome.response.headers.set(name, value) }
+            return outcome
         }
         let isApp = claims["idtyp"]?.stringValue == "app"
         if isApp && userId == nil {

@@ -130,7 +130,8 @@ extension IdentityPlatformEmulator {
     }
 
     /// The answer a queued token fault gives.
-    func tokenFaultResponse(_ fault: Fault, b2c: Bool, request: HTTPRequest) -> HTTPResponse {
+    func tokenFaultResponse(_ fault: Fault, b2c authorityIsB2C: Bool, request: HTTPRequest) -> HTTPResponse {
+        let b2c = authorityIsB2C || fault.b2c
         var response: HTTPResponse
         if let body = fault.body {
             var headers = HTTPHeaders()
@@ -146,6 +147,7 @@ extension IdentityPlatformEmulator {
             error.includesErrorURI = known?.includesErrorURI ?? true
             error.separator = known?.separator ?? " "
             error.claims = fault.claimsChallenge
+            error.claimsEncoding = fault.claimsEncoding
             response = errorResponse(error, b2c: b2c, request: request)
             if fault.errorCodes.count > 1, !b2c, var body = JSONValue.parse(response.body), case .object(var members) = body {
                 if let index = members.firstIndex(where: { $0.0 == "error_codes" }) {

@@ -13,7 +13,8 @@ import Synchronization
 /// - `GET /{authority}/discovery/v2.0/keys`
 /// - `GET /{authority}/oauth2/v2.0/authorize`
 /// - `POST /{authority}/oauth2/v2.0/token`
-/// - `GET /v1.0/me`, `GET /v1.0/users/{id}` (also with an app-only token)
+/// - `GET /v1.0/me`; `GET|POST /v1.0/me/messages`, `GET|PATCH|DELETE /v1.0/me/messages/{id}`;
+///   `GET /v1.0/users/{id}` (also with an app-only token)
 /// - `GET /_control/stats`, `POST /_control/reset`, `GET|POST /_control/users/{username}`,
 ///   `POST|DELETE /_control/faults`
 ///
@@ -55,7 +56,7 @@ public final class IdentityPlatformEmulator: HTTPHandler {
     public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
         switch Route(request) {
         case .discovery, .keys, .control, .notFound: handle(request).response
-        case .authorize, .token, .graphMe, .graphUser: nil
+        case .authorize, .token, .graphMe, .graphMessages, .graphUser: nil
         }
     }
 
@@ -82,6 +83,7 @@ public final class IdentityPlatformEmulator: HTTPHandler {
         case .authorize(let authority): return authorize(request, authority: authority)
         case .token(let authority): return token(request, authority: authority)
         case .graphMe: return graphMe(request)
+        case .graphMessages(let id): return graphMe(request, messageId: .some(id))
         case .graphUser(let id): return graphMe(request, userId: id)
         case .control(let segments): return Outcome(response: control(request, segments: segments))
         case .notFound:
@@ -128,6 +130,9 @@ enum Route {
     case authorize(Authority)
     case token(Authority)
     case graphMe
+    /// `/v1.0/me/messages` (nil id) or `/v1.0/me/messages/{id}`.
+    case graphMessages(String?)
+    /// `/v1.0/users/{id or userPrincipalName}`.
     case graphUser(String)
     case control([String])
     case notFound
@@ -140,6 +145,11 @@ enum Route {
         }
         if segments == ["v1.0", "me"] {
             self = request.method == "GET" ? .graphMe : .notFound
+            return
+        }
+        if segments.count == 3 || segments.count == 4, Array(segments.prefix(3)) == ["v1.0", "me", "messages"] {
+            let allowed = segments.count == 3 ? ["GET", "HEAD", "POST"] : ["GET", "HEAD", "PATCH", "DELETE"]
+            self = allowed.contains(request.method) ? .graphMessages(segments.count == 4 ? segments[3] : nil) : .notFound
             return
         }
         if segments.count == 3, segments[0] == "v1.0", segments[1] == "users" {

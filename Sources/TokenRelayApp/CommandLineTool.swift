@@ -93,7 +93,9 @@ public enum CommandLineTool {
         let store = APIKeyStore(database: Database(pool: pool))
         switch arguments.first {
         case "create":
-            guard let name = option("--name", in: arguments), !name.isEmpty else { return usage("api-keys create --name NAME --permissions p1,p2") }
+            guard let name = option("--name", in: arguments), !name.isEmpty else {
+                return usage("api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2]")
+            }
             let requested = (option("--permissions", in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             var permissions: [Permission] = []
             for text in requested {
@@ -103,17 +105,32 @@ public enum CommandLineTool {
                 permissions.append(permission)
             }
             guard !permissions.isEmpty else { return usage("api-keys create needs --permissions") }
-            let created = try await APIKeyAuthenticator.create(name: name, permissions: permissions, store: store)
+            let tenants = listOption("--tenants", in: arguments)
+            let scopePatterns = listOption("--scopes", in: arguments)
+            if let bad = (tenants + scopePatterns).first(where: {
+                $0.utf8.count > 256 || $0.unicodeScalars.contains { $0.properties.generalCategory == .control }
+            }) {
+                return usage("'\(bad.prefix(40))' is not a tenant or scope pattern")
+            }
+            let created = try await APIKeyAuthenticator.create(
+                name: name, permissions: permissions, tenants: tenants, scopePatterns: scopePatterns, store: store)
             try await AuditStore(database: Database(pool: pool)).record(
                 .apiKeyCreated, actor: "cli", accountId: nil, outcome: "success",
-                detail: ["key_id": .string(created.keyId), "permissions": .array(permissions.map { .string($0.rawValue) })])
-            let object: [String: Any] = ["key_id": created.keyId, "name": name, "permissions": permissions.map(\.rawValue), "api_key": created.apiKey]
+                detail: [
+                    "key_id": .string(created.keyId), "permissions": .array(permissions.map { .string($0.rawValue) }),
+                    "tenants": .array(tenants.map(JSONValue.string)), "scopes": .array(scopePatterns.map(JSONValue.string)),
+                ])
+            let object: [String: Any] = [
+                "key_id": created.keyId, "name": name, "permissions": permissions.map(\.rawValue), "tenants": tenants, "scopes": scopePatterns,
+                "api_key": created.apiKey,
+            ]
             print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
             return 0
         case "list":
             for key in try await store.all() {
                 let object: [String: Any] = [
-                    "key_id": key.keyId, "name": key.name, "permissions": key.permissions.map(\.rawValue), "created_at": key.createdAt,
+                    "key_id": key.keyId, "name": key.name, "permissions": key.permissions.map(\.rawValue), "tenants": key.tenants,
+                    "scopes": key.scopePatterns, "created_at": key.createdAt,
                     "revoked_at": key.revokedAt ?? NSNull(),
                 ]
                 print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
@@ -136,6 +153,11 @@ public enum CommandLineTool {
         return arguments[index + 1]
     }
 
+    /// A comma-separated option as trimmed, non-empty items; empty when absent.
+    private static func listOption(_ name: String, in arguments: [String]) -> [String] {
+        (option(name, in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
     private static func usage(_ message: String) -> Int32 {
         FileHandle.standardError.write(Data("token-relay: \(message)\n".utf8))
         return 2
@@ -149,7 +171,8 @@ public enum CommandLineTool {
               migrate                    apply pending migrations and exit
               check-config               validate the configuration and exit
               healthcheck                exit 0 when /healthz passes
-              api-keys create --name NAME --permissions p1,p2 | list | revoke KEY_ID
+              api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes "User.*,https://vault.azure.net/*"]
+                                         | list | revoke KEY_ID
               encryption generate-key [--id ID]
             configuration: TOKENRELAY_* environment variables (see README.md)
             """)

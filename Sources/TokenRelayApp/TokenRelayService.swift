@@ -16,6 +16,10 @@ public final class TokenRelayService: Sendable {
     private let urls: PublicURLs
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
     public let routeTable: [(method: String, path: String)]
+    /// API-key authentication; `authenticator.forget(keyId:)` drops a revoked key from this replica's memory.
+    let authenticator: APIKeyAuthenticator
+    /// Every route with the access it declared (the permission-table test reads it).
+    let routeAccess: [(method: String, template: String, access: RouteAccess)]
 
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, migrations).
     public init(configuration: Configuration, logger: Logger) throws {
@@ -62,7 +66,8 @@ public final class TokenRelayService: Sendable {
             coalescer: RefreshCoalescer(),
             clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
-            logger: logger, now: now)
+            logger: logger, now: now, uiRequired: UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds),
+            allowExtendedLifetime: configuration.allowExtendedLifetime)
         let grants = GrantTokenService(
             store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics, logger: logger,
@@ -70,7 +75,8 @@ public final class TokenRelayService: Sendable {
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
-            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now)
+            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
+            links: SignInStartLinks(ring: ring, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
             apis: configuration.downstreamAPIs, tokens: tokens, grants: grants, http: upstream, maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
@@ -92,13 +98,18 @@ public final class TokenRelayService: Sendable {
         }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations
+        routeAccess = router.routes.map { ($0.method, $0.template, $0.access) }
+        let authenticator = APIKeyAuthenticator(
+            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.rateLimitPerKey)
+        self.authenticator = authenticator
         let handler = AppHTTPHandler(
-            router: router, authenticator: APIKeyAuthenticator(bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database)),
+            router: router, authenticator: authenticator,
             services: services, logger: logger)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost, port: configuration.listenPort, threadCount: configuration.serverThreads,
-                maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections),
+                maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections,
+                connectionTimeoutSeconds: configuration.clientTimeoutSeconds, requestHeadTimeoutSeconds: configuration.clientTimeoutSeconds),
             handler: handler)
     }
 

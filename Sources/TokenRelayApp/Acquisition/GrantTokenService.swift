@@ -51,6 +51,7 @@ struct GrantTokenService: Sendable {
     /// An app token for one `{resource}/.default` in one tenant, owner `app:{tenant}`.
     /// - Throws: `Problem`: 400 `invalid_scope` (not exactly one `/.default`), 400
     ///   `invalid_request` (no tenant: the authority is `common`/`organizations`/`consumers`),
+    ///   403 `forbidden` (the API key may not use the scope or tenant),
     ///   the mapped STS errors (SPEC §4), 503 when the database or STS is unavailable.
     func acquireApp(_ request: Request, context: RequestContext) async throws -> Result {
         guard request.scopes.canonical.count == 1, request.scopes.isDefaultScope else {
@@ -62,6 +63,8 @@ struct GrantTokenService: Sendable {
             throw Problem.invalidRequest(
                 field: "tenant_id", "App tokens are issued by one tenant: give 'tenant_id' or an authority naming a tenant, not '\(authority.tenant)'.")
         }
+        try context.access.check(request.scopes, field: "scopes")
+        try context.access.check(tenant: authority.tenant, field: request.authority == nil ? "tenant_id" : "authority")
         let realm = authority.tenant.lowercased()
         let owner = "app:" + realm
         return try await acquire(owner: owner, authority: authority, realm: realm, request: request, ownerExpiresOn: nil, context: context) {
@@ -86,6 +89,8 @@ struct GrantTokenService: Sendable {
     func acquireOnBehalfOf(assertion: String, _ request: Request, context: RequestContext) async throws -> Result {
         let (expiresOn, tenantId) = try Self.inspect(assertion: assertion, now: now())
         let authority = userTenantAuthority(request.authority ?? defaultAuthority, tenantId: tenantId)
+        try context.access.check(request.scopes, field: "scopes")
+        try context.access.check(tenant: authority.tenant, field: "authority")
         let realm = authority.tenant.lowercased()
         let owner = "obo:" + Self.hex(SHA256.hash(Array(assertion.utf8)))
         let store = self.store

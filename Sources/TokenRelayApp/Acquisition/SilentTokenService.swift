@@ -20,6 +20,11 @@ struct SilentTokenService: Sendable {
     let metrics: Metrics
     let logger: Logger
     let now: @Sendable () -> Int
+    /// Interaction-required answers replayed without an STS call (SPEC §5).
+    var uiRequired = UIRequiredMemory()
+    /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
+    /// (SPEC §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
+    var allowExtendedLifetime = false
 
     /// How a refresh treats the cache it re-reads under the lock.
     enum RefreshMode: String, Sendable {
@@ -41,7 +46,8 @@ struct SilentTokenService: Sendable {
     /// - Throws: `Problem`: 404 `account_not_found`, 409 `ambiguous_account`,
     ///   `interaction_required` or `server_declined_scopes`, 429 `throttled`, 502, 503/504.
     func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
-        let account = try await resolve(request.account)
+        try context.access.check(request)
+        let account = try await resolve(request.account, visibleTo: context.access)
         return try await acquire(request, for: account, context: context)
     }
 
@@ -62,10 +68,14 @@ struct SilentTokenService: Sendable {
 
     /// Acquires a token for an account already resolved (downstream calls resolve once).
     func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
+        try context.access.check(request)
+        guard context.access.sees(account) else { throw Problem.accountNotFound() }
         guard account.state == .active else {
-            throw Problem(
+            var problem = Problem(
                 .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
                 extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
+            problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            throw problem
         }
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         let claims: String?
@@ -76,6 +86,11 @@ struct SilentTokenService: Sendable {
         }
         let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
         let minTTL = request.minTTLSeconds
+        let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
+        if let replayed = uiRequired.recall(accountId: account.accountId, key: uiRequiredKey, now: now()) {
+            metrics.increment("tokenrelay_ui_required_replayed_total")
+            throw replayed
+        }
 
         let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
         if !bypassCache {
@@ -111,9 +126,18 @@ struct SilentTokenService: Sendable {
         }
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
         switch outcome {
-        case .problem(let problem):
+        case .problem(var problem):
             if problem.extensions["account_state"] == .string("interaction_required") {
                 forgetInMemory(account.accountId)
+            }
+            if !bypassCache, let extended = try await extendedLifetimeToken(after: problem, account: account, realm: realm, scopes: request.scopes) {
+                return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
+            }
+            if problem.code == .interactionRequired {
+                problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            }
+            if problem.replayable {
+                uiRequired.remember(problem, accountId: account.accountId, key: uiRequiredKey, now: now())
             }
             throw problem
         case .token(let token, let declined, let source):
@@ -157,6 +181,23 @@ struct SilentTokenService: Sendable {
             return try Self.single(try await store.accounts(homeAccountId: home), "home_account_id")
         case .username(let username, let tenantId):
             return try Self.single(try await store.accounts(username: username, tenantId: tenantId), "username; narrow by tenant_id")
+        }
+    }
+
+    /// Finds the account named by `selector` among those the caller's key sees (an account
+    /// outside the key's tenants is 404, and never named in an `ambiguous_account` answer).
+    /// - Throws: `Problem` 404 `account_not_found`, 409 `ambiguous_account` with `account_ids`.
+    func resolve(_ selector: SilentTokenRequest.AccountSelector, visibleTo access: KeyAccess) async throws -> AccountRecord {
+        guard access.limitsTenants else { return try await resolve(selector) }
+        switch selector {
+        case .accountId:
+            let account = try await resolve(selector)
+            guard access.sees(account) else { throw Problem.accountNotFound() }
+            return account
+        case .homeAccountId(let home):
+            return try Self.single(try await store.accounts(homeAccountId: home).filter(access.sees), "home_account_id")
+        case .username(let username, let tenantId):
+            return try Self.single(try await store.accounts(username: username, tenantId: tenantId).filter(access.sees), "username; narrow by tenant_id")
         }
     }
 
@@ -217,7 +258,7 @@ struct SilentTokenService: Sendable {
                         return .success(
                             try await sts.redeem(
                                 grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
-                                authority: authority, scopes: scopes, claims: claims, context: context))
+                                authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId))
                     } catch let error as STSCallError {
                         return .failure(error)
                     } catch {
@@ -358,6 +399,7 @@ struct SilentTokenService: Sendable {
         memory.removeAll(accountId: accountId)
         accounts.remove(id: accountId)
         declinedScopes.forget(accountId: accountId)
+        uiRequired.forget(accountId: accountId)
     }
 
     /// Records use of the account in the background when this replica has not for 5 minutes.

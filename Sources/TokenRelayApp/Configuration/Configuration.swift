@@ -62,6 +62,12 @@ public struct Configuration: Sendable {
     public var maxBodyBytes: Int = 65536
     /// Concurrent client connections. Default 4096.
     public var maxConnections: Int = 4096
+    /// Requests per second per API key in each replica (a token bucket per key, per replica); 0 = no limit. Default 0.
+    public var rateLimitPerKey: Double = 0
+    /// Seconds a client connection may stay silent (while sending its request, or idle between
+    /// keep-alive requests), and may take to send a whole request head however it trickles the
+    /// bytes, before it is closed. Default 30.
+    public var clientTimeoutSeconds: Int = 30
     /// Server threads answering requests. Default: the number of cores.
     public var serverThreads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// Apply pending migrations at start-up. Default false.

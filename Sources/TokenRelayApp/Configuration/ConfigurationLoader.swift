@@ -99,6 +99,14 @@ public struct ConfigurationLoader: Sendable {
         config.clientCapabilities = try list("client_capabilities") ?? []
         config.maxBodyBytes = try int("max_body_bytes", 1024...(64 << 20)) ?? config.maxBodyBytes
         config.maxConnections = try int("max_connections", 1...1_000_000) ?? config.maxConnections
+        if let rate = try value("rate_limit_per_key") {
+            guard let perSecond = Double(rate.trimmingCharacters(in: .whitespaces)), perSecond >= 0, perSecond <= 1_000_000 else {
+                throw ConfigurationError(
+                    setting: "TOKENRELAY_RATE_LIMIT_PER_KEY", reason: "must be a number of requests per second in 0...1000000 (0 = no limit)")
+            }
+            config.rateLimitPerKey = perSecond
+        }
+        config.clientTimeoutSeconds = try int("client_timeout_s", 1...3600) ?? config.clientTimeoutSeconds
         config.serverThreads = try int("server_threads", 1...256) ?? config.serverThreads
         config.migrateOnStart = try bool("migrate_on_start") ?? false
         config.publicBaseURL = try value("public_base_url")

@@ -1,3 +1,4 @@
+import CryptoBridge
 import HTTPCommon
 import IdentityCore
 
@@ -11,6 +12,16 @@ enum DownstreamIdentity: Sendable, Equatable {
     case onBehalfOf(assertion: String)
 
     static let headerNames = ["X-Account-Id", "X-App-Only", "X-On-Behalf-Of-Assertion"]
+
+    /// Whose token a throttle-memory entry is for: the account id, `app`, or `obo:` and the
+    /// assertion's SHA-256 (never the assertion itself).
+    var throttleIdentity: String {
+        switch self {
+        case .account(let id): id
+        case .app: "app"
+        case .onBehalfOf(let assertion): "obo:" + GrantTokenService.hex(SHA256.hash(Array(assertion.utf8)))
+        }
+    }
 
     /// The identity the request's headers name.
     /// - Throws: `Problem` 400 `invalid_request` for none or several identity headers, an empty

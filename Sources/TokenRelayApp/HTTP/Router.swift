@@ -33,6 +33,11 @@ struct Router: Sendable {
         routes.append(Route(method: method, template: template, segments: Self.parse(template), access: access, handler: handler))
     }
 
+    /// The same handler for several methods (e.g. every method a relay passes through).
+    mutating func add(_ methods: [String], _ template: String, access: RouteAccess, _ handler: @escaping RouteHandler) {
+        for method in methods { add(method, template, access: access, handler) }
+    }
+
     func match(method: String, path: String) -> Match {
         let parts = Self.split(path)
         var allowed: [String] = []

@@ -20,6 +20,7 @@ enum Routes {
         var router = Router()
         OperationsRoutes.register(on: &router, services)
         SignInRoutes.register(on: &router, services)
+        SignInStartRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
         TokenRoutes.register(on: &router, services)
         GrantTokenRoutes.register(on: &router, services)

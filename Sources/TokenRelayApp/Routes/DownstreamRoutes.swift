@@ -1,10 +1,10 @@
 import HTTPCommon
 
-/// `GET /v1/downstream/{api}/{path}` with one identity header: `X-Account-Id`, `X-App-Only:
-/// true` or `X-On-Behalf-Of-Assertion` (SPEC §6, §12 Downstream).
+/// `{GET,HEAD,POST,PUT,PATCH,DELETE} /v1/downstream/{api}/{path}` with one identity header:
+/// `X-Account-Id`, `X-App-Only: true` or `X-On-Behalf-Of-Assertion` (SPEC §6, §12 Downstream).
 enum DownstreamRoutes {
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add("GET", "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall)) { request in
+        router.add(DownstreamService.relayedMethods, "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall)) { request in
             let headers = request.http.headers
             let identity = try DownstreamIdentity.from(headers)
             return try await services.downstream.relay(

@@ -20,6 +20,8 @@ struct SignInService: Sendable {
     let forgetInMemory: @Sendable (String) -> Void
     let logger: Logger
     let now: @Sendable () -> Int
+    /// Mints and checks the signed `GET /v1/sign-ins/start` links problems carry as `sign_in_url`.
+    var links: SignInStartLinks? = nil
 
     /// A sign-in lives 10 minutes (SPEC §3).
     static let lifetimeSeconds = 600

@@ -48,7 +48,11 @@ struct TokenStore: Sendable {
     }
 
     /// One page of accounts ordered by `account_id`, starting after `afterAccountId`.
-    func listAccounts(username: String?, tenantId: String?, afterAccountId: String?, limit: Int) async throws -> [AccountRecord] {
+    /// - Parameter visibleTenants: lower-cased tenants an API key is limited to (`KeyAccess`); nil = every tenant.
+    ///   Matches the realm, as `KeyAccess.tenants(of:)` does.
+    func listAccounts(
+        username: String?, tenantId: String?, afterAccountId: String?, limit: Int, visibleTenants: [String]? = nil
+    ) async throws -> [AccountRecord] {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
@@ -58,9 +62,13 @@ struct TokenStore: Sendable {
                   AND ($2::text IS NULL OR lower(username) = lower($2))
                   AND ($3::text IS NULL OR realm = $3)
                   AND ($4::text IS NULL OR account_id > $4)
+                  AND ($6::text[] IS NULL OR lower(realm) = ANY($6::text[]))
                 ORDER BY account_id LIMIT $5
                 """,
-                [.text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit))]
+                [
+                    .text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit)),
+                    Self.optional(visibleTenants.map(APIKeyStore.arrayLiteral)),
+                ]
             ).rows.map(Self.account(from:))
         }
     }
