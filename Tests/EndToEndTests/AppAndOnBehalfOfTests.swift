@@ -78,6 +78,31 @@ struct AppAndOnBehalfOfTests {
         #expect(try await Self.grantCount(stack, "client_credentials") == 1)
     }
 
+    @Test("API-key limits apply to app and on-behalf-of tokens: a foreign tenant or scope is 403")
+    func keyLimits() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_app_key_limits")
+        defer { stack.stop() }
+        let other = APIKeyAccessTests.otherTenant
+        let tenantLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], tenants: [other])
+        let scopeLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
+        func app(_ key: String, _ body: [String: Any]) async throws -> TestResponse {
+            try await stack.request("POST", "/v1/tokens/app", json: body, headers: APIKeyAccessTests.bearer(key), authenticated: false)
+        }
+        let defaultTenant = try await app(tenantLimited.key, ["scopes": [Self.graphDefault]])
+        #expect(defaultTenant.status == 403, "\(defaultTenant.text)")
+        #expect(defaultTenant.json["field"] as? String == "tenant_id")
+        #expect(try await app(tenantLimited.key, ["scopes": [Self.graphDefault], "tenant_id": other]).status == 200)
+        #expect(try await app(scopeLimited.key, ["scopes": [Self.graphDefault]]).status == 200)
+        let management = try await app(scopeLimited.key, ["scopes": ["https://management.azure.com/.default"]])
+        #expect(management.status == 403)
+        #expect(management.json["field"] as? String == "scopes")
+        let assertion = try await Self.incomingUserToken(stack)
+        let obo = try await stack.request(
+            "POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["https://management.azure.com/user_impersonation"]],
+            headers: APIKeyAccessTests.bearer(scopeLimited.key), authenticated: false)
+        #expect(obo.status == 403)
+    }
+
     @Test("Certificate credential: sign-in, silent refresh and app token authenticate with a signed client assertion", arguments: ["PS256", "RS256"])
     func certificateCredential(algorithm: String) async throws {
         let certificate = try TestCertificate()
