@@ -3,6 +3,7 @@ import HTTPClientBridge
 import HTTPServerBridge
 import IdentityCore
 import PostgresBridge
+import Synchronization
 
 /// The running service: builds every component from the configuration and serves HTTP.
 public final class TokenRelayService: Sendable {
@@ -16,6 +17,10 @@ public final class TokenRelayService: Sendable {
     private let urls: PublicURLs
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
     public let routeTable: [(method: String, path: String)]
+    private let keepAlive: KeepAliveJob
+    private let webhooks: WebhookDeliverer?
+    /// The keep-alive and webhook loops started by `start()`, cancelled by `stop()`.
+    private let backgroundJobs = Mutex<[Task<Void, Never>]>([])
 
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, migrations).
     public init(configuration: Configuration, logger: Logger) throws {
@@ -80,6 +85,15 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
         }
+        keepAlive = KeepAliveJob(
+            store: KeepAliveStore(database: database, clientId: configuration.clientId), accounts: store, tokens: tokens,
+            events: AccountEventStore(database: database), afterDays: configuration.keepAliveAfterDays,
+            maxPerMinute: configuration.keepAliveMaxPerMinute, metrics: metrics, logger: logger)
+        webhooks = configuration.webhookURL.map { url in
+            WebhookDeliverer(
+                database: database, url: url, secret: configuration.webhookSecret ?? "", http: http,
+                maxBackoffSeconds: configuration.webhookMaxBackoffSeconds, metrics: metrics, logger: logger)
+        }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations
         let handler = AppHTTPHandler(
@@ -101,12 +115,48 @@ public final class TokenRelayService: Sendable {
         try server.start()
         urls.serverStarted(port: server.port)
         logger.info("service.listening", ["listen.host": configuration.listenHost, "listen.port": String(server.port)])
+        startBackgroundJobs()
         return server.port
     }
 
+    /// Runs one refresh-token keep-alive pass now (`token-relay keepalive --once`).
+    /// - Returns: the pass summary as one JSON object (`ran`, `refreshed`, `failed`, `deferred`).
+    /// - Throws: `Problem` when the database fails.
+    public func runKeepAlivePass() async throws -> String {
+        do { return try await keepAlive.runPass().json } catch let problem as Problem { throw ServiceError(description: problem.detail) }
+    }
+
+    private func startBackgroundJobs() {
+        var jobs: [Task<Void, Never>] = []
+        if configuration.keepAliveAfterDays > 0 {
+            let keepAlive = self.keepAlive
+            let interval = Double(configuration.keepAliveIntervalSeconds)
+            let logger = self.logger
+            jobs.append(
+                Task {
+                    // Replicas started together do not all reach for the lease at once.
+                    try? await Task.sleep(for: .seconds(Double.random(in: 10..<70)))
+                    while !Task.isCancelled {
+                        do { _ = try await keepAlive.runPass() } catch { logger.warn("keepalive.pass_failed", ["error": String(describing: type(of: error))]) }
+                        try? await Task.sleep(for: .seconds(interval * Double.random(in: 0.8..<1.2)))
+                    }
+                })
+        }
+        if let webhooks {
+            jobs.append(Task { await webhooks.run() })
+        }
+        backgroundJobs.withLock { $0 = jobs }
+    }
+
     public func stop() {
+        for job in backgroundJobs.withLock({ $0 }) { job.cancel() }
         server.stop()
         http.shutdown()
         pool.close()
     }
+}
+
+/// A failure of a service operation run outside HTTP (the command line), described in one line.
+public struct ServiceError: Error, CustomStringConvertible, Sendable {
+    public let description: String
 }

@@ -51,7 +51,7 @@ enum AccountRoutes {
         router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
             let accountId = request.parameter("account_id")
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
-            let deleted = try await services.store.deleteAccount(id: accountId)
+            let deleted = try await services.store.deleteAccount(id: accountId, actor: request.context.caller)
             // Forgotten before anything else can fail, so this replica never serves a deleted account.
             services.tokens.forgetInMemory(accountId)
             try await services.audit.record(

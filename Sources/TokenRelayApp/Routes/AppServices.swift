@@ -20,6 +20,7 @@ enum Routes {
         OperationsRoutes.register(on: &router, services)
         SignInRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
+        EventRoutes.register(on: &router, services)
         TokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)
         return router
