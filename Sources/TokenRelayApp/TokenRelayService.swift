@@ -89,6 +89,8 @@ public final class TokenRelayService: Sendable {
             store: KeepAliveStore(database: database, clientId: configuration.clientId), accounts: store, tokens: tokens,
             events: AccountEventStore(database: database), afterDays: configuration.keepAliveAfterDays,
             maxPerMinute: configuration.keepAliveMaxPerMinute, metrics: metrics, logger: logger)
+        metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
+        metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
         webhooks = configuration.webhookURL.map { url in
             WebhookDeliverer(
                 database: database, url: url, secret: configuration.webhookSecret ?? "", http: http,

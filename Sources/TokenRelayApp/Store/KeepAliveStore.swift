@@ -15,7 +15,7 @@ struct KeepAliveStore: Sendable {
         try await database.run { connection in
             !(try connection.query(
                 """
-                INSERT INTO job_leases (job, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+                INSERT INTO job_leases (job, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3::double precision))
                 ON CONFLICT (job) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
                 WHERE job_leases.expires_at < now() OR job_leases.holder = EXCLUDED.holder
                 RETURNING holder
@@ -38,7 +38,7 @@ struct KeepAliveStore: Sendable {
             try connection.query(
                 """
                 SELECT a.account_id FROM refresh_tokens r JOIN accounts a ON a.account_id = r.account_id
-                WHERE r.client_id = $1 AND a.state = 'active' AND r.updated_at < now() - make_interval(days => $2)
+                WHERE r.client_id = $1 AND a.state = 'active' AND r.updated_at < now() - make_interval(days => $2::int)
                 ORDER BY r.updated_at LIMIT $3
                 """,
                 [.text(clientId), .int(Int64(days)), .int(Int64(limit))]
