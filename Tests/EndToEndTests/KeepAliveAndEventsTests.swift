@@ -102,10 +102,24 @@ struct KeepAliveAndEventsTests {
         #expect(try await Self.refreshGrants(stack) == grantsBefore + 1)
         #expect(try await Self.generation(stack, idle) == idleBefore + 1)
         #expect(try await Self.generation(stack, recent) == recentBefore)
+        // A keep-alive is not a use of the account.
+        let lastUsed = try await stack.request("GET", "/v1/accounts/\(idle)").json["last_used_at"]
+        #expect(lastUsed is NSNull)
+        // The lease was released.
+        let leases = try await stack.withDatabase { connection in try connection.query("SELECT job FROM job_leases").rows.count }
+        #expect(leases == 0)
         // The rotated refresh token works, and the account is no longer idle.
         let token = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": idle, "scopes": ["User.Read"], "force_refresh": true])
         #expect(token.status == 200, "\(token.text)")
         #expect(try Self.keepAlivePass(stack)["refreshed"] as? Int == 0)
+
+        // An idle account without a cached access token is refreshed with `openid profile offline_access`.
+        _ = try await stack.withDatabase { connection in
+            try connection.query("DELETE FROM access_tokens WHERE account_id = $1", [.text(recent)])
+        }
+        try await Self.age(stack, recent, days: 75)
+        #expect(try Self.keepAlivePass(stack)["refreshed"] as? Int == 1)
+        #expect(try await Self.generation(stack, recent) == recentBefore + 1)
         #expect(try await Self.events(stack).isEmpty)
     }
 
@@ -126,6 +140,9 @@ struct KeepAliveAndEventsTests {
         #expect(pass["refreshed"] as? Int == 0)
         #expect(try await stack.request("GET", "/v1/accounts/\(id)").json["state"] as? String == "interaction_required")
         #expect(try await Self.generation(stack, id) == nil)
+        // An account waiting for its user is not tried again.
+        let again = try Self.keepAlivePass(stack)
+        #expect(again["refreshed"] as? Int == 0 && again["failed"] as? Int == 0)
 
         // The user signs in again (recovered), then is signed out (deleted).
         #expect(try await stack.signInAccountId("alice@contoso.example") == id)
