@@ -55,8 +55,8 @@ struct KeepAliveJob: Sendable {
         logger.info("keepalive.pass_started", ["keepalive.candidates": String(candidates.count)])
         for (index, accountId) in candidates.enumerated() {
             if index > 0 {
-                // Jitter (0.5–1.5 × spacing) spreads the calls; the mean keeps the rate bound.
-                await sleep(spacing * Double.random(in: 0.5..<1.5))
+                // Jitter only lengthens the gap (1–1.5 × spacing), so the rate never exceeds the bound.
+                await sleep(spacing * Double.random(in: 1..<1.5))
                 guard try await store.acquireLease(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
             }
             guard let account = try await accounts.account(id: accountId), account.state == .active else { continue }
