@@ -26,7 +26,8 @@ extension CommandLineTool {
         CommandHelp(
             ["check-config"], "usage: token-relay check-config\n  Validates the configuration; prints {\"status\":\"ok\"} or names the bad setting (exit 2)."),
         CommandHelp(["healthcheck"], "usage: token-relay healthcheck\n  Exits 0 when the local /healthz passes, else 1."),
-        CommandHelp(["api-keys"], "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2] | list | revoke KEY_ID"),
+        CommandHelp(
+            ["api-keys"], "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2] | list | revoke KEY_ID"),
         CommandHelp(
             ["api-keys", "create"],
             "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes \"User.*,https://vault.azure.net/*\"]\n"

@@ -24,7 +24,9 @@ enum EventRoutes {
                 }
                 after = decoded
             }
-            let page = try await AccountEventStore(database: services.store.database).page(afterSeq: after, limit: limit)
+            let access = request.context.access
+            let page = try await AccountEventStore(database: services.store.database).page(
+                afterSeq: after, limit: limit, visibleTenants: access.limitsTenants ? access.tenants.sorted() : nil)
             // The position after the last event returned: polling with it yields only newer events,
             // so a consumer keeps it even when a page comes back empty.
             let next: JSONValue = page.last.map { .string(Cursor.encode($0.seq)) } ?? cursor.map(JSONValue.string) ?? .null

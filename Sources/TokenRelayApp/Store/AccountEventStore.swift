@@ -35,10 +35,17 @@ struct AccountEventStore: Sendable {
         """
 
     /// Up to `limit` events after `afterSeq`, oldest first.
-    func page(afterSeq: Int64, limit: Int) async throws -> [AccountEvent] {
+    /// - Parameter visibleTenants: lower-cased tenants an API key is limited to (`KeyAccess`);
+    ///   nil = every tenant. Matches the realm the event recorded.
+    func page(afterSeq: Int64, limit: Int, visibleTenants: [String]? = nil) async throws -> [AccountEvent] {
         try await database.run { connection in
             try connection.query(
-                "SELECT \(Self.columns) FROM account_events WHERE seq > $1 ORDER BY seq LIMIT $2", [.int(afterSeq), .int(Int64(limit))]
+                """
+                SELECT \(Self.columns) FROM account_events
+                WHERE seq > $1 AND ($3::text[] IS NULL OR lower(realm) = ANY($3::text[]))
+                ORDER BY seq LIMIT $2
+                """,
+                [.int(afterSeq), .int(Int64(limit)), visibleTenants.map { .text(APIKeyStore.arrayLiteral($0)) } ?? .null]
             ).rows.map(Self.event(from:))
         }
     }
