@@ -4,11 +4,13 @@ import IdentityCore
 import PostgresBridge
 
 /// `token-relay` sub-commands (SPEC §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
-/// `api-keys create|list|revoke`, `encryption generate-key`. Exit codes: 0 success, 1 failure,
+/// `api-keys create|list|revoke`, `encryption generate-key`, `accounts list|show|delete`,
+/// `keepalive --once`. Exit codes: 0 success, 1 failure,
 /// 2 usage or configuration error (one clear line on standard error).
 public enum CommandLineTool {
     public static func run(_ arguments: [String]) async -> Int32 {
         let loader = ConfigurationLoader()
+        if let status = preflight(arguments) { return status }
         do {
             switch arguments.first {
             case "serve", nil:
@@ -28,6 +30,10 @@ public enum CommandLineTool {
                 let id = option("--id", in: arguments) ?? "k" + String(Int(Date().timeIntervalSince1970))
                 print(KeyRing.generateEntry(id: id))
                 return 0
+            case "accounts":
+                return try await accounts(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "keepalive":
+                return try await keepAlive(Array(arguments.dropFirst()), loader.load())
             case "--help", "-h", "help":
                 printUsage()
                 return 0
@@ -174,6 +180,9 @@ public enum CommandLineTool {
               api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes "User.*,https://vault.azure.net/*"]
                                          | list | revoke KEY_ID
               encryption generate-key [--id ID]
+              accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
+              keepalive --once           run one refresh-token keep-alive pass and exit
+            every command and sub-command takes --help
             configuration: TOKENRELAY_* environment variables (see README.md)
             """)
     }

@@ -3,6 +3,7 @@ import HTTPClientBridge
 import HTTPServerBridge
 import IdentityCore
 import PostgresBridge
+import Synchronization
 
 /// The running service: builds every component from the configuration and serves HTTP.
 public final class TokenRelayService: Sendable {
@@ -20,6 +21,10 @@ public final class TokenRelayService: Sendable {
     let authenticator: APIKeyAuthenticator
     /// Every route with the access it declared (the permission-table test reads it).
     let routeAccess: [(method: String, template: String, access: RouteAccess)]
+    private let keepAlive: KeepAliveJob
+    private let webhooks: WebhookDeliverer?
+    /// The keep-alive and webhook loops started by `start()`, cancelled by `stop()`.
+    private let backgroundJobs = Mutex<[Task<Void, Never>]>([])
 
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, migrations).
     public init(configuration: Configuration, logger: Logger) throws {
@@ -96,6 +101,17 @@ public final class TokenRelayService: Sendable {
                     [("tokenrelay_client_certificate_expiry_seconds", [:], Double($0 - Int(Date().timeIntervalSince1970)))]
                 } ?? [])
         }
+        keepAlive = KeepAliveJob(
+            store: KeepAliveStore(database: database, clientId: configuration.clientId), accounts: store, tokens: tokens,
+            events: AccountEventStore(database: database), afterDays: configuration.keepAliveAfterDays,
+            maxPerMinute: configuration.keepAliveMaxPerMinute, metrics: metrics, logger: logger)
+        metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
+        metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
+        webhooks = configuration.webhookURL.map { url in
+            WebhookDeliverer(
+                database: database, url: url, secret: configuration.webhookSecret ?? "", http: http,
+                maxBackoffSeconds: configuration.webhookMaxBackoffSeconds, metrics: metrics, logger: logger)
+        }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations
         routeAccess = router.routes.map { ($0.method, $0.template, $0.access) }
@@ -122,10 +138,41 @@ public final class TokenRelayService: Sendable {
         try server.start()
         urls.serverStarted(port: server.port)
         logger.info("service.listening", ["listen.host": configuration.listenHost, "listen.port": String(server.port)])
+        startBackgroundJobs()
         return server.port
     }
 
+    /// Runs one refresh-token keep-alive pass now (`token-relay keepalive --once`).
+    /// - Returns: the pass summary as one JSON object (`ran`, `refreshed`, `failed`, `deferred`).
+    /// - Throws: `Problem` when the database fails.
+    public func runKeepAlivePass() async throws -> String {
+        do { return try await keepAlive.runPass().json } catch let problem as Problem { throw ServiceError(description: problem.detail) }
+    }
+
+    private func startBackgroundJobs() {
+        var jobs: [Task<Void, Never>] = []
+        if configuration.keepAliveAfterDays > 0 {
+            let keepAlive = self.keepAlive
+            let interval = Double(configuration.keepAliveIntervalSeconds)
+            let logger = self.logger
+            jobs.append(
+                Task {
+                    // Replicas started together do not all reach for the lease at once.
+                    try? await Task.sleep(for: .seconds(Double.random(in: 10..<70)))
+                    while !Task.isCancelled {
+                        do { _ = try await keepAlive.runPass() } catch { logger.warn("keepalive.pass_failed", ["error": String(describing: type(of: error))]) }
+                        try? await Task.sleep(for: .seconds(interval * Double.random(in: 0.8..<1.2)))
+                    }
+                })
+        }
+        if let webhooks {
+            jobs.append(Task { await webhooks.run() })
+        }
+        backgroundJobs.withLock { $0 = jobs }
+    }
+
     public func stop() {
+        for job in backgroundJobs.withLock({ $0 }) { job.cancel() }
         server.stop()
         http.shutdown()
         pool.close()

@@ -15,6 +15,8 @@ public final class TokenRelayStack: Sendable {
     public let relay: ManagedProcess
     public let http = HTTPClient()
     public let tenantId = "11111111-1111-1111-1111-111111111111"
+    /// The environment `token-relay serve` runs with, for running other sub-commands against the same stack.
+    public let environment: [String: String]
 
     /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings.
     public init(name: String, environment extra: [String: String] = [:], emulatorArguments: [String] = []) async throws {
@@ -42,6 +44,7 @@ public final class TokenRelayStack: Sendable {
         environment["TOKENRELAY_MIGRATE_ON_START"] = "true"
         environment["TOKENRELAY_LOG_LEVEL"] = "debug"
         for (key, value) in extra { environment[key] = value }
+        self.environment = environment
         relay = try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
     }
 

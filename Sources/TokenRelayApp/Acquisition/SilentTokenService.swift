@@ -271,7 +271,8 @@ struct SilentTokenService: Sendable {
                 case .failure(.rejected(let failure)):
                     if failure.disposition == .refreshTokenDead {
                         // Persist the deletion before answering, so the dead token is never sent again.
-                        try store.markRefreshTokenDead(in: connection, accountId: account.accountId, generation: refreshToken.generation)
+                        try store.markRefreshTokenDead(
+                            in: connection, accountId: account.accountId, generation: refreshToken.generation, stsErrorCodes: failure.stsErrorCodes)
                         service.logger.info(
                             "account.interaction_required",
                             ["account.id": account.accountId, "sts.error_codes": failure.stsErrorCodes.map(String.init).joined(separator: ",")])
@@ -391,6 +392,28 @@ struct SilentTokenService: Sendable {
                 service.logger.warn("token.proactive_refresh_failed", ["account.id": account.accountId, "error": String(describing: type(of: error))])
             }
         }
+    }
+
+    /// One keep-alive redemption (SPEC §12 Time in tests): the normal refresh under the
+    /// account's lock with rotation in one transaction, in the account's home realm, without
+    /// marking the account used (`last_used_at` stays the caller's).
+    /// - Returns: the refresh outcome (a token, or the problem a request would have seen).
+    /// - Throws: `Problem` when the account's authority is no longer accepted, or the database fails.
+    func keepAliveRefresh(account: AccountRecord, scopes: ScopeSet, context: RequestContext) async throws -> RefreshOutcome {
+        let (authority, realm) = try authorityAndRealm(nil, for: account)
+        let claims = (try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)) ?? nil
+        let key = [account.accountId, realm, scopes.cacheKey, claims ?? "", RefreshMode.bypass.rawValue, "0"].joined(separator: "|")
+        let (outcome, _) = try await coalescer.run(key: key) {
+            try await refresh(
+                account: account, authority: authority, realm: realm, scopes: scopes, claims: claims, mode: .bypass, minTTL: 0,
+                context: context)
+        }
+        switch outcome {
+        case .token(let token, _, _): memory.store(token)
+        case .problem(let problem) where problem.extensions["account_state"] == .string("interaction_required"): forgetInMemory(account.accountId)
+        case .problem: break
+        }
+        return outcome
     }
 
     /// Drops everything this replica holds in memory for the account (deleted, signed in again,

@@ -78,6 +78,19 @@ public struct Configuration: Sendable {
     public var redirectAfterOrigins: [String] = []
     /// Directory of `NNNN_*.sql` migrations. Default: found next to the binary or in the working directory.
     public var migrationsDirectory: String?
+    /// Refresh accounts whose refresh token was last redeemed this many days ago, so it does not
+    /// die of inactivity (AADSTS700082 at 90 days); 0 turns keep-alive off. Default 60.
+    public var keepAliveAfterDays: Int = 60
+    /// Keep-alive redemptions per minute at most (a bound toward the STS). Default 30.
+    public var keepAliveMaxPerMinute: Int = 30
+    /// Seconds between keep-alive passes in `serve` (each jittered ±20 %). Default 3600.
+    public var keepAliveIntervalSeconds: Int = 3600
+    /// Where account events are POSTed (SPEC §12 Webhooks and events). Default none.
+    public var webhookURL: String?
+    /// HMAC-SHA256 key of the `TokenRelay-Signature` header; required with `webhookURL`. Never logged.
+    public var webhookSecret: String?
+    /// Longest wait between webhook delivery attempts while the receiver is down, seconds. Default 300.
+    public var webhookMaxBackoffSeconds: Int = 300
 
     public init() {}
 

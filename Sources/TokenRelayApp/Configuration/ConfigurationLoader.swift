@@ -112,6 +112,21 @@ public struct ConfigurationLoader: Sendable {
         config.publicBaseURL = try value("public_base_url")
         config.redirectAfterOrigins = try list("redirect_after_origins") ?? []
         config.migrationsDirectory = try value("migrations_dir")
+        config.keepAliveAfterDays = try int("keepalive_after_days", 0...89) ?? config.keepAliveAfterDays
+        config.keepAliveMaxPerMinute = try int("keepalive_max_per_minute", 1...6000) ?? config.keepAliveMaxPerMinute
+        config.keepAliveIntervalSeconds = try int("keepalive_interval_s", 60...604_800) ?? config.keepAliveIntervalSeconds
+        config.webhookURL = try value("webhook_url")
+        config.webhookSecret = try value("webhook_secret")
+        config.webhookMaxBackoffSeconds = try int("webhook_max_backoff_s", 1...86400) ?? config.webhookMaxBackoffSeconds
+        if let url = config.webhookURL {
+            guard url.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(url)), URL(string: url) != nil else {
+                throw ConfigurationError(
+                    setting: "TOKENRELAY_WEBHOOK_URL", reason: "must be an https URL (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
+            }
+            guard let secret = config.webhookSecret, !secret.isEmpty else {
+                throw ConfigurationError(setting: "TOKENRELAY_WEBHOOK_SECRET", reason: "is required with TOKENRELAY_WEBHOOK_URL")
+            }
+        }
 
         if requireIdentity {
             try validateIdentity(config)

@@ -61,7 +61,7 @@ enum AccountRoutes {
                 }
             }
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
-            let deleted = try await services.store.deleteAccount(id: accountId)
+            let deleted = try await services.store.deleteAccount(id: accountId, actor: request.context.caller)
             // Forgotten before anything else can fail, so this replica never serves a deleted account.
             services.tokens.forgetInMemory(accountId)
             try await services.audit.record(

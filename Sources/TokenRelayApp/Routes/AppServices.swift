@@ -22,6 +22,7 @@ enum Routes {
         SignInRoutes.register(on: &router, services)
         SignInStartRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
+        EventRoutes.register(on: &router, services)
         TokenRoutes.register(on: &router, services)
         GrantTokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)

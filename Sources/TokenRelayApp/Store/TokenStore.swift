@@ -73,13 +73,26 @@ struct TokenStore: Sendable {
         }
     }
 
-    /// Removes the account and, by cascade, every token it owns. Returns whether a row went.
+    /// Removes the account and, by cascade, every token it owns, with its `account.deleted`
+    /// event in the same transaction. Returns whether a row went.
     @discardableResult
-    func deleteAccount(id: String) async throws -> Bool {
+    func deleteAccount(id: String, actor: String? = nil) async throws -> Bool {
         let clientId = self.clientId
-        return try await database.run { connection in
-            try connection.query("DELETE FROM accounts WHERE account_id = $1 AND client_id = $2", [.text(id), .text(clientId)]).affectedRows > 0
+        return try await database.transaction { connection in
+            try Self.deleteAccount(in: connection, id: id, clientId: clientId, actor: actor)
         }
+    }
+
+    /// The deletion inside a caller's transaction; `clientId` nil matches any client (the CLI).
+    static func deleteAccount(in connection: PostgresConnection, id: String, clientId: String?, actor: String?) throws -> Bool {
+        guard
+            let row = try connection.query(
+                "DELETE FROM accounts WHERE account_id = $1 AND ($2::text IS NULL OR client_id = $2) RETURNING realm", [.text(id), optional(clientId)]
+            ).rows.first
+        else { return false }
+        try AccountEventStore.append(
+            in: connection, .deleted, accountId: id, realm: row.string("realm"), data: actor.map { ["actor": .string($0)] } ?? [:])
+        return true
     }
 
     /// Writes `last_used_at` at most once per 5 minutes (SPEC §12 Accounts).
