@@ -54,6 +54,9 @@ final class ScriptedPeer: Sendable {
 /// Virtual time for the retry loop: `sleep` records the wait and moves the clock on at once.
 final class VirtualClock: Sendable {
     private let state = Mutex<(offset: Double, sleeps: [Double])>((0, []))
+    /// Virtual time starts here and moves only by `advance` and the loop's sleeps, so a slow
+    /// (loaded) machine cannot shift what the code under test sees.
+    let start = Date()
     let random: Double
 
     init(random: Double = 0.5) { self.random = random }
@@ -63,7 +66,7 @@ final class VirtualClock: Sendable {
 
     var clock: UpstreamClock {
         UpstreamClock(
-            now: { Date().addingTimeInterval(self.state.withLock { $0.offset }) },
+            now: { self.start.addingTimeInterval(self.state.withLock { $0.offset }) },
             sleep: { seconds in
                 self.state.withLock {
                     $0.offset += seconds
@@ -122,9 +125,9 @@ struct RetryLoopAndThrottleTests {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        let date = formatter.string(from: Date().addingTimeInterval(30))
-        let peer = try ScriptedPeer([ScriptedPeer.answer(503, [("Retry-After", date)])], fallback: ScriptedPeer.answer(200))
         let time = VirtualClock()
+        let date = formatter.string(from: time.clock.now().addingTimeInterval(30))
+        let peer = try ScriptedPeer([ScriptedPeer.answer(503, [("Retry-After", date)])], fallback: ScriptedPeer.answer(200))
         let final = try await downstream(peer, time, deadline: 60)
         #expect(final.decision == .accept)
         #expect(time.sleeps.count == 1)
