@@ -56,6 +56,8 @@ struct EmulatorState: Sendable {
     /// Lower-cased username → revocation generation and when it last changed.
     var revocations: [String: (generation: Int, at: Date)] = [:]
     var faults: [Fault] = []
+    /// Secrets handed out (not cleared by `reset`: tests look for them after the fact).
+    var issued = IssuedSecrets()
 
     var tokenRequests = 0
     var tokenRequestsByGrant: [String: Int] = [:]
