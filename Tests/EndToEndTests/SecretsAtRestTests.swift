@@ -71,4 +71,38 @@ struct SecretsAtRestTests {
         #expect(log.contains("sign_in.completed"))
         #expect(log.lowercased().contains("alice@contoso.example") == logPII)
     }
+
+    @Test("scripts/scan-test-logs names the file and line of a recorded secret, a JWT or a trk_ key, never the value")
+    func logScanFindsPlantedSecrets() throws {
+        let directory = NSTemporaryDirectory() + "scan-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let secret = "planted-" + UUID().uuidString
+        let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJl"
+        let apiKey = "trk_abcdefgh_" + UUID().uuidString
+        func scan() throws -> (Int32, String) {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try Data((secret + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/stack.secrets"))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: BuiltProducts.packageRoot() + "/scripts/scan-test-logs")
+            process.arguments = [directory]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+        try Data(#"{"event":"fine"}\n"#.utf8).write(to: URL(fileURLWithPath: directory + "/clean.log"))
+        #expect(try scan().0 == 0)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/stack.secrets"), "the recorded secrets are deleted after the scan")
+
+        try Data("one\nthe secret \(secret) here\n\(jwt)\n\(apiKey)\n".utf8).write(to: URL(fileURLWithPath: directory + "/leaky.log"))
+        let (status, output) = try scan()
+        #expect(status == 1)
+        #expect(output.contains("leaky.log: line(s) 2 hold a secret"))
+        #expect(output.contains("leaky.log: line(s) 3 hold a JWT-shaped string"))
+        #expect(output.contains("leaky.log: line(s) 4 hold a trk_ API key"))
+        for value in [secret, jwt, apiKey] { #expect(!output.contains(value)) }
+    }
 }
