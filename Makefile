@@ -20,6 +20,7 @@ test: deps build           ## install, build once, start PostgreSQL, run every t
 	@status=0; TOKENRELAY_TEST_LOG_DIR="$$PWD/.build/test-logs" TOKENRELAY_TEST_DATABASE_URL="$$(scripts/pg-local url)" \
 		TOKENRELAY_BIN_DIR="$$(swift build --show-bin-path)" swift test --skip-build || status=1; \
 		scripts/scan-test-logs .build/test-logs || status=1; exit $$status
+	@scripts/schemathesis      # pip-installs a pinned schemathesis into .local/venv; about 2 minutes
 	@scripts/lint --check
 
 lint:
