@@ -84,6 +84,13 @@ public final class ManagedProcess: Sendable {
         }
     }
 
+    /// Sends `signal` (e.g. `SIGHUP`) to the child while it runs.
+    public func send(signal: Int32) {
+        process.withLock { process in
+            if let process, process.isRunning { kill(process.processIdentifier, signal) }
+        }
+    }
+
     /// The child's log so far (for assertions that nothing secret was written).
     public func log() -> String {
         (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""

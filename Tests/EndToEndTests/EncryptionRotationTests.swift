@@ -34,10 +34,16 @@ struct EncryptionRotationTests {
             name: "e2e_rotate", environment: ["TOKENRELAY_ENCRYPTION_KEYS": old], emulatorArguments: ["--rotation-grace-seconds", "0"])
         defer { stack.stop() }
         let ids = [try await stack.signInAccountId("alice@contoso.example"), try await stack.signInAccountId("bob@contoso.example")]
-        // A sign-in left pending: its PKCE verifier is a ciphertext too.
+        // More cached access tokens (one row per scope set), and a sign-in left pending: its PKCE
+        // verifier is a ciphertext too.
+        for id in ids {
+            for scope in ["Mail.Read", "Files.Read", "Calendars.Read"] {
+                let answer = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": [scope]])
+                #expect(answer.status == 200, "\(answer.text)")
+            }
+        }
         #expect(try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"]]).status == 201)
-        let before = try await Self.rowsNotUnder("new", in: stack)
-        #expect(before == 5)
+        #expect(try await Self.rowsNotUnder("new", in: stack) == 2 + 8 + 1)
 
         try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": "\(new),\(old)"])
         let running = Flag()
@@ -71,6 +77,9 @@ struct EncryptionRotationTests {
         #expect(((report["tables"] as? [String: Any])?["sign_ins"] as? [String: Any])?["reencrypted"] as? Int == 1)
         #expect(outcomes.counts.keys.sorted() == [200], "silent answers during the rotation: \(outcomes.counts)")
         #expect(try await Self.rowsNotUnder("new", in: stack) == 0)
+        // No superseded refresh token was ever presented (the emulator allows no grace here).
+        let chains = try await stack.control("GET", "/_control/stats").json["refresh_token_chain"] as? [String: [String: Int]] ?? [:]
+        #expect(chains.count == 2 && chains.values.allSatisfy { $0["rejected_superseded"] == 0 && $0["redeemed"]! > 0 }, "\(chains)")
         let audit = try await stack.withDatabase { connection in
             try connection.query("SELECT outcome, detail->>'rows_remaining' AS remaining FROM audit_events WHERE action = 'encryption.rotated'").rows
                 .map { "\($0.string("outcome") ?? "")/\($0.string("remaining") ?? "")" }
@@ -162,6 +171,45 @@ struct EncryptionRotationTests {
         let warning = try #require(((warned.json["checks"] as? [String: Any])?["encryption:keys"] as? [[String: Any]])?.first)
         #expect(warning["status"] as? String == "warn")
         #expect((warning["output"] as? String ?? "").contains("token-relay encryption rotate"))
+    }
+
+    @Test("SIGHUP re-reads the key ring from TOKENRELAY_ENCRYPTION_KEYS_FILE; a bad ring is logged and the old one kept")
+    func hangupReloadsKeyRing() async throws {
+        let file = TestLogs.directory + "/keyring-\(UUID().uuidString).txt"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let first = "k1:" + Self.key()
+        try Data(first.utf8).write(to: URL(fileURLWithPath: file))
+        let stack = try await TokenRelayStack(
+            name: "e2e_sighup", environment: ["TOKENRELAY_ENCRYPTION_KEYS": "", "TOKENRELAY_ENCRYPTION_KEYS_FILE": file])
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId("alice@contoso.example")
+        func keyIds() async throws -> [String] {
+            try await stack.withDatabase { connection in
+                try connection.query(
+                    "SELECT key_id FROM refresh_tokens WHERE account_id = $1 UNION ALL SELECT key_id FROM access_tokens WHERE account_id = $1",
+                    [.text(alice)]
+                ).rows.compactMap { $0.string("key_id") }
+            }
+        }
+        #expect(try await keyIds() == ["k1", "k1"])
+        func hangup(expecting event: String) async throws {
+            let seen = stack.relay.log().components(separatedBy: event).count
+            stack.relay.send(signal: SIGHUP)
+            for _ in 0..<100 where stack.relay.log().components(separatedBy: event).count == seen {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(stack.relay.log().components(separatedBy: event).count == seen + 1, "no \(event) after SIGHUP")
+        }
+
+        try Data("k2:\(Self.key()),\(first)".utf8).write(to: URL(fileURLWithPath: file))
+        try await hangup(expecting: "encryption.key_ring_reloaded")
+        #expect(try await Self.silent(stack, alice, force: true).status == 200)
+        #expect(try await keyIds() == ["k2", "k2"])
+
+        try Data("k3:not-a-key".utf8).write(to: URL(fileURLWithPath: file))
+        try await hangup(expecting: "encryption.key_ring_reload_failed")
+        #expect(try await Self.silent(stack, alice, force: true).status == 200)
+        #expect(try await keyIds() == ["k2", "k2"])
     }
 
     /// Runs the built `token-relay` and returns its exit status and standard error.
