@@ -77,7 +77,8 @@ struct KeyRotation: Sendable {
                 ])
             report.tables.append((columns.table, table))
         }
-        try await store.flushUsage()
+        // The rotation's own encryptions count too; failing to record them must not hide the report.
+        do { try await store.flushUsage() } catch { logger.warn("encryption.usage_flush_failed", ["error": String(describing: type(of: error))]) }
         return report
     }
 }
