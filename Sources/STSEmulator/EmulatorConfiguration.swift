@@ -11,7 +11,7 @@ public struct EmulatorConfigurationError: Error, CustomStringConvertible {
 ///
 /// Command line: `sts-emulator --host 127.0.0.1 --port 0 --client-id ID --client-secret SECRET
 /// [--users FILE.json] [--issuer-base URL] [--rotation-grace-seconds 2] [--threads 2]
-/// [--client-certificate CERT.pem]`.
+/// [--client-certificate CERT.pem] [--record-issued FILE]`.
 /// Each option falls back to an environment variable: `STS_EMULATOR_HOST`, `STS_EMULATOR_PORT`,
 /// `STS_EMULATOR_CLIENT_ID`, `STS_EMULATOR_CLIENT_SECRET`, `STS_EMULATOR_USERS`,
 /// `STS_EMULATOR_ISSUER_BASE`, `STS_EMULATOR_ROTATION_GRACE_SECONDS`, `STS_EMULATOR_THREADS`,
@@ -41,6 +41,9 @@ public struct EmulatorConfiguration: Sendable {
     public var defaultExpiresIn: Int = 3600
     /// Authorization-code lifetime (seconds). Default 600 (ten minutes, as the platform).
     public var codeLifetimeSeconds: Double = 600
+    /// A file to which every token and code handed out is appended, one per line (tests scan
+    /// logs and dumps for them). Default nil: nothing is written.
+    public var recordIssuedPath: String?
 
     public init() {}
 
@@ -53,7 +56,10 @@ public struct EmulatorConfiguration: Sendable {
     public static func parse(arguments: [String], environment: [String: String]) throws -> EmulatorConfiguration {
         var options: [String: String] = [:]
         var index = 0
-        let known = ["host", "port", "client-id", "client-secret", "users", "issuer-base", "rotation-grace-seconds", "threads", "client-certificate"]
+        let known = [
+            "host", "port", "client-id", "client-secret", "users", "issuer-base", "rotation-grace-seconds", "threads", "client-certificate",
+            "record-issued",
+        ]
         while index < arguments.count {
             let argument = arguments[index]
             guard argument.hasPrefix("--") else { throw EmulatorConfigurationError("unexpected argument \(argument)") }
@@ -99,6 +105,7 @@ public struct EmulatorConfiguration: Sendable {
             }
             configuration.clientCertificate = certificate
         }
+        configuration.recordIssuedPath = option("record-issued")
         if let path = option("users") {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw EmulatorConfigurationError("cannot read users file \(path)")

@@ -58,6 +58,8 @@ struct EmulatorState: Sendable {
     var faults: [Fault] = []
     /// `jti`s of client assertions already accepted (a replay is refused).
     var clientAssertionIDs: Set<String> = []
+    /// Secrets handed out (not cleared by `reset`: tests look for them after the fact).
+    var issued = IssuedSecrets()
 
     var tokenRequests = 0
     var tokenRequestsByGrant: [String: Int] = [:]

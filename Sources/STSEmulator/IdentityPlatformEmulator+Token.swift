@@ -273,6 +273,7 @@ extension IdentityPlatformEmulator {
             ("tid", .string(tenant.id)), ("uti", .string(opaqueToken(prefix: ""))), ("ver", "2.0"),
         ])
         guard let accessToken = try? key.makeJWT(claims: claims) else { return .failure(.serverError()) }
+        state.withLock { $0.issued.record(accessToken, .accessToken) }
         return .success(
             .object([
                 ("token_type", "Bearer"), ("expires_in", .int(lifetime)), ("ext_expires_in", .int(lifetime)),
@@ -387,6 +388,11 @@ extension IdentityPlatformEmulator {
             }
         }
 
+        state.withLock { state in
+            state.issued.record(accessToken, .accessToken)
+            if let idToken { state.issued.record(idToken, .idToken) }
+            if let refreshToken, reusing == nil { state.issued.record(refreshToken, .refreshToken) }
+        }
         var body: [(String, JSONValue)] = [
             ("token_type", "Bearer"), ("scope", .string(scopeField)), ("expires_in", .int(expiresIn)), ("ext_expires_in", .int(extExpiresIn)),
         ]

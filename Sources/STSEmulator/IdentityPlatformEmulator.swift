@@ -41,6 +41,12 @@ public final class IdentityPlatformEmulator: HTTPHandler {
         self.clock = clock
         self.key = signingKey
         self.base = Mutex(configuration.issuerBase ?? "http://\(configuration.host):\(configuration.port)")
+        if let path = configuration.recordIssuedPath {
+            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+            let file = FileHandle(forWritingAtPath: path)
+            _ = try? file?.seekToEnd()
+            state.withLock { $0.issued.recordFile = file }
+        }
     }
 
     /// The scheme, host and port of every URL the emulator writes (issuers, endpoints).

@@ -15,6 +15,8 @@ public final class TokenRelayService: Sendable {
     private let migrator: Migrator?
     public let metrics: Metrics
     private let urls: PublicURLs
+    private let cipher: TokenCipher
+    private let ciphertexts: CiphertextStore
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
     public let routeTable: [(method: String, path: String)]
     /// API-key authentication; `authenticator.forget(keyId:)` drops a revoked key from this replica's memory.
@@ -57,7 +59,11 @@ public final class TokenRelayService: Sendable {
         let urls = PublicURLs(configuration: configuration)
         self.urls = urls
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
-        let store = TokenStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
+        let cipher = TokenCipher(ring: ring)
+        self.cipher = cipher
+        let store = TokenStore(database: database, clientId: configuration.clientId, cipher: cipher)
+        let ciphertexts = CiphertextStore(database: database, clientId: configuration.clientId, cipher: cipher)
+        self.ciphertexts = ciphertexts
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
         let credential = try ClientCredential(configuration: configuration)
         let sts = STSClient(
@@ -87,7 +93,8 @@ public final class TokenRelayService: Sendable {
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
-            health: HealthChecks(database: database, migrator: migrator, keyRing: ring, clientCertificateNotAfter: credential.certificateNotAfter),
+            health: HealthChecks(
+                database: database, migrator: migrator, keyRing: ring, clientCertificateNotAfter: credential.certificateNotAfter, ciphertexts: ciphertexts),
             metrics: metrics, audit: AuditStore(database: database))
         metrics.addGauges {
             let stats = pool.statistics
@@ -169,6 +176,19 @@ public final class TokenRelayService: Sendable {
             jobs.append(Task { await webhooks.run() })
         }
         backgroundJobs.withLock { $0 = jobs }
+    }
+
+    /// Replaces the encryption key ring (SIGHUP, SPEC §11): new tokens are sealed under its first
+    /// key; stored tokens open under any of its keys.
+    public func reloadKeyRing(_ ring: KeyRing) {
+        cipher.reload(ring)
+        logger.info("encryption.key_ring_reloaded", ["key_id": ring.primary.id, "keys.count": String(ring.keys.count)])
+    }
+
+    /// Writes this process's encryption counts to the database (at shutdown; readiness probes
+    /// do it meanwhile). Best effort.
+    public func flushKeyUsage() async {
+        _ = try? await ciphertexts.flushUsage()
     }
 
     public func stop() {

@@ -155,7 +155,13 @@ struct SignInService: Sendable {
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
             refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken)
         forgetInMemory(account.accountId)
-        logger.info("sign_in.completed", ["account.id": account.accountId, "sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+        // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, SPEC §7).
+        logger.info(
+            "sign_in.completed",
+            [
+                "account.id": account.accountId, "account.username": account.username ?? "", "sign_in.id": pending.signInId,
+                "correlation.id": context.correlationId,
+            ])
 
         if let redirectAfter = pending.redirectAfter {
             let separator = redirectAfter.contains("?") ? "&" : "?"

@@ -71,7 +71,16 @@ extension TokenStore {
             ).rows.first
         else { return nil }
         let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
-        let token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
+        let token: String
+        do {
+            token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
+        } catch {
+            // Never served, never sent: a key missing from the ring, or a ciphertext moved here
+            // from another row (its additional data names another account, SPEC §7).
+            var problem = Problem(.internal, "The stored refresh token of this account could not be decrypted; see the service log.")
+            problem.cause = "token.decrypt_failed: kind=rt key_id=\(sealed.keyId) account.id=\(accountId): \(error)"
+            throw problem
+        }
         return (token, row.int("generation") ?? 0)
     }
 
