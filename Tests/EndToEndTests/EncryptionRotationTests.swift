@@ -19,7 +19,8 @@ struct EncryptionRotationTests {
         try await stack.withDatabase { connection in
             let sql = """
                 SELECT (SELECT count(*) FROM refresh_tokens WHERE key_id <> $1) + (SELECT count(*) FROM access_tokens WHERE key_id <> $1)
-                  + (SELECT count(*) FROM sign_ins WHERE verifier_key_id <> $1) AS n
+                  + (SELECT count(*) FROM sign_ins WHERE verifier_key_id <> $1)
+                  + (SELECT count(*) FROM grant_access_tokens WHERE key_id <> $1) AS n
                 """
             return Int(try connection.query(sql, [.text(keyId)]).rows.first?.int("n") ?? -1)
         }
@@ -43,7 +44,10 @@ struct EncryptionRotationTests {
             }
         }
         #expect(try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"]]).status == 201)
-        #expect(try await Self.rowsNotUnder("new", in: stack) == 2 + 8 + 1)
+        // The service's own app token is stored encrypted too.
+        let appToken = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": ["https://graph.microsoft.com/.default"]])
+        #expect(appToken.status == 200, "\(appToken.text)")
+        #expect(try await Self.rowsNotUnder("new", in: stack) == 2 + 8 + 1 + 1)
 
         try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": "\(new),\(old)"])
         let running = Flag()
@@ -97,6 +101,11 @@ struct EncryptionRotationTests {
             #expect(refreshed.status == 200, "\(refreshed.text)")
             #expect(refreshed.json["source"] as? String == "refresh")
         }
+        // The app token row opens under the new key alone: served from the shared cache, no STS call.
+        let stsCalls = try await stack.emulatorCount()
+        let cachedApp = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": ["https://graph.microsoft.com/.default"]])
+        #expect(cachedApp.json["source"] as? String == "cache", "\(cachedApp.text)")
+        #expect(try await stack.emulatorCount() == stsCalls)
         // A second run finds nothing to do.
         let again = try await stack.runCommand(["encryption", "rotate"])
         #expect(again.status == 0)

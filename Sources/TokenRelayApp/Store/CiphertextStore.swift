@@ -18,6 +18,8 @@ struct CiphertextColumns: Sendable {
     static let all: [CiphertextColumns] = [
         CiphertextColumns(table: "refresh_tokens", kind: .refreshToken, owner: "account_id", clientId: "client_id"),
         CiphertextColumns(table: "access_tokens", kind: .accessToken, owner: "account_id", clientId: "client_id"),
+        CiphertextColumns(table: "grant_access_tokens", kind: .accessToken, owner: "owner", clientId: "client_id"),
+        CiphertextColumns(table: "obo_refresh_tokens", kind: .refreshToken, owner: "owner", clientId: "client_id"),
         CiphertextColumns(
             table: "sign_ins", kind: .pkceVerifier, owner: "sign_in_id", clientId: nil, keyId: "verifier_key_id", nonce: "verifier_nonce",
             ciphertext: "verifier_ciphertext"),
