@@ -67,6 +67,11 @@ struct SilentTokenService: Sendable {
                 .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
                 extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
         }
+        if account.homeAccountId == nil {
+            // An ADAL import not yet redeemed: the first redemption learns (or merges) its identity.
+            if let done = try await completeImport(account, request: request, context: context) { return done }
+            return try await acquire(request, for: try await resolve(.accountId(account.accountId)), context: context)
+        }
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         let claims: String?
         do {

@@ -8,6 +8,7 @@ enum AccountRoutes {
     static let listParameters: Set<String> = ["username", "tenant_id", "cursor", "limit"]
 
     static func register(on router: inout Router, _ services: AppServices) {
+        ImportRoutes.register(on: &router, services)
         router.add("GET", "/v1/accounts", access: .requires(.accountsRead)) { request in
             for item in request.http.query {
                 guard listParameters.contains(item.name) else {
@@ -49,7 +50,8 @@ enum AccountRoutes {
         }
 
         router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
-            let accountId = request.parameter("account_id")
+            // An imported account's id may be an alias of the account it merged into.
+            let accountId = try await services.store.canonicalAccountId(request.parameter("account_id"))
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
             let deleted = try await services.store.deleteAccount(id: accountId)
             // Forgotten before anything else can fail, so this replica never serves a deleted account.
