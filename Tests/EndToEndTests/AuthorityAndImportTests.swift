@@ -64,6 +64,7 @@ struct AuthorityAndImportTests {
         let plain = try await Self.silent(
             stack, ["account_id": id, "scopes": [scope], "authority": "\(stack.emulator.baseURL)/\(Self.b2cTenant)/B2C_1_SUSI"])
         #expect(plain.status == 200, "\(plain.text)")
+        #expect(plain.json["source"] as? String == "cache", "the same tenant written another way is the same realm")
 
         // Case 08: B2C's error body has only error and error_description.
         _ = try await stack.control(

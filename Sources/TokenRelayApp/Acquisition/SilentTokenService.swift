@@ -317,7 +317,15 @@ struct SilentTokenService: Sendable {
                 .invalidAuthority, "The account belongs to \(account.environment); this authority is in \(requested.environment).",
                 extensions: ["field": .string("authority")])
         }
-        return (requested, requested.isMultiTenant ? account.realm : requested.tenant.lowercased())
+        // The account's own tenant, however it is written (domain or GUID, with or without `tfp`),
+        // is the account's realm: one cache partition per tenant.
+        let ownTenant = (try? authorities.validate(account.authority))?.tenant
+        if requested.isMultiTenant || requested.tenant.caseInsensitiveCompare(ownTenant ?? "") == .orderedSame
+            || requested.tenant.caseInsensitiveCompare(account.realm) == .orderedSame
+        {
+            return (requested, account.realm)
+        }
+        return (requested, requested.tenant.lowercased())
     }
 
     // MARK: After a cache hit
