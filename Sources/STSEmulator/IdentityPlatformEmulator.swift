@@ -15,7 +15,7 @@ import Synchronization
 /// - `POST /{authority}/oauth2/v2.0/token`
 /// - `GET /v1.0/me`
 /// - `GET /_control/stats`, `POST /_control/reset`, `GET|POST /_control/users/{username}`,
-///   `POST|DELETE /_control/faults`
+///   `POST /_control/users/{username}/adal-refresh-token`, `POST|DELETE /_control/faults`
 ///
 /// Request handling is synchronous and in memory; only configured latency makes `respond(to:)`
 /// wait. State sits behind one `Mutex`; time comes from the injected clock.

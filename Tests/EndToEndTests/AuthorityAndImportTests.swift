@@ -323,4 +323,33 @@ struct AuthorityAndImportTests {
         #expect(try await stack.request("DELETE", "/v1/accounts/\(importedId)").status == 204)
         #expect(try await stack.request("GET", "/v1/accounts/\(survivor)").status == 404)
     }
+
+    @Test("An import merging into an account whose refresh token died gives it the imported token and makes it active")
+    func importRevivesDeadAccount() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_import_revive")
+        defer { stack.stop() }
+        let survivor = try await stack.signInAccountId("bob@contoso.example")
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: ["endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token"])
+        let dead = try await Self.silent(stack, ["account_id": survivor, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(dead.json["account_state"] as? String == "interaction_required")
+
+        let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
+        let imported = try await stack.request(
+            "POST", "/v1/accounts/import",
+            json: [
+                "username": "bob@contoso.example", "refresh_token": try #require(minted.json["refresh_token"] as? String),
+                "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)",
+            ])
+        let importedId = try #require(imported.json["account_id"] as? String)
+        let first = try await Self.silent(stack, ["account_id": importedId, "scopes": ["User.Read"]])
+        #expect(first.status == 200, "\(first.text)")
+        let account = try #require(first.json["account"] as? [String: Any])
+        #expect(account["account_id"] as? String == survivor)
+        #expect(account["state"] as? String == "active")
+        // The survivor now refreshes with the imported (rotated) refresh token.
+        let refreshed = try await Self.silent(stack, ["account_id": survivor, "scopes": ["Mail.Read"], "force_refresh": true])
+        #expect(refreshed.status == 200, "\(refreshed.text)")
+    }
 }
