@@ -190,6 +190,7 @@ struct AuthorityAndImportTests {
         #expect(guest["home_account_id"] as? String == home["home_account_id"] as? String)
         #expect(guest["realm"] as? String == stack.tenantId)
         #expect(guest["local_account_id"] as? String == "eeeeeeee-0000-4000-8000-00000000e410")
+        #expect((guest["id_token_claims"] as? [String: Any])?["tid"] as? String == stack.tenantId)
         let profiles = try #require(guest["tenant_profiles"] as? [[String: Any]])
         #expect(profiles.count == 2)
         #expect(profiles.first { $0["realm"] as? String == stack.tenantId }?["is_home"] as? Bool == true)

@@ -107,7 +107,7 @@ extension TokenStore {
                       local_account_id = CASE WHEN $12 THEN EXCLUDED.local_account_id ELSE accounts.local_account_id END,
                       authority = CASE WHEN $12 THEN EXCLUDED.authority ELSE accounts.authority END,
                       username = EXCLUDED.username, name = EXCLUDED.name, authority_type = EXCLUDED.authority_type,
-                      state = 'active', id_token_claims = EXCLUDED.id_token_claims
+                      state = 'active', id_token_claims = CASE WHEN $12 THEN EXCLUDED.id_token_claims ELSE accounts.id_token_claims END
                     RETURNING \(Self.accountColumns)
                     """,
                     [
@@ -119,7 +119,7 @@ extension TokenStore {
                 ).rows.first
             else { throw Problem(.internal, "The account could not be stored.") }
             // A guest signing into another tenant keeps one account with one more profile (SPEC §12):
-            // its home realm and authority stay unless this sign-in is in the home tenant.
+            // its home realm, oid, authority and claims stay unless this sign-in is in the home tenant.
             let accountId = Self.account(from: row).accountId
             try self.saveTenantProfile(
                 in: connection, accountId: accountId, realm: account.realm, localAccountId: account.localAccountId, isHome: account.isHomeTenant)
