@@ -2,7 +2,8 @@ import HTTPCommon
 import IdentityCore
 
 /// `POST /v1/accounts/import` (SPEC §3, §12 Accounts): one-time migration of an ADAL-era refresh
-/// token. The account is known by username only until its first silent acquisition.
+/// token. The account is known by username only until its first silent acquisition. 201 for a
+/// new account; 200 when a pending import of the same username (and cloud) took the new token.
 enum ImportRoutes {
     static let fields: Set<String> = ["username", "refresh_token", "authority", "resource"]
 
@@ -34,10 +35,14 @@ enum ImportRoutes {
                     throw Problem(.invalidScope, error.detail, extensions: ["field": .string(error.field)])
                 }
             }
-            let account = try await services.store.importAccount(
+            let (account, created) = try await services.store.importAccount(
                 username: username, authority: authority, refreshToken: refreshToken, actor: request.context.caller ?? "unknown", detail: detail)
-            services.tokens.logger.info("account.imported", ["account.id": account.accountId, "correlation.id": request.context.correlationId])
-            var response = HTTPResponse.json(201, account.json)
+            // A pending import of the same username got the new token: it leaves the STS's answers
+            // for the old one behind.
+            if !created { services.tokens.forgetInMemory(account.accountId) }
+            services.tokens.logger.info(
+                "account.imported", ["account.id": account.accountId, "import.created": String(created), "correlation.id": request.context.correlationId])
+            var response = HTTPResponse.json(created ? 201 : 200, account.json)
             response.headers.set("Location", "/v1/accounts/\(account.accountId)")
             return response
         }

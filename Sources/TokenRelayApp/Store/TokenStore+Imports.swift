@@ -32,13 +32,23 @@ extension TokenStore {
     ///   - authority: where the refresh token is redeemed; its tenant is the realm until known.
     ///   - actor: the API key id for the audit row.
     ///   - detail: non-secret audit detail (e.g. the legacy `resource`).
-    /// - Returns: the new account.
+    /// - Returns: the account and whether it is new. Importing a username again while its
+    ///   earlier import still waits for its first redemption replaces that import's refresh token
+    ///   (a re-run migration makes no duplicate accounts).
     func importAccount(username: String, authority: Authority, refreshToken: String, actor: String, detail: [String: JSONValue]) async throws
-        -> AccountRecord
+        -> (account: AccountRecord, created: Bool)
     {
         let clientId = self.clientId
         let accountId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
+            if let pending = try self.lockPendingImport(in: connection, username: username, environment: authority.environment) {
+                _ = try connection.query(
+                    "UPDATE accounts SET realm = $2, authority = $3, authority_type = $4, state = 'active' WHERE account_id = $1",
+                    [.text(pending), .text(authority.tenant.lowercased()), .text(authority.url), .text(authority.type.rawValue)])
+                try self.saveRefreshToken(in: connection, accountId: pending, token: refreshToken, familyId: nil, replacing: nil)
+                try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: pending, outcome: "replaced", detail: detail)
+                return (try self.account(in: connection, id: pending), false)
+            }
             _ = try connection.query(
                 """
                 INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, username, authority, authority_type, state)
@@ -50,10 +60,25 @@ extension TokenStore {
                 ])
             try self.saveRefreshToken(in: connection, accountId: accountId, token: refreshToken, familyId: nil, replacing: nil)
             try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: accountId, outcome: "success", detail: detail)
-            guard let row = try connection.query("SELECT \(Self.accountColumns) FROM accounts WHERE account_id = $1", [.text(accountId)]).rows.first
-            else { throw Problem(.internal, "The imported account could not be read back.") }
-            return Self.account(from: row)
+            return (try self.account(in: connection, id: accountId), true)
         }
+    }
+
+    /// The pending import of `username` in `environment`, with its refresh lock taken (the lock
+    /// before the row, as in every transaction), or nil when there is none.
+    func lockPendingImport(in connection: PostgresConnection, username: String, environment: String) throws -> String? {
+        guard
+            let pending = try connection.query(
+                """
+                SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id IS NULL AND lower(username) = lower($3)
+                ORDER BY account_id LIMIT 1
+                """,
+                [.text(clientId), .text(environment), .text(username)]
+            ).rows.first?.string("account_id")
+        else { return nil }
+        try Self.lockRefresh(in: connection, accountId: pending, clientId: clientId)
+        // Its first redemption may have finished while this transaction waited for the lock.
+        return try isPendingImport(in: connection, accountId: pending) ? pending : nil
     }
 
     /// Whether an imported account still waits for its first redemption (read under its lock).
