@@ -21,6 +21,21 @@ public struct TestUser: Sendable, Equatable {
     }
 }
 
+/// A user of another tenant invited into this one (Entra B2B guest): signing in here gives
+/// tokens with this tenant's `tid` and the guest's own `oid` here, while `client_info` still
+/// names the home tenant (one `home_account_id`).
+public struct TestGuest: Sendable, Equatable {
+    /// The guest's home username (a user of another tenant).
+    public var username: String
+    /// The guest object id in this tenant.
+    public var objectID: String
+
+    public init(username: String, objectID: String) {
+        self.username = username
+        self.objectID = objectID
+    }
+}
+
 /// One tenant (Entra ID directory or Azure AD B2C directory) and its users.
 public struct TestTenant: Sendable, Equatable {
     /// The tenant id (`tid`), a GUID.
@@ -32,12 +47,20 @@ public struct TestTenant: Sendable, Equatable {
     /// (`error` + `error_description` only) and `client_info.uid` is `{oid}-{policy}`.
     public var isB2C: Bool
     public var users: [TestUser]
+    /// Users of other tenants invited here.
+    public var guests: [TestGuest]
 
-    public init(id: String, domains: [String] = [], isB2C: Bool = false, users: [TestUser]) {
+    public init(id: String, domains: [String] = [], isB2C: Bool = false, users: [TestUser], guests: [TestGuest] = []) {
         self.id = id
         self.domains = domains
         self.isB2C = isB2C
         self.users = users
+        self.guests = guests
+    }
+
+    /// The guest entry of `username` here (case-insensitive), if invited.
+    public func guest(named username: String) -> TestGuest? {
+        guests.first { $0.username.caseInsensitiveEquals(username) }
     }
 }
 
@@ -56,7 +79,8 @@ public struct TestTenant: Sendable, Equatable {
 ///         {"username": "alice@contoso.example", "name": "Alice Example",
 ///          "given_name": "Alice", "surname": "Example",
 ///          "oid": "aaaaaaaa-0000-4000-8000-000000000001"}
-///       ]
+///       ],
+///       "guests": [{"username": "erin@other.example", "oid": "eeeeeeee-0000-4000-8000-000000000002"}]
 ///     }
 ///   ],
 ///   "app_roles": {"https://graph.microsoft.com": ["User.Read.All"]}
@@ -75,8 +99,10 @@ public struct Directory: Sendable, Equatable {
 
     /// Two Entra tenants and one B2C tenant:
     /// - `11111111-1111-1111-1111-111111111111` (`contoso.example`): `alice@contoso.example`
-    ///   ("Alice Example"), `bob@contoso.example` ("Bob Example");
-    /// - `22222222-2222-2222-2222-222222222222` (`fabrikam.example`): `carol@fabrikam.example`;
+    ///   ("Alice Example"), `bob@contoso.example` ("Bob Example"), `erin@contoso.example`
+    ///   ("Erin Example");
+    /// - `22222222-2222-2222-2222-222222222222` (`fabrikam.example`): `carol@fabrikam.example`,
+    ///   and `erin@contoso.example` as a guest;
     /// - B2C `33333333-3333-3333-3333-333333333333` (`contosob2c.onmicrosoft.com`):
     ///   `dave@b2c.example`.
     public static let `default` = Directory(
@@ -86,12 +112,14 @@ public struct Directory: Sendable, Equatable {
                 users: [
                     TestUser(username: "alice@contoso.example", name: "Alice Example", objectID: "aaaaaaaa-0000-4000-8000-00000000a11c"),
                     TestUser(username: "bob@contoso.example", name: "Bob Example", objectID: "bbbbbbbb-0000-4000-8000-000000000b0b"),
+                    TestUser(username: "erin@contoso.example", name: "Erin Example", objectID: "eeeeeeee-0000-4000-8000-00000000e410"),
                 ]),
             TestTenant(
                 id: "22222222-2222-2222-2222-222222222222", domains: ["fabrikam.example"],
                 users: [
                     TestUser(username: "carol@fabrikam.example", name: "Carol Example", objectID: "cccccccc-0000-4000-8000-0000000ca501")
-                ]),
+                ],
+                guests: [TestGuest(username: "erin@contoso.example", objectID: "eeeeeeee-0000-4000-8000-0000000f0e57")]),
             TestTenant(
                 id: "33333333-3333-3333-3333-333333333333", domains: ["contosob2c.onmicrosoft.com"], isB2C: true,
                 users: [
@@ -120,10 +148,17 @@ public struct Directory: Sendable, Equatable {
                         username: username, name: userValue["name"]?.stringValue ?? username,
                         givenName: userValue["given_name"]?.stringValue, surname: userValue["surname"]?.stringValue, objectID: oid))
             }
+            var guests: [TestGuest] = []
+            for guestValue in tenantValue["guests"]?.arrayValue ?? [] {
+                guard let username = guestValue["username"]?.stringValue, let oid = guestValue["oid"]?.stringValue else {
+                    throw EmulatorConfigurationError("users file: guest without \"username\" or \"oid\" in tenant \(id)")
+                }
+                guests.append(TestGuest(username: username, objectID: oid))
+            }
             tenants.append(
                 TestTenant(
                     id: id.lowercased(), domains: (tenantValue["domains"]?.arrayValue ?? []).compactMap(\.stringValue),
-                    isB2C: tenantValue["b2c"]?.boolValue ?? false, users: users))
+                    isB2C: tenantValue["b2c"]?.boolValue ?? false, users: users, guests: guests))
         }
         var roles: [String: [String]] = [:]
         if case .object(let members) = root["app_roles"] ?? .null {

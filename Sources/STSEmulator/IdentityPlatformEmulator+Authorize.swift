@@ -109,6 +109,10 @@ extension IdentityPlatformEmulator {
             for tenant in candidates {
                 if let user = tenant.users.first(where: { $0.username.caseInsensitiveEquals(hint) }) { return (user, tenant) }
             }
+            // A guest signs in with their home identity; the grant names the tenant they signed into.
+            if let tenant = authority.tenant, tenant.guest(named: hint) != nil, let (user, _) = configuration.directory.user(named: hint) {
+                return (user, tenant)
+            }
             return nil
         }
         for tenant in candidates { if let user = tenant.users.first { return (user, tenant) } }

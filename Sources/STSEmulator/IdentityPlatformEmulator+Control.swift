@@ -9,6 +9,7 @@ extension IdentityPlatformEmulator {
     /// - `POST /_control/reset` → clears faults, counters and per-user settings.
     /// - `GET|POST /_control/users/{username}` → reads or changes `UserControls`; the body's
     ///   `revoke_refresh_tokens: true` makes every refresh token issued so far answer AADSTS50173.
+    /// - `POST /_control/users/{username}/adal-refresh-token` → mints an ADAL-era refresh token.
     /// - `POST /_control/faults` → queues a `Fault`; `DELETE /_control/faults` drops all.
     func control(_ request: HTTPRequest, segments: [String]) -> HTTPResponse {
         func bad(_ message: String, status: Int = 400) -> HTTPResponse {
@@ -37,6 +38,8 @@ extension IdentityPlatformEmulator {
         case ("DELETE", "faults", 1):
             state.withLock { $0.faults = [] }
             return Self.json(200, ["queued": 0])
+        case ("POST", "users", 3) where segments[2] == "adal-refresh-token":
+            return mintADALRefreshToken(username: segments[1])
         case (let method, "users", 2) where method == "GET" || method == "POST":
             guard let (user, _) = configuration.directory.user(named: segments[1]) else {
                 return bad("unknown user \(segments[1])", status: 404)

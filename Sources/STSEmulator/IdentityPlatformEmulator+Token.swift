@@ -201,7 +201,7 @@ extension IdentityPlatformEmulator {
         return issueUserTokens(
             user: user, tenant: tenant, policy: grant.policy, scopes: scopes,
             clientInfo: grant.clientInfo || form["client_info"] == "1", nonce: grant.nonce, claims: form["claims"] ?? grant.claims,
-            replacing: nil)
+            replacing: nil, signedInto: configuration.directory.tenant(named: grant.tenantID))
     }
 
     /// `grant_type=refresh_token` with strict rotation: each redemption supersedes the token it
@@ -241,8 +241,12 @@ extension IdentityPlatformEmulator {
             record = r
             reuse = head
         }
-        if let tenant = authority.tenant, tenant.id != record.tenantID { return .failure(.malformedGrant()) }
         guard let (user, tenant) = configuration.directory.user(named: record.username) else { return .failure(.malformedGrant()) }
+        // A refresh token is redeemable in the tenant it came from, the user's home tenant, and
+        // every tenant the user is a guest of (one token across a guest's tenants).
+        if let named = authority.tenant, named.id != record.tenantID, named.id != tenant.id, named.guest(named: user.username) == nil {
+            return .failure(.malformedGrant())
+        }
         let scopes: RequestedScopes
         do { scopes = try RequestedScopes.parse(scopeText) } catch { return .failure(.severalResources(scopeText)) }
         let controls = state.withLock { $0.controls(for: user.username) }
@@ -252,7 +256,8 @@ extension IdentityPlatformEmulator {
         state.withLock { $0.chains[user.username.lowercased(), default: .init()].redeemed += 1 }
         return issueUserTokens(
             user: user, tenant: tenant, policy: record.policy, scopes: scopes, clientInfo: form["client_info"] == "1", nonce: nil,
-            claims: form["claims"], replacing: reuse == nil ? presented : nil, reusing: reuse)
+            claims: form["claims"], replacing: reuse == nil ? presented : nil, reusing: reuse,
+            signedInto: authority.tenant ?? configuration.directory.tenant(named: record.tenantID))
     }
 
     /// `grant_type=client_credentials`: one `{resource}/.default` scope; an app token with `roles`.
@@ -314,9 +319,12 @@ extension IdentityPlatformEmulator {
     ///   - reusing: a chain head to hand out again instead of a new refresh token (grace reuse).
     func issueUserTokens(
         user: TestUser, tenant: TestTenant, policy: String?, scopes: RequestedScopes, clientInfo: Bool, nonce: String?,
-        claims: String?, replacing: String?, reusing: String? = nil
+        claims: String?, replacing: String?, reusing: String? = nil, signedInto: TestTenant? = nil
     ) -> Result<JSONValue, STSError> {
         let date = clock.now()
+        // `tenant` is the home tenant (client_info); a guest's tokens carry the other tenant's tid and oid.
+        let home = tenant
+        let (tenant, objectID) = guestProfile(of: user, home: home, signedInto: signedInto)
         let now = Int(date.timeIntervalSince1970)
         let controls = state.withLock { $0.controls(for: user.username) }
         let resource = scopes.resource ?? RequestedScopes.graphResource
@@ -331,13 +339,13 @@ extension IdentityPlatformEmulator {
         let expiresIn = controls.expiresIn ?? configuration.defaultExpiresIn
         let extExpiresIn = controls.extExpiresIn ?? expiresIn
         let iss = issuer(tenantID: tenant.id, b2c: tenant.isB2C)
-        let sub = String(Base64URLText.encode(SHA256.hash(Array((user.objectID + "|" + configuration.clientID).utf8))).prefix(43))
+        let sub = String(Base64URLText.encode(SHA256.hash(Array((objectID + "|" + configuration.clientID).utf8))).prefix(43))
 
         var accessClaims: [(String, JSONValue)] = [
             ("aud", .string(RequestedScopes.audience(of: resource))), ("iss", .string(iss)), ("iat", .int(now)), ("nbf", .int(now)),
             ("exp", .int(now + expiresIn)), ("azp", .string(configuration.clientID)), ("appid", .string(configuration.clientID)),
             ("name", .string(user.name)), ("given_name", .string(user.givenName)), ("family_name", .string(user.surname)),
-            ("oid", .string(user.objectID)), ("preferred_username", .string(user.username)),
+            ("oid", .string(objectID)), ("preferred_username", .string(user.username)),
             ("scp", .string((permissions + oidcGranted).joined(separator: " "))), ("sub", .string(sub)), ("tid", .string(tenant.id)),
         ]
         if !tenant.isB2C { accessClaims.append(("upn", .string(user.username))) }
@@ -351,7 +359,7 @@ extension IdentityPlatformEmulator {
         var idToken: String?
         if scopes.wantsIDToken {
             var idClaims: [(String, JSONValue)] = [
-                ("ver", "2.0"), ("iss", .string(iss)), ("sub", .string(tenant.isB2C ? user.objectID : sub)),
+                ("ver", "2.0"), ("iss", .string(iss)), ("sub", .string(tenant.isB2C ? objectID : sub)),
                 ("aud", .string(configuration.clientID)), ("exp", .int(now + 3600)), ("iat", .int(now)), ("nbf", .int(now)),
             ]
             if let nonce { idClaims.append(("nonce", .string(nonce))) }
@@ -362,7 +370,7 @@ extension IdentityPlatformEmulator {
             } else {
                 idClaims.append(("preferred_username", .string(user.username)))
             }
-            idClaims += [("oid", .string(user.objectID)), ("tid", .string(tenant.id))]
+            idClaims += [("oid", .string(objectID)), ("tid", .string(tenant.id))]
             idToken = try? key.makeJWT(claims: .object(idClaims))
         }
         guard let accessToken = try? key.makeJWT(claims: .object(accessClaims)) else { return .failure(.serverError()) }
@@ -376,7 +384,7 @@ extension IdentityPlatformEmulator {
                 refreshToken = newToken
                 state.withLock { state in
                     let record = EmulatorState.RefreshTokenRecord(
-                        username: user.username, clientID: configuration.clientID, tenantID: tenant.id, policy: policy,
+                        username: user.username, clientID: configuration.clientID, tenantID: home.id, policy: policy,
                         generation: state.generation(for: user.username), issuedAt: date)
                     state.refreshTokens[newToken] = record
                     state.chains[user.username.lowercased(), default: .init()].issued += 1
@@ -393,18 +401,21 @@ extension IdentityPlatformEmulator {
             if let idToken { state.issued.record(idToken, .idToken) }
             if let refreshToken, reusing == nil { state.issued.record(refreshToken, .refreshToken) }
         }
+        // Numbers as digit strings when the user's controls ask for it (SPEC §5: the platform is inconsistent).
+        let number: (Int) -> JSONValue = { controls.numbersAsStrings ? .string(String($0)) : .int($0) }
         var body: [(String, JSONValue)] = [
-            ("token_type", "Bearer"), ("scope", .string(scopeField)), ("expires_in", .int(expiresIn)), ("ext_expires_in", .int(extExpiresIn)),
+            ("token_type", "Bearer"), ("scope", .string(scopeField)), ("expires_in", number(expiresIn)), ("ext_expires_in", number(extExpiresIn)),
         ]
-        if let refreshIn = controls.refreshIn { body.append(("refresh_in", .int(refreshIn))) }
+        if let refreshIn = controls.refreshIn { body.append(("refresh_in", number(refreshIn))) }
         body.append(("access_token", .string(accessToken)))
         if let refreshToken { body.append(("refresh_token", .string(refreshToken))) }
         if let idToken { body.append(("id_token", .string(idToken))) }
         if clientInfo {
-            let uid = policy.map { user.objectID + "-" + $0.lowercased() } ?? user.objectID
-            let info: JSONValue = ["uid": .string(uid), "utid": .string(tenant.id)]
+            let uid = policy.map { user.objectID + "-" + $0.lowercased() } ?? user.objectID  // always the home oid
+            let info: JSONValue = ["uid": .string(uid), "utid": .string(home.id)]
             body.append(("client_info", .string(Base64URLText.encode(info.bytes))))
         }
+        if let familyID = controls.familyID, refreshToken != nil { body.append(("foci", .string(familyID))) }
         return .success(.object(body))
     }
 }

@@ -16,7 +16,7 @@ import Synchronization
 /// - `GET /v1.0/me`; `GET|POST /v1.0/me/messages`, `GET|PATCH|DELETE /v1.0/me/messages/{id}`;
 ///   `GET /v1.0/users/{id}` (also with an app-only token)
 /// - `GET /_control/stats`, `POST /_control/reset`, `GET|POST /_control/users/{username}`,
-///   `POST|DELETE /_control/faults`
+///   `POST /_control/users/{username}/adal-refresh-token`, `POST|DELETE /_control/faults`
 ///
 /// Request handling is synchronous and in memory; only configured latency makes `respond(to:)`
 /// wait. State sits behind one `Mutex`; time comes from the injected clock.

@@ -2,7 +2,8 @@
 ///
 /// `{"expires_in": 3600, "ext_expires_in": 3600, "refresh_in": 1800, "omit_refresh_token": false,
 /// "declined_scopes": ["User.ReadBasic.All"], "consent_required_scopes": ["Calendars.ReadWrite"],
-/// "revoke_refresh_tokens": true, "decline_consent": false, "latency_ms": 0}`.
+/// "revoke_refresh_tokens": true, "decline_consent": false, "latency_ms": 0, "numbers_as_strings": false,
+/// "foci": "1"}`.
 /// `expires_in`/`refresh_in` make "after expiry" testable without sleeping (SPEC §12).
 struct UserControls: Sendable {
     /// Access-token lifetime (seconds); nil: the configured default (3600).
@@ -22,6 +23,10 @@ struct UserControls: Sendable {
     var declineConsent = false
     /// Delay before every token, Graph and authorize answer for this user (milliseconds).
     var latencyMs = 0
+    /// Send `expires_in`, `ext_expires_in` and `refresh_in` as digit strings (SPEC §5).
+    var numbersAsStrings = false
+    /// `foci` sent with each refresh token (a family refresh token, case 13); nil: none.
+    var familyID: String?
 
     /// Applies a control body; `revoke_refresh_tokens` is handled by the caller.
     mutating func apply(_ value: JSONValue) {
@@ -36,6 +41,8 @@ struct UserControls: Sendable {
         if let v = names("consent_required_scopes") { consentRequiredScopes = v }
         if let v = value["decline_consent"]?.boolValue { declineConsent = v }
         if let v = value["latency_ms"]?.intValue { latencyMs = v }
+        if let v = value["numbers_as_strings"]?.boolValue { numbersAsStrings = v }
+        if let v = value["foci"] { familyID = v.stringValue }
     }
 
     var json: JSONValue {
@@ -44,7 +51,7 @@ struct UserControls: Sendable {
             "refresh_in": refreshIn.map(JSONValue.int) ?? .null, "omit_refresh_token": .bool(omitRefreshToken),
             "declined_scopes": .array(declinedScopes.map(JSONValue.string)),
             "consent_required_scopes": .array(consentRequiredScopes.map(JSONValue.string)), "decline_consent": .bool(declineConsent),
-            "latency_ms": .int(latencyMs),
+            "latency_ms": .int(latencyMs), "numbers_as_strings": .bool(numbersAsStrings), "foci": familyID.map(JSONValue.string) ?? .null,
         ]
     }
 }

@@ -77,6 +77,11 @@ struct SilentTokenService: Sendable {
             problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
             throw problem
         }
+        if account.homeAccountId == nil {
+            // An ADAL import not yet redeemed: the first redemption learns (or merges) its identity.
+            if let done = try await completeImport(account, request: request, context: context) { return done }
+            return try await acquire(request, for: try await resolve(.accountId(account.accountId)), context: context)
+        }
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         let claims: String?
         do {
@@ -354,7 +359,15 @@ struct SilentTokenService: Sendable {
                 .invalidAuthority, "The account belongs to \(account.environment); this authority is in \(requested.environment).",
                 extensions: ["field": .string("authority")])
         }
-        return (requested, requested.isMultiTenant ? account.realm : requested.tenant.lowercased())
+        // The account's own tenant, however it is written (domain or GUID, with or without `tfp`),
+        // is the account's realm: one cache partition per tenant.
+        let ownTenant = (try? authorities.validate(account.authority))?.tenant
+        if requested.isMultiTenant || requested.tenant.caseInsensitiveCompare(ownTenant ?? "") == .orderedSame
+            || requested.tenant.caseInsensitiveCompare(account.realm) == .orderedSame
+        {
+            return (requested, account.realm)
+        }
+        return (requested, requested.tenant.lowercased())
     }
 
     // MARK: After a cache hit

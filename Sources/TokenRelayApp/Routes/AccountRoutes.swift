@@ -8,6 +8,7 @@ enum AccountRoutes {
     static let listParameters: Set<String> = ["username", "tenant_id", "cursor", "limit"]
 
     static func register(on router: inout Router, _ services: AppServices) {
+        ImportRoutes.register(on: &router, services)
         router.add("GET", "/v1/accounts", access: .requires(.accountsRead)) { request in
             for item in request.http.query {
                 guard listParameters.contains(item.name) else {
@@ -53,7 +54,8 @@ enum AccountRoutes {
         }
 
         router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
-            let accountId = request.parameter("account_id")
+            // An imported account's id may be an alias of the account it merged into.
+            let accountId = try await services.store.canonicalAccountId(request.parameter("account_id"))
             // An account outside the key's tenants is invisible: 204 without touching it.
             if request.context.access.limitsTenants {
                 guard let account = try await services.store.account(id: accountId), request.context.access.sees(account) else {

@@ -23,13 +23,11 @@ struct KeyAccess: Sendable, Equatable {
 
     var limitsTenants: Bool { !tenants.isEmpty }
 
-    /// The tenants an account belongs to for the key's tenant limit.
-    ///
-    /// The one place to extend when accounts carry several tenant profiles (a guest in several
-    /// tenants, SPEC §12 Accounts: "per-key tenant limits match any profile"); today it is the
-    /// account's realm.
+    /// The tenants an account belongs to for the key's tenant limit: its realm and every tenant
+    /// profile (a guest in several tenants; SPEC §12 Accounts: "per-key tenant limits match any
+    /// profile"). `TokenStore.listAccounts(visibleTenants:)` matches the same set in SQL.
     static func tenants(of account: AccountRecord) -> [String] {
-        [account.realm]
+        [account.realm] + account.tenantProfiles.map(\.realm)
     }
 
     /// Whether the key sees `account` at all.

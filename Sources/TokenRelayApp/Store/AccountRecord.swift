@@ -1,3 +1,4 @@
+import Foundation
 import IdentityCore
 
 /// One signed-in user for this client (SPEC §1, §3) as stored.
@@ -21,6 +22,9 @@ struct AccountRecord: Sendable, Equatable {
     let idTokenClaims: String
     let createdAt: String
     let lastUsedAt: String?
+    /// Every tenant the user signed into (SPEC §12 Accounts: a guest is one account with several
+    /// profiles); empty for an import not yet redeemed.
+    let tenantProfiles: [TenantProfile]
     /// `idTokenClaims` parsed once here rather than on every answer that shows the account.
     let claims: JSONValue
     /// `json` encoded once: the account part of every cached token answer (SPEC §10).
@@ -29,7 +33,7 @@ struct AccountRecord: Sendable, Equatable {
     init(
         accountId: String, clientId: String, environment: String, homeAccountId: String?, realm: String, localAccountId: String?,
         username: String?, name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String,
-        createdAt: String, lastUsedAt: String?
+        createdAt: String, lastUsedAt: String?, tenantProfiles: [TenantProfile]? = nil
     ) {
         self.accountId = accountId
         self.clientId = clientId
@@ -45,6 +49,10 @@ struct AccountRecord: Sendable, Equatable {
         self.idTokenClaims = idTokenClaims
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
+        self.tenantProfiles =
+            tenantProfiles
+            ?? (homeAccountId == nil
+                ? [] : [TenantProfile(realm: realm, localAccountId: localAccountId, isHome: homeAccountId?.hasSuffix("." + realm) ?? true)])
         self.claims = JSONValue.parse(idTokenClaims) ?? .object([:])
         jsonBytes = JSONWriter.encode(json)
     }
@@ -64,13 +72,35 @@ struct AccountRecord: Sendable, Equatable {
             "created_at": .string(createdAt),
             "last_used_at": lastUsedAt.map(JSONValue.string) ?? .null,
             "id_token_claims": claims,
-            "tenant_profiles": .array([
-                .object([
-                    "realm": .string(realm),
-                    "local_account_id": localAccountId.map(JSONValue.string) ?? .null,
-                    "is_home": .bool(homeAccountId?.hasSuffix("." + realm) ?? true),
-                ])
-            ]),
+            "tenant_profiles": .array(tenantProfiles.map(\.json)),
         ])
+    }
+
+    /// True when the account (or one of its guest profiles) is in `tenantId` (case-insensitive).
+    func isIn(tenant tenantId: String) -> Bool {
+        realm.caseInsensitiveCompare(tenantId) == .orderedSame
+            || tenantProfiles.contains { $0.realm.caseInsensitiveCompare(tenantId) == .orderedSame }
+    }
+}
+
+/// One tenant an account signed into: `{realm, local_account_id, is_home}` (SPEC §12 Accounts).
+struct TenantProfile: Sendable, Equatable {
+    let realm: String
+    /// The user's `oid` in that tenant.
+    let localAccountId: String?
+    /// Whether `realm` is the home tenant (the `utid` of `home_account_id`).
+    let isHome: Bool
+
+    var json: JSONValue {
+        .object(["realm": .string(realm), "local_account_id": localAccountId.map(JSONValue.string) ?? .null, "is_home": .bool(isHome)])
+    }
+
+    /// Reads the `tenant_profiles` column (a JSON array the store aggregates).
+    static func list(from text: String?) -> [TenantProfile]? {
+        guard let text, let items = JSONValue.parse(text)?.arrayValue else { return nil }
+        return items.compactMap { item in
+            guard let realm = item["realm"]?.stringValue else { return nil }
+            return TenantProfile(realm: realm, localAccountId: item["local_account_id"]?.stringValue, isHome: item["is_home"]?.boolValue ?? false)
+        }
     }
 }

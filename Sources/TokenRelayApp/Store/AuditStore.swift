@@ -9,6 +9,9 @@ struct AuditStore: Sendable {
     enum Action: String, Sendable {
         case signInCompleted = "sign_in.completed"
         case accountDeleted = "account.deleted"
+        case accountImported = "account.imported"
+        case importCompleted = "account.import_completed"
+        case importMerged = "account.import_merged"
         case apiKeyCreated = "api_key.created"
         case apiKeyRevoked = "api_key.revoked"
         case encryptionRotated = "encryption.rotated"

@@ -25,6 +25,9 @@ struct SignedInAccount: Sendable {
     let name: String?
     let authority: Authority
     let idTokenClaims: String
+
+    /// Whether this sign-in is in the user's home tenant (`utid` of `home_account_id`).
+    var isHomeTenant: Bool { homeAccountId.hasSuffix("." + realm) }
 }
 
 extension TokenStore {
@@ -101,19 +104,27 @@ extension TokenStore {
                                           authority, authority_type, state, id_token_claims)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'active', $11::jsonb)
                     ON CONFLICT (client_id, environment, home_account_id) DO UPDATE SET
-                      realm = EXCLUDED.realm, local_account_id = EXCLUDED.local_account_id, username = EXCLUDED.username,
-                      name = EXCLUDED.name, authority = EXCLUDED.authority, authority_type = EXCLUDED.authority_type,
-                      state = 'active', id_token_claims = EXCLUDED.id_token_claims
+                      realm = CASE WHEN $12 THEN EXCLUDED.realm ELSE accounts.realm END,
+                      local_account_id = CASE WHEN $12 THEN EXCLUDED.local_account_id ELSE accounts.local_account_id END,
+                      authority = CASE WHEN $12 THEN EXCLUDED.authority ELSE accounts.authority END,
+                      username = EXCLUDED.username, name = EXCLUDED.name, authority_type = EXCLUDED.authority_type,
+                      state = 'active', id_token_claims = CASE WHEN $12 THEN EXCLUDED.id_token_claims ELSE accounts.id_token_claims END
                     RETURNING \(Self.accountColumns)
                     """,
                     [
                         .text(newId), .text(clientId), .text(account.environment), .text(account.homeAccountId), .text(account.realm),
                         Self.optional(account.localAccountId), Self.optional(account.username), Self.optional(account.name),
                         .text(account.authority.url), .text(account.authority.type.rawValue), .text(account.idTokenClaims),
+                        .bool(account.isHomeTenant),
                     ]
                 ).rows.first
             else { throw Problem(.internal, "The account could not be stored.") }
-            let record = Self.account(from: row)
+            // A guest signing into another tenant keeps one account with one more profile (SPEC §12):
+            // its home realm, oid, authority and claims stay unless this sign-in is in the home tenant.
+            let accountId = Self.account(from: row).accountId
+            try self.saveTenantProfile(
+                in: connection, accountId: accountId, realm: account.realm, localAccountId: account.localAccountId, isHome: account.isHomeTenant)
+            let record = try self.account(in: connection, id: accountId)
             if let refreshToken {
                 try self.saveRefreshToken(in: connection, accountId: record.accountId, token: refreshToken, familyId: familyId, replacing: nil)
             }

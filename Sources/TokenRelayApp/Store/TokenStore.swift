@@ -13,8 +13,15 @@ struct TokenStore: Sendable {
         account_id, client_id, environment, home_account_id, realm, local_account_id, username, name,
         authority, authority_type, state, id_token_claims::text AS id_token_claims,
         to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created_at,
-        to_char(last_used_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_used_at
+        to_char(last_used_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_used_at,
+        (SELECT json_agg(json_build_object('realm', p.realm, 'local_account_id', p.local_account_id, 'is_home', p.is_home)
+                         ORDER BY p.is_home DESC, p.realm)::text
+           FROM account_tenant_profiles p WHERE p.account_id = accounts.account_id) AS tenant_profiles
         """
+
+    /// The account an id names: itself, or the survivor an imported account was merged into
+    /// (SPEC §12 Accounts: the imported `account_id` stays valid as an alias).
+    static let resolvedAccountId = "COALESCE((SELECT a.account_id FROM account_aliases a WHERE a.alias_account_id = $1), $1)"
 
     // MARK: Accounts
 
@@ -22,7 +29,7 @@ struct TokenStore: Sendable {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
-                "SELECT \(Self.accountColumns) FROM accounts WHERE account_id = $1 AND client_id = $2",
+                "SELECT \(Self.accountColumns) FROM accounts WHERE account_id = \(Self.resolvedAccountId) AND client_id = $2",
                 [.text(id), .text(clientId)]
             ).rows.first.map(Self.account(from:))
         }
@@ -39,7 +46,7 @@ struct TokenStore: Sendable {
                 WHERE client_id = $1
                   AND ($2::text IS NULL OR home_account_id = $2)
                   AND ($3::text IS NULL OR lower(username) = lower($3))
-                  AND ($4::text IS NULL OR realm = $4)
+                  AND ($4::text IS NULL OR \(Self.inTenant("$4")))
                 ORDER BY account_id LIMIT $5
                 """,
                 [.text(clientId), Self.optional(homeAccountId), Self.optional(username), Self.optional(tenantId), .int(Int64(limit))]
@@ -60,9 +67,10 @@ struct TokenStore: Sendable {
                 SELECT \(Self.accountColumns) FROM accounts
                 WHERE client_id = $1
                   AND ($2::text IS NULL OR lower(username) = lower($2))
-                  AND ($3::text IS NULL OR realm = $3)
+                  AND ($3::text IS NULL OR \(Self.inTenant("$3")))
                   AND ($4::text IS NULL OR account_id > $4)
-                  AND ($6::text[] IS NULL OR lower(realm) = ANY($6::text[]))
+                  AND ($6::text[] IS NULL OR lower(realm) = ANY($6::text[]) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
+                    WHERE tp.account_id = accounts.account_id AND lower(tp.realm) = ANY($6::text[])))
                 ORDER BY account_id LIMIT $5
                 """,
                 [
@@ -87,11 +95,14 @@ struct TokenStore: Sendable {
     static func deleteAccount(in connection: PostgresConnection, id: String, clientId: String?, actor: String?) throws -> Bool {
         guard
             let row = try connection.query(
-                "DELETE FROM accounts WHERE account_id = $1 AND ($2::text IS NULL OR client_id = $2) RETURNING realm", [.text(id), optional(clientId)]
+                // An imported account's id may be an alias of the account it merged into.
+                "DELETE FROM accounts WHERE account_id = \(resolvedAccountId) AND ($2::text IS NULL OR client_id = $2) RETURNING account_id, realm",
+                [.text(id), optional(clientId)]
             ).rows.first
         else { return false }
         try AccountEventStore.append(
-            in: connection, .deleted, accountId: id, realm: row.string("realm"), data: actor.map { ["actor": .string($0)] } ?? [:])
+            in: connection, .deleted, accountId: row.string("account_id") ?? id, realm: row.string("realm"),
+            data: actor.map { ["actor": .string($0)] } ?? [:])
         return true
     }
 
@@ -103,6 +114,15 @@ struct TokenStore: Sendable {
                 [.text(accountId)]
             )
         }
+    }
+
+    /// The SQL condition "the account has a profile in tenant `parameter`" (SPEC §12: `tenant_id`
+    /// filters match any profile of a guest).
+    static func inTenant(_ parameter: String) -> String {
+        """
+        (lower(realm) = lower(\(parameter)::text) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
+          WHERE tp.account_id = accounts.account_id AND lower(tp.realm) = lower(\(parameter)::text)))
+        """
     }
 
     // MARK: Mapping
@@ -126,7 +146,8 @@ struct TokenStore: Sendable {
             state: AccountRecord.State(rawValue: row.string("state") ?? "") ?? .active,
             idTokenClaims: row.string("id_token_claims") ?? "{}",
             createdAt: row.string("created_at") ?? "",
-            lastUsedAt: row.string("last_used_at")
+            lastUsedAt: row.string("last_used_at"),
+            tenantProfiles: TenantProfile.list(from: row.string("tenant_profiles"))
         )
     }
 }

@@ -1,0 +1,120 @@
+import Foundation
+import IdentityCore
+
+/// The first silent acquisition of an imported (ADAL) account (SPEC §3 import, §12 Accounts):
+/// its refresh token is redeemed under the account's refresh lock, `home_account_id` comes from
+/// `client_info` (never built here), the rest of the identity from the id_token, and when
+/// another account already has that `home_account_id` the import merges into it.
+extension SilentTokenService {
+    /// Redeems an imported account's refresh token once and records who it belongs to.
+    /// - Returns: the token and the account now holding it (the survivor after a merge); nil when
+    ///   another request completed the import meanwhile (the caller resolves the account again).
+    /// - Throws: `Problem`: `interaction_required` (the imported refresh token is dead or absent),
+    ///   `server_declined_scopes`, 502 when the response names no user, the STS's problems.
+    func completeImport(_ imported: AccountRecord, request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult? {
+        let authority: Authority
+        do {
+            authority = try authorities.validate(imported.authority)
+        } catch {
+            throw Problem(
+                .interactionRequired, "The imported account's authority is no longer accepted (\(error.detail)); sign the user in.",
+                extensions: ["account_state": .string(imported.state.rawValue)])
+        }
+        let claims: String?
+        do {
+            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
+        } catch {
+            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
+        }
+        let store = self.store
+        let sts = self.sts
+        let clientId = self.clientId
+        let now = self.now
+        let scopes = request.scopes
+        let logger = self.logger
+        let outcome: Result<(ImportCompletion, [String])?, Problem> = try await store.database.transaction { connection in
+            try TokenStore.lockRefresh(in: connection, accountId: imported.accountId, clientId: clientId)
+            guard try store.isPendingImport(in: connection, accountId: imported.accountId) else { return .success(nil) }
+            guard let refreshToken = try store.refreshToken(in: connection, accountId: imported.accountId) else {
+                return .failure(
+                    Problem(
+                        .interactionRequired, "The imported refresh token is gone; the user must sign in.", extensions: ["account_state": .string("active")]))
+            }
+            let result: Result<TokenResponse, STSCallError> = try blockingWait {
+                do {
+                    return .success(
+                        try await sts.redeem(
+                            grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)], authority: authority, scopes: scopes,
+                            claims: claims, context: context))
+                } catch let error as STSCallError {
+                    return .failure(error)
+                } catch {
+                    return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
+                }
+            }
+            let response: TokenResponse
+            switch result {
+            case .failure(.unavailable(let problem)): return .failure(problem)
+            case .failure(.rejected(let failure)):
+                if failure.disposition == .refreshTokenDead {
+                    try store.markRefreshTokenDead(in: connection, accountId: imported.accountId, generation: refreshToken.generation)
+                }
+                return .failure(Problem(failure, requestedScopes: scopes))
+            case .success(let tokens): response = tokens
+            }
+            // The rotated token first: the imported one may already be superseded at the STS.
+            if let rotated = response.refreshToken, !rotated.isEmpty {
+                try store.saveRefreshToken(
+                    in: connection, accountId: imported.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
+            }
+            guard let identity = Self.identity(of: response, environment: authority.environment) else {
+                // Kept as an import: the rotated refresh token is stored, the next request tries again.
+                return .failure(Problem(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502))
+            }
+            let granted = ScopeRules.granted(response.scope, requested: scopes)
+            let issuedAt = now()
+            let realm = authority.isMultiTenant ? identity.realm : authority.tenant.lowercased()
+            let token = StoredAccessToken(
+                accountId: imported.accountId, environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
+                secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
+                refreshOn: response.refreshIn.map { issuedAt + $0 })
+            let completion = try store.completeImport(
+                in: connection, importedId: imported.accountId, identity: identity, refreshToken: response.refreshToken ?? refreshToken.token,
+                familyId: response.foci, accessToken: token)
+            logger.info(
+                completion.merged ? "account.import_merged" : "account.import_completed",
+                ["account.id": completion.account.accountId, "import.account_id": imported.accountId, "correlation.id": context.correlationId])
+            return .success((completion, ScopeRules.declined(requested: scopes, granted: granted)))
+        }
+        // Whatever happened, this replica's view of the imported account is stale now.
+        forgetInMemory(imported.accountId)
+        let (completion, declined): (ImportCompletion, [String])
+        switch outcome {
+        case .failure(let problem): throw problem
+        case .success(nil): return nil
+        case .success(let done?): (completion, declined) = done
+        }
+        if completion.merged { forgetInMemory(completion.account.accountId) }
+        memory.store(completion.accessToken)
+        if !declined.isEmpty && !request.allowPartial {
+            throw Problem(
+                .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
+                extensions: [
+                    "granted_scopes": .array(completion.accessToken.scopes.map(JSONValue.string)),
+                    "declined_scopes": .array(declined.map(JSONValue.string)),
+                ])
+        }
+        return SilentTokenResult(token: completion.accessToken, account: completion.account, source: .refresh, declinedScopes: declined)
+    }
+
+    /// `home_account_id` from `client_info`; realm, oid, username and name from the id_token's
+    /// claims. The id_token came straight from the token endpoint over TLS, so its claims are
+    /// read without a signature check (as MSAL does for token responses).
+    static func identity(of response: TokenResponse, environment: String) -> LearnedIdentity? {
+        guard let text = response.clientInfo, let clientInfo = try? ClientInfo.decode(text) else { return nil }
+        let claims = response.idToken.flatMap { try? JWT.parse($0) }.map { IDTokenClaims($0.claims) }
+        return LearnedIdentity(
+            environment: environment, homeAccountId: clientInfo.homeAccountId, realm: claims?.tid ?? clientInfo.utid, localAccountId: claims?.oid,
+            username: claims?.username, name: claims?.name, idTokenClaims: claims.map(SignInService.publicClaims) ?? "{}")
+    }
+}

@@ -1,0 +1,50 @@
+import HTTPCommon
+import IdentityCore
+
+/// `POST /v1/accounts/import` (SPEC §3, §12 Accounts): one-time migration of an ADAL-era refresh
+/// token. The account is known by username only until its first silent acquisition. 201 for a
+/// new account; 200 when a pending import of the same username (and cloud) took the new token.
+enum ImportRoutes {
+    static let fields: Set<String> = ["username", "refresh_token", "authority", "resource"]
+
+    static func register(on router: inout Router, _ services: AppServices) {
+        router.add("POST", "/v1/accounts/import", access: .requires(.accountsWrite)) { request in
+            let body = try JSONBody(request.http)
+            try body.rejectUnknown(allowed: fields)
+            let username = try body.requiredString("username").trimmingCharacters(in: .whitespaces)
+            guard !username.isEmpty, username.utf8.count <= 512 else {
+                throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes.")
+            }
+            let refreshToken = try body.requiredString("refresh_token")
+            guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384 else {
+                throw Problem.invalidRequest(field: "refresh_token", "'refresh_token' must be a non-empty token of at most 16384 bytes.")
+            }
+            let authorityText = try body.requiredString("authority")
+            let authority: Authority
+            do throws(AuthorityError) {
+                authority = try services.authorities.validate(authorityText)
+            } catch {
+                throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
+            }
+            var detail: [String: JSONValue] = ["authority": .string(authority.url)]
+            if let resource = try body.string("resource") {
+                // ADAL tokens were issued per resource: checked as `{resource}/.default` (SPEC §1).
+                do throws(ScopeError) {
+                    detail["scopes"] = .array(try ScopeRules.requested(scopes: nil, resource: resource).canonical.map(JSONValue.string))
+                } catch {
+                    throw Problem(.invalidScope, error.detail, extensions: ["field": .string(error.field)])
+                }
+            }
+            let (account, created) = try await services.store.importAccount(
+                username: username, authority: authority, refreshToken: refreshToken, actor: request.context.caller ?? "unknown", detail: detail)
+            // A pending import of the same username got the new token: it leaves the STS's answers
+            // for the old one behind.
+            if !created { services.tokens.forgetInMemory(account.accountId) }
+            services.tokens.logger.info(
+                "account.imported", ["account.id": account.accountId, "import.created": String(created), "correlation.id": request.context.correlationId])
+            var response = HTTPResponse.json(created ? 201 : 200, account.json)
+            response.headers.set("Location", "/v1/accounts/\(account.accountId)")
+            return response
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import IdentityCore
+import PostgresBridge
+
+/// What the first redemption of an imported refresh token taught about its account (from
+/// `client_info` and the id_token; SPEC §3 import).
+struct LearnedIdentity: Sendable {
+    let environment: String
+    let homeAccountId: String
+    let realm: String
+    let localAccountId: String?
+    let username: String?
+    let name: String?
+    let idTokenClaims: String
+}
+
+/// How an import's first redemption ended in the store.
+struct ImportCompletion: Sendable {
+    /// The account that now holds the tokens: the imported one, or the signed-in one it merged into.
+    let account: AccountRecord
+    /// The access token as stored for `account`.
+    let accessToken: StoredAccessToken
+    /// True when the imported account merged into an existing one (its id is now an alias).
+    let merged: Bool
+}
+
+/// ADAL imports (SPEC §3 `POST /v1/accounts/import`, §12 Accounts).
+extension TokenStore {
+    /// Creates an account known by username only (`home_account_id` null) holding `refreshToken`,
+    /// sealed before it reaches the database, and its audit row, in one transaction.
+    /// - Parameters:
+    ///   - username: the ADAL-era UPN; the account is found by it at once.
+    ///   - authority: where the refresh token is redeemed; its tenant is the realm until known.
+    ///   - actor: the API key id for the audit row.
+    ///   - detail: non-secret audit detail (e.g. the legacy `resource`).
+    /// - Returns: the account and whether it is new. Importing a username again while its
+    ///   earlier import still waits for its first redemption replaces that import's refresh token
+    ///   (a re-run migration makes no duplicate accounts).
+    func importAccount(username: String, authority: Authority, refreshToken: String, actor: String, detail: [String: JSONValue]) async throws
+        -> (account: AccountRecord, created: Bool)
+    {
+        let clientId = self.clientId
+        let accountId = "acc_" + RandomToken.make(bytes: 16)
+        return try await database.transaction { connection in
+            if let pending = try self.lockPendingImport(in: connection, username: username, environment: authority.environment) {
+                _ = try connection.query(
+                    "UPDATE accounts SET realm = $2, authority = $3, authority_type = $4, state = 'active' WHERE account_id = $1",
+                    [.text(pending), .text(authority.tenant.lowercased()), .text(authority.url), .text(authority.type.rawValue)])
+                try self.saveRefreshToken(in: connection, accountId: pending, token: refreshToken, familyId: nil, replacing: nil)
+                try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: pending, outcome: "replaced", detail: detail)
+                return (try self.account(in: connection, id: pending), false)
+            }
+            _ = try connection.query(
+                """
+                INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, username, authority, authority_type, state)
+                VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, 'active')
+                """,
+                [
+                    .text(accountId), .text(clientId), .text(authority.environment), .text(authority.tenant.lowercased()), .text(username),
+                    .text(authority.url), .text(authority.type.rawValue),
+                ])
+            try self.saveRefreshToken(in: connection, accountId: accountId, token: refreshToken, familyId: nil, replacing: nil)
+            try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: accountId, outcome: "success", detail: detail)
+            return (try self.account(in: connection, id: accountId), true)
+        }
+    }
+
+    /// The pending import of `username` in `environment`, with its refresh lock taken (the lock
+    /// before the row, as in every transaction), or nil when there is none.
+    func lockPendingImport(in connection: PostgresConnection, username: String, environment: String) throws -> String? {
+        guard
+            let pending = try connection.query(
+                """
+                SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id IS NULL AND lower(username) = lower($3)
+                ORDER BY account_id LIMIT 1
+                """,
+                [.text(clientId), .text(environment), .text(username)]
+            ).rows.first?.string("account_id")
+        else { return nil }
+        try Self.lockRefresh(in: connection, accountId: pending, clientId: clientId)
+        // Its first redemption may have finished while this transaction waited for the lock.
+        return try isPendingImport(in: connection, accountId: pending) ? pending : nil
+    }
+
+    /// Whether an imported account still waits for its first redemption (read under its lock).
+    func isPendingImport(in connection: PostgresConnection, accountId: String) throws -> Bool {
+        try connection.query(
+            "SELECT 1 FROM accounts WHERE account_id = $1 AND client_id = $2 AND home_account_id IS NULL", [.text(accountId), .text(clientId)]
+        ).rows.first != nil
+    }
+
+    /// Records what the first redemption of an imported refresh token returned, inside the
+    /// transaction holding the imported account's refresh lock.
+    ///
+    /// Without another account for (client_id, environment, home_account_id) the imported account
+    /// gets its identity. Otherwise it merges into that signed-in account (SPEC §12): the
+    /// survivor keeps its own refresh token when it has one (else takes the imported one), the
+    /// new access token is sealed again for the survivor's id (the additional data binds the
+    /// account id), the imported row and its ciphertexts go, and its id becomes an alias.
+    /// - Parameters:
+    ///   - importedId: the imported account.
+    ///   - identity: from `client_info` and the id_token.
+    ///   - refreshToken: the refresh token the imported account holds now (after rotation).
+    ///   - familyId: `foci` of the response.
+    ///   - accessToken: the new token, owned by the imported account.
+    func completeImport(
+        in connection: PostgresConnection, importedId: String, identity: LearnedIdentity, refreshToken: String?, familyId: String?,
+        accessToken: StoredAccessToken
+    ) throws -> ImportCompletion {
+        let survivorId = try connection.query(
+            "SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3 AND account_id <> $4",
+            [.text(clientId), .text(identity.environment), .text(identity.homeAccountId), .text(importedId)]
+        ).rows.first?.string("account_id")
+        let isHome = identity.homeAccountId.hasSuffix("." + identity.realm)
+
+        guard let survivorId else {
+            _ = try connection.query(
+                """
+                UPDATE accounts SET home_account_id = $2, realm = $3, local_account_id = $4, username = COALESCE($5, username),
+                  name = $6, id_token_claims = $7::jsonb, state = 'active'
+                WHERE account_id = $1
+                """,
+                [
+                    .text(importedId), .text(identity.homeAccountId), .text(identity.realm), Self.optional(identity.localAccountId),
+                    Self.optional(identity.username), Self.optional(identity.name), .text(identity.idTokenClaims),
+                ])
+            try saveTenantProfile(in: connection, accountId: importedId, realm: identity.realm, localAccountId: identity.localAccountId, isHome: isHome)
+            try saveAccessToken(in: connection, accessToken)
+            try AuditStore.record(in: connection, .importCompleted, actor: "import", accountId: importedId, outcome: "identified")
+            return ImportCompletion(account: try account(in: connection, id: importedId), accessToken: accessToken, merged: false)
+        }
+
+        try Self.lockRefresh(in: connection, accountId: survivorId, clientId: clientId)
+        let survivorHasToken = try self.refreshToken(in: connection, accountId: survivorId) != nil
+        if !survivorHasToken, let refreshToken {
+            try saveRefreshToken(in: connection, accountId: survivorId, token: refreshToken, familyId: familyId, replacing: nil)
+            _ = try connection.query("UPDATE accounts SET state = 'active' WHERE account_id = $1", [.text(survivorId)])
+        }
+        let moved = accessToken.owned(by: survivorId)
+        try saveAccessToken(in: connection, moved)
+        try saveTenantProfile(in: connection, accountId: survivorId, realm: identity.realm, localAccountId: identity.localAccountId, isHome: isHome)
+        // Aliases of the imported account follow it before its row (and their cascade) goes.
+        _ = try connection.query("UPDATE account_aliases SET account_id = $2 WHERE account_id = $1", [.text(importedId), .text(survivorId)])
+        _ = try connection.query("DELETE FROM accounts WHERE account_id = $1", [.text(importedId)])
+        _ = try connection.query(
+            "INSERT INTO account_aliases (alias_account_id, account_id, client_id) VALUES ($1, $2, $3)",
+            [.text(importedId), .text(survivorId), .text(clientId)])
+        try AuditStore.record(
+            in: connection, .importMerged, actor: "import", accountId: survivorId, outcome: "merged",
+            detail: ["alias_account_id": .string(importedId), "refresh_token": .string(survivorHasToken ? "kept" : "imported")])
+        return ImportCompletion(account: try account(in: connection, id: survivorId), accessToken: moved, merged: true)
+    }
+
+    /// Adds or refreshes one tenant profile of an account (SPEC §12: a guest has several).
+    func saveTenantProfile(in connection: PostgresConnection, accountId: String, realm: String, localAccountId: String?, isHome: Bool) throws {
+        _ = try connection.query(
+            """
+            INSERT INTO account_tenant_profiles (account_id, realm, local_account_id, is_home) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (account_id, realm) DO UPDATE SET local_account_id = COALESCE(EXCLUDED.local_account_id, account_tenant_profiles.local_account_id),
+              is_home = EXCLUDED.is_home, updated_at = now()
+            """,
+            [.text(accountId), .text(realm), Self.optional(localAccountId), .bool(isHome)])
+    }
+
+    /// The account row inside a transaction.
+    func account(in connection: PostgresConnection, id: String) throws -> AccountRecord {
+        guard let row = try connection.query("SELECT \(Self.accountColumns) FROM accounts WHERE account_id = $1", [.text(id)]).rows.first else {
+            throw Problem(.internal, "An account vanished inside its own transaction.")
+        }
+        return Self.account(from: row)
+    }
+
+    /// The account id an id stands for: itself, or the survivor of a merge.
+    func canonicalAccountId(_ id: String) async throws -> String {
+        try await database.run { connection in
+            try connection.query("SELECT \(Self.resolvedAccountId) AS account_id", [.text(id)]).rows.first?.string("account_id") ?? id
+        }
+    }
+}
