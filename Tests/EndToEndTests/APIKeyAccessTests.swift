@@ -28,6 +28,7 @@ struct APIKeyAccessTests {
         Operation(method: "POST", template: "/v1/tokens/silent", permission: "tokens:acquire"),
         Operation(method: "POST", template: "/v1/tokens/app", permission: "tokens:acquire"),
         Operation(method: "POST", template: "/v1/tokens/on-behalf-of", permission: "tokens:acquire"),
+        Operation(method: "POST", template: "/v1/accounts/import", permission: "accounts:write"),
         Operation(method: "GET", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
         Operation(method: "POST", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
         Operation(method: "PUT", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
@@ -72,6 +73,8 @@ struct APIKeyAccessTests {
         case "/v1/sign-ins": body = ["scopes": ["User.Read"]]
         case "/v1/tokens/silent": body = ["account_id": accountId, "scopes": ["User.Read"]]
         case "/v1/tokens/app": body = ["scopes": ["https://graph.microsoft.com/.default"]]
+        case "/v1/accounts/import":
+            body = ["username": "imported@contoso.example", "refresh_token": "adal-era-test-token", "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"]
         case "/v1/tokens/on-behalf-of":
             // The account's token for TokenRelay's own app: what a caller's API would pass on.
             let incoming = try await stack.request(
