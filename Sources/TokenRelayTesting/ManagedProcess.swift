@@ -70,18 +70,26 @@ public final class ManagedProcess: Sendable {
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    /// Sends SIGTERM and waits for the exit.
-    public func stop() {
+    /// Sends SIGTERM and waits for the exit; a child still running after `graceSeconds` is
+    /// killed (SIGKILL) and reported on standard error, so a shutdown bug cannot hang the suite
+    /// (tests of graceful shutdown assert the exit themselves).
+    public func stop(graceSeconds: Double = 20) {
         guard
             let process = self.process.withLock({ current -> Process? in
                 defer { current = nil }
                 return current
             })
         else { return }
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(graceSeconds)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+            FileHandle.standardError.write(
+                Data("ManagedProcess: pid \(process.processIdentifier) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
+            kill(process.processIdentifier, SIGKILL)
         }
+        process.waitUntilExit()
     }
 
     /// Sends `signal` (e.g. `SIGHUP`) to the child while it runs.
