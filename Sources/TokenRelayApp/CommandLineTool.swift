@@ -60,6 +60,7 @@ public enum CommandLineTool {
         FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.listenHost):\#(port)"}"#.utf8 + [10]))
         await waitForTermination()
         logger.info("service.stopping")
+        await service.drain()
         service.stop()
         return 0
     }

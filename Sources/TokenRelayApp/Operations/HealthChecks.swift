@@ -13,6 +13,8 @@ struct HealthChecks: Sendable {
     let database: Database
     let migrator: Migrator?
     let keyRing: KeyRing
+    /// The client credential's rejection and expiry warnings (SPEC §12 Health).
+    var credential: CredentialHealth? = nil
 
     func liveness() -> HTTPResponse {
         respond(status: "pass", checks: [:])
@@ -57,6 +59,11 @@ struct HealthChecks: Sendable {
                 "time": .string(time),
             ])
         ])
+        if let credential {
+            let (status, entries) = credential.check()
+            checks["client:credential"] = .array(entries)
+            if status == "warn" && overall == "pass" { overall = "warn" }
+        }
         return respond(status: overall, checks: checks)
     }
 
