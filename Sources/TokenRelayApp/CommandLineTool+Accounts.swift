@@ -39,7 +39,14 @@ extension CommandLineTool {
                 FileHandle.standardError.write(Data("token-relay: no account \(id)\n".utf8))
                 return 1
             }
-            printJSON(account.json)
+            // Tokens given per API key for this account (SPEC §12 Audit), as far as flushed.
+            let issuance = try await IssuanceStore(database: Database(pool: pool)).counts(accountId: account.accountId)
+            var shown = account.json
+            if case .object(var fields) = shown {
+                fields["issuance"] = .array(issuance.map(\.json))
+                shown = .object(fields)
+            }
+            printJSON(shown)
             return 0
         case "delete":
             guard let id = positional(arguments) else { return usageError("accounts delete needs ACCOUNT_ID", help: ["accounts", "delete"]) }

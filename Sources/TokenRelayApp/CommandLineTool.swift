@@ -68,6 +68,7 @@ public enum CommandLineTool {
         await waitForTermination()
         hangup.cancel()
         logger.info("service.stopping")
+        await service.drain()
         await service.flushKeyUsage()
         service.stop()
         return 0

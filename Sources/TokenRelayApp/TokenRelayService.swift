@@ -27,6 +27,9 @@ public final class TokenRelayService: Sendable {
     private let webhooks: WebhookDeliverer?
     /// The keep-alive and webhook loops started by `start()`, cancelled by `stop()`.
     private let backgroundJobs = Mutex<[Task<Void, Never>]>([])
+    /// Token answers per (key, account), flushed in batches (SPEC §12 Audit).
+    let issuance: IssuanceCounter
+    private let issuanceStore: IssuanceStore
 
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, migrations).
     public init(configuration: Configuration, logger: Logger) throws {
@@ -66,10 +69,13 @@ public final class TokenRelayService: Sendable {
         self.ciphertexts = ciphertexts
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
         let credential = try ClientCredential(configuration: configuration)
+        // Per replica: each replica learns from its own token-endpoint answers (SPEC §12 Health).
+        let credentialHealth = CredentialHealth(metrics: metrics)
+        if configuration.clientSecret != nil { credentialHealth.expiresAt(configuration.clientSecretExpiresAt, credential: "client secret") }
         let sts = STSClient(
             http: upstream, clientId: configuration.clientId, credential: credential,
             maxAttempts: configuration.maxAttempts,
-            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
+            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
         let memory = MemoryTokenCache()
         let accounts = AccountCache()
         let tokens = SilentTokenService(
@@ -94,8 +100,11 @@ public final class TokenRelayService: Sendable {
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
             health: HealthChecks(
-                database: database, migrator: migrator, keyRing: ring, clientCertificateNotAfter: credential.certificateNotAfter, ciphertexts: ciphertexts),
-            metrics: metrics, audit: AuditStore(database: database))
+                database: database, migrator: migrator, keyRing: ring, clientCertificateNotAfter: credential.certificateNotAfter, ciphertexts: ciphertexts,
+                credential: credentialHealth),
+            metrics: metrics, audit: AuditStore(database: database), issuance: IssuanceCounter(metrics: metrics))
+        issuance = services.issuance!
+        issuanceStore = IssuanceStore(database: database)
         metrics.addGauges {
             let stats = pool.statistics
             return [
@@ -175,6 +184,8 @@ public final class TokenRelayService: Sendable {
         if let webhooks {
             jobs.append(Task { await webhooks.run() })
         }
+        let (issuance, store, interval) = (self.issuance, issuanceStore, configuration.issuanceFlushIntervalSeconds)
+        jobs.append(Task { await issuance.run(store: store, intervalSeconds: interval) })
         backgroundJobs.withLock { $0 = jobs }
     }
 
@@ -189,6 +200,12 @@ public final class TokenRelayService: Sendable {
     /// do it meanwhile). Best effort.
     public func flushKeyUsage() async {
         _ = try? await ciphertexts.flushUsage()
+    }
+
+    /// Stops serving and writes the token issuance counts still in memory; then call ``stop()``.
+    public func drain() async {
+        server.stop()
+        await issuance.flush(to: issuanceStore)
     }
 
     public func stop() {

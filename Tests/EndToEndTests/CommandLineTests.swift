@@ -76,8 +76,10 @@ struct CommandLineTests {
         let listed = [first, second].flatMap { ($0["accounts"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String } }
         #expect(Set(listed) == [alice, bob])
         let api = try await stack.request("GET", "/v1/accounts/\(alice)")
-        let shown = json(try Self.run(["accounts", "show", alice], environment: environment).1)
+        var shown = json(try Self.run(["accounts", "show", alice], environment: environment).1)
         #expect(shown["username"] as? String == "alice@contoso.example")
+        // Plus the operator-only token issuance counts (SPEC §12 Audit; IssuanceCountTests).
+        #expect(shown.removeValue(forKey: "issuance") is [Any])
         #expect(NSDictionary(dictionary: shown).isEqual(to: api.json), "the CLI prints the API's account object")
         #expect(try Self.run(["accounts", "show", "acc_missing"], environment: environment).0 == 1)
         #expect(try Self.run(["accounts", "list", "--limit", "0"], environment: environment).0 == 2)

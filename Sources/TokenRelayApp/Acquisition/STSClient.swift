@@ -24,6 +24,8 @@ struct STSClient: Sendable {
     let metrics: Metrics
     /// Retry-After answers of this replica's STS calls (SPEC §5 throttle memory).
     let throttle = ThrottleMemory()
+    /// Told of every accepted and every rejected client credential (SPEC §12 Health).
+    var credentialHealth: CredentialHealth? = nil
 
     /// Redeems `grant` (e.g. `grant_type=refresh_token`, `refresh_token=...`) at `authority`.
     /// - Parameters:
@@ -91,6 +93,7 @@ struct STSClient: Sendable {
 
         switch (final.last, final.decision) {
         case (.success(let response), .accept) where response.status == 200:
+            credentialHealth?.accepted()
             guard let tokens = try? TokenResponse.parse(response.body) else {
                 metrics.increment("tokenrelay_sts_requests_total", ["grant": grantType, "outcome": "malformed"])
                 throw .unavailable(Problem(.upstreamError, "The identity provider's token response could not be read.", status: 502))
@@ -99,6 +102,7 @@ struct STSClient: Sendable {
             return tokens
         case (.success(let response), .giveUp(let retryAfter)):
             let failure = classified(response)
+            credentialHealth?.observe(failure)
             if let seconds = failure.retryAfterSeconds, response.status == 429 || response.status == 503 {
                 throttle.remember(throttleKey, seconds: seconds, status: response.status, now: http.clock.now())
             }
@@ -112,6 +116,7 @@ struct STSClient: Sendable {
             throw .unavailable(Problem(failure.withRetryAfter(seconds)))
         case (.success(let response), _):
             let failure = classified(response)
+            credentialHealth?.observe(failure)
             // SPEC §12: `throttled` and `upstream_unavailable` always carry Retry-After, even when a
             // 400 body (AADSTS50196, slow_down) throttles without one.
             if failure.disposition == .throttled || failure.disposition == .transient {

@@ -91,6 +91,11 @@ public struct Configuration: Sendable {
     public var webhookSecret: String?
     /// Longest wait between webhook delivery attempts while the receiver is down, seconds. Default 300.
     public var webhookMaxBackoffSeconds: Int = 300
+    /// When the client secret expires (`TOKENRELAY_CLIENT_SECRET_EXPIRES_AT`, RFC 3339): readiness
+    /// warns within 14 days of it (SPEC §12 Health). The service cannot learn it otherwise.
+    public var clientSecretExpiresAt: Date?
+    /// Seconds between batched writes of token issuance counts (SPEC §12 Audit). Default 10.
+    public var issuanceFlushIntervalSeconds: Int = 10
 
     public init() {}
 

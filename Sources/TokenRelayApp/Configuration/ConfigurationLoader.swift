@@ -118,6 +118,8 @@ public struct ConfigurationLoader: Sendable {
         config.webhookURL = try value("webhook_url")
         config.webhookSecret = try value("webhook_secret")
         config.webhookMaxBackoffSeconds = try int("webhook_max_backoff_s", 1...86400) ?? config.webhookMaxBackoffSeconds
+        config.clientSecretExpiresAt = try value("client_secret_expires_at").map(Self.parseClientSecretExpiry)
+        config.issuanceFlushIntervalSeconds = try int("issuance_flush_interval_s", 1...3600) ?? config.issuanceFlushIntervalSeconds
         if let url = config.webhookURL {
             guard url.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(url)), URL(string: url) != nil else {
                 throw ConfigurationError(

@@ -26,6 +26,8 @@ struct HealthChecks: Sendable {
     /// Encryptions under one key after which readiness warns to rotate: 2^31, far below the
     /// 2^32 random 96-bit nonces NIST SP 800-38D §8.3 allows per AES-GCM key.
     static let rotationThreshold: Int64 = 1 << 31
+    /// The client credential's rejection and expiry warnings (SPEC §12 Health).
+    var credential: CredentialHealth? = nil
 
     func liveness() -> HTTPResponse {
         respond(status: "pass", checks: [:])
@@ -89,6 +91,11 @@ struct HealthChecks: Sendable {
             ]
             if warn { check["output"] = .string("the client certificate expires in less than 14 days: register a new one") }
             checks["credential:certificateExpiry"] = .array([.object(check)])
+        }
+        if let credential {
+            let (status, entries) = credential.check()
+            checks["client:credential"] = .array(entries)
+            if status == "warn" && overall == "pass" { overall = "warn" }
         }
         return respond(status: overall, checks: checks)
     }

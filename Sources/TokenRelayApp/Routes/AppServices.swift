@@ -12,6 +12,8 @@ struct AppServices: Sendable {
     let health: HealthChecks
     let metrics: Metrics
     let audit: AuditStore
+    /// Token answers per (key, account), written in batches (SPEC §12 Audit).
+    var issuance: IssuanceCounter? = nil
 }
 
 /// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).

@@ -18,6 +18,7 @@ enum TokenRoutes {
             }
             do {
                 let result = try await services.tokens.acquire(silent, context: context)
+                services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId)
                 var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
                 response.headers.set("client-request-id", context.correlationId)
                 return response
@@ -41,6 +42,7 @@ enum TokenRoutes {
             caller.bucket?.giveBack()
             return nil
         }
+        services.issuance?.record(keyId: caller.keyId, accountId: result.account.accountId)
         let correlationId = bodyCorrelationId ?? AppHTTPHandler.correlationId(request.headers)
         var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: correlationId, allowPartial: silent.allowPartial))
         response.headers.set("client-request-id", correlationId)

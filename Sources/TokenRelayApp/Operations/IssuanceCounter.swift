@@ -1,0 +1,117 @@
+import Foundation
+import Synchronization
+
+/// Counts token answers per (API key, account) in this replica's memory and writes them to
+/// `token_issuance_counts` in batches (SPEC §12 Audit: "never a write per request").
+///
+/// ``record(keyId:accountId:)`` runs on the cached fast path (SPEC §10): one lock and one
+/// dictionary update, no I/O. A flush swaps the tallies out and adds them with one UPSERT per
+/// batch; a failed flush puts them back for the next try. At most ``capacity`` distinct pairs
+/// are held: beyond that, answers for new pairs are counted in `tokenrelay_issuance_dropped_total`
+/// only.
+final class IssuanceCounter: Sendable {
+    /// Who was given a token for whom.
+    struct Pair: Hashable, Sendable {
+        let accountId: String
+        let keyId: String
+    }
+
+    /// How many tokens, and the last answer's time (seconds since 1970).
+    struct Tally: Sendable, Equatable {
+        var count: Int64
+        var lastAt: Double
+    }
+
+    /// Rows per UPSERT statement.
+    static let batchSize = 2_000
+
+    let capacity: Int
+    private let pending = Mutex<[Pair: Tally]>([:])
+    private let dropped: Metrics.Counter
+    private let metrics: Metrics
+
+    /// - Parameters:
+    ///   - capacity: the most distinct (key, account) pairs held between flushes.
+    ///   - metrics: `tokenrelay_issuance_flushes_total`, `tokenrelay_issuance_dropped_total`.
+    init(capacity: Int = 100_000, metrics: Metrics) {
+        self.capacity = capacity
+        self.metrics = metrics
+        metrics.describe("tokenrelay_issuance_flushes_total", "counter", "Batched writes of token issuance counts by outcome (written, failed).")
+        metrics.describe("tokenrelay_issuance_dropped_total", "counter", "Token answers not counted because the issuance tally was full.")
+        dropped = metrics.counter("tokenrelay_issuance_dropped_total")
+    }
+
+    /// Counts one token answer. Cheap: called on the server thread for cached answers.
+    func record(keyId: String, accountId: String, at seconds: Double = Date().timeIntervalSince1970) {
+        let pair = Pair(accountId: accountId, keyId: keyId)
+        let counted = pending.withLock { tallies -> Bool in
+            if tallies[pair] != nil {
+                tallies[pair]!.count += 1
+                tallies[pair]!.lastAt = max(tallies[pair]!.lastAt, seconds)
+                return true
+            }
+            guard tallies.count < capacity else { return false }
+            tallies[pair] = Tally(count: 1, lastAt: seconds)
+            return true
+        }
+        if !counted { dropped.increment() }
+    }
+
+    /// The tallies not yet written (tests, health).
+    var pendingCount: Int { pending.withLock { $0.count } }
+
+    /// Writes every pending tally with `store`, one UPSERT per batch of ``batchSize`` pairs.
+    /// What could not be written stays pending (merged with what arrived meanwhile).
+    /// - Returns: whether everything pending was written.
+    @discardableResult
+    func flush(to store: IssuanceStore) async -> Bool {
+        let taken = pending.withLock { tallies -> [Pair: Tally] in
+            defer { tallies = [:] }
+            return tallies
+        }
+        guard !taken.isEmpty else { return true }
+        var rows = Array(taken)
+        while !rows.isEmpty {
+            let batch = Array(rows.prefix(Self.batchSize))
+            do {
+                try await store.add(batch.map { ($0.key, $0.value) })
+                rows.removeFirst(batch.count)
+                metrics.increment("tokenrelay_issuance_flushes_total", ["outcome": "written"])
+            } catch {
+                metrics.increment("tokenrelay_issuance_flushes_total", ["outcome": "failed"])
+                restore(rows)
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Puts unwritten tallies back, within ``capacity``.
+    private func restore(_ rows: [(key: Pair, value: Tally)]) {
+        let lost = pending.withLock { tallies -> Int in
+            var lost = 0
+            for (pair, tally) in rows {
+                if var current = tallies[pair] {
+                    current.count += tally.count
+                    current.lastAt = max(current.lastAt, tally.lastAt)
+                    tallies[pair] = current
+                } else if tallies.count < capacity {
+                    tallies[pair] = tally
+                } else {
+                    lost += Int(tally.count)
+                }
+            }
+            return lost
+        }
+        if lost > 0 { metrics.increment("tokenrelay_issuance_dropped_total", by: Double(lost)) }
+    }
+
+    /// Flushes every `intervalSeconds` until cancelled.
+    func run(store: IssuanceStore, intervalSeconds: Int) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(intervalSeconds))
+            if Task.isCancelled { return }
+            await flush(to: store)
+        }
+    }
+}
