@@ -26,6 +26,7 @@ func accessHandler(
         // is already too large: then the early answer and the close are what we want.
         let context = RequestContext(connection: connection)
         requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
+        core.state.withLock { $0.active += 1 }
         guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
         context.bodyExceededLimit = true
         return dispatch(context, core: core, connection: connection, url: url, method: method)
@@ -82,6 +83,9 @@ func requestCompleted(
     guard let requestPointer, let existing = requestPointer.pointee else { return }
     Unmanaged<RequestContext>.fromOpaque(existing).release()
     requestPointer.pointee = nil
+    if let serverPointer {
+        Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().state.withLock { $0.active -= 1 }
+    }
 }
 
 /// Builds the HTTPRequest from what MHD parsed. MHD already percent-decoded the path (and took

@@ -53,8 +53,9 @@ public enum CommandLineTool {
         // One machine-readable line for scripts and tests that start the binary on port 0.
         FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.listenHost):\#(port)"}"#.utf8 + [10]))
         await waitForTermination()
-        logger.info("service.stopping")
-        service.stop()
+        logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.shutdownTimeoutSeconds)])
+        let drained = service.shutdown()
+        logger.info("service.stopped", ["drained": String(drained)])
         return 0
     }
 

@@ -12,6 +12,7 @@ public final class TokenRelayService: Sendable {
     private let http: HTTPClient
     private let logger: Logger
     private let migrator: Migrator?
+    private let invalidation: ReplicaInvalidation
     public let metrics: Metrics
     private let urls: PublicURLs
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
@@ -22,6 +23,7 @@ public final class TokenRelayService: Sendable {
         self.configuration = configuration
         self.logger = logger
         let metrics = Metrics()
+        metrics.describeOperations()
         self.metrics = metrics
         let pool = PostgresPool(url: configuration.databaseURL, size: configuration.databasePoolSize)
         self.pool = pool
@@ -54,7 +56,7 @@ public final class TokenRelayService: Sendable {
             http: upstream, clientId: configuration.clientId, clientSecret: configuration.clientSecret, maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
         let memory = MemoryTokenCache()
-        let accounts = AccountCache()
+        let accounts = AccountCache(ttl: TimeInterval(configuration.cacheTTLSeconds))
         let tokens = SilentTokenService(
             store: store, sts: sts, authorities: authorities, memory: memory, accounts: accounts, declinedScopes: DeclinedScopesMemory(),
             coalescer: RefreshCoalescer(),
@@ -77,13 +79,28 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_db_pool_connections", ["state": "in_use"], Double(stats.inUse)),
                 ("tokenrelay_db_pool_connections", ["state": "size"], Double(stats.size)),
                 ("tokenrelay_db_pool_waiting", [:], Double(stats.waiting)),
+                ("tokenrelay_db_pool_waits", [:], Double(stats.totalWaits)),
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
+        }
+        let authenticator = APIKeyAuthenticator(
+            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), cacheTTL: TimeInterval(configuration.cacheTTLSeconds))
+        let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
+        self.invalidation = invalidation
+        invalidation.onAccountForgotten(tokens.forgetInMemory)
+        invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
+        invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
+        invalidation.onResynchronise {
+            accounts.removeAll()
+            authenticator.forgetAll()
+        }
+        metrics.addGauges {
+            [("tokenrelay_invalidation_listening", [:], invalidation.isListening ? 1 : 0)]
         }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations
         let handler = AppHTTPHandler(
-            router: router, authenticator: APIKeyAuthenticator(bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database)),
+            router: router, authenticator: authenticator,
             services: services, logger: logger)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
@@ -98,13 +115,25 @@ public final class TokenRelayService: Sendable {
             let applied = try await migrator.apply(on: pool)
             logger.info("migrate.applied", ["migrations.count": String(applied.count)])
         }
+        invalidation.start(url: configuration.databaseListenURL ?? configuration.databaseURL)
         try server.start()
         urls.serverStarted(port: server.port)
         logger.info("service.listening", ["listen.host": configuration.listenHost, "listen.port": String(server.port)])
         return server.port
     }
 
+    /// Graceful stop (SIGTERM): stops accepting connections, lets in-flight requests finish for
+    /// up to `TOKENRELAY_SHUTDOWN_TIMEOUT_S`, then closes the rest, the listener and the pool.
+    /// - Returns: whether every in-flight request finished in time.
+    @discardableResult
+    public func shutdown() -> Bool {
+        let drained = server.drain(timeoutSeconds: Double(configuration.shutdownTimeoutSeconds))
+        stop()
+        return drained
+    }
+
     public func stop() {
+        invalidation.stop()
         server.stop()
         http.shutdown()
         pool.close()

@@ -15,19 +15,28 @@ public final class TokenRelayStack: Sendable {
     public let relay: ManagedProcess
     public let http = HTTPClient()
     public let tenantId = "11111111-1111-1111-1111-111111111111"
+    /// The environment `token-relay serve` was started with (``startReplica(environment:)`` reuses it).
+    public let relayEnvironment: [String: String]
 
-    /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings.
-    public init(name: String, environment extra: [String: String] = [:], emulatorArguments: [String] = []) async throws {
+    /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings; `databaseURL`
+    /// replaces the fresh database on the shared test server (e.g. a ``PrivatePostgres``).
+    public init(
+        name: String, environment extra: [String: String] = [:], emulatorArguments: [String] = [], databaseURL: String? = nil
+    ) async throws {
         clientSecret = "test-secret-" + UUID().uuidString
         apiKey = "trk_bootstrap0_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-        databaseURL = try await TestPostgres.freshDatabase(named: name)
+        if let databaseURL {
+            self.databaseURL = databaseURL
+        } else {
+            self.databaseURL = try await TestPostgres.freshDatabase(named: name)
+        }
         emulator = try ManagedProcess(
             executable: BuiltProducts.path("sts-emulator"),
             arguments: ["--host", "127.0.0.1", "--port", "0", "--client-id", Self.clientId, "--client-secret", clientSecret] + emulatorArguments,
             environment: ProcessInfo.processInfo.environment)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENRELAY_") }
         environment["TOKENRELAY_LISTEN"] = "127.0.0.1:0"
-        environment["TOKENRELAY_DATABASE_URL"] = databaseURL
+        environment["TOKENRELAY_DATABASE_URL"] = self.databaseURL
         environment["TOKENRELAY_DATABASE_POOL_SIZE"] = "4"
         environment["TOKENRELAY_CLIENT_ID"] = Self.clientId
         environment["TOKENRELAY_CLIENT_SECRET"] = clientSecret
@@ -41,10 +50,20 @@ public final class TokenRelayStack: Sendable {
         environment["TOKENRELAY_MIGRATE_ON_START"] = "true"
         environment["TOKENRELAY_LOG_LEVEL"] = "debug"
         for (key, value) in extra { environment[key] = value }
+        relayEnvironment = environment
         relay = try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
     }
 
     public var baseURL: String { relay.baseURL }
+
+    /// Starts one more `token-relay serve` on the same database, emulator and settings (another
+    /// replica), with `extra` settings on top. The caller stops it.
+    public func startReplica(environment extra: [String: String] = [:]) throws -> ManagedProcess {
+        var environment = relayEnvironment
+        environment["TOKENRELAY_MIGRATE_ON_START"] = "false"
+        for (key, value) in extra { environment[key] = value }
+        return try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+    }
 
     /// Sends a request to TokenRelay. `body` is JSON-encoded when given; the API key is sent unless `authenticated` is false.
     public func request(

@@ -198,7 +198,9 @@ struct SilentTokenService: Sendable {
 
         @Sendable func transactionalRefresh() async throws -> RefreshOutcome {
             try await store.database.transaction { connection -> RefreshOutcome in
+                let lockStarted = Date()
                 try TokenStore.lockRefresh(in: connection, accountId: account.accountId, clientId: clientId)
+                service.metrics.observe("tokenrelay_refresh_lock_wait_seconds", seconds: Date().timeIntervalSince(lockStarted))
                 if mode != .bypass {
                     // Another replica may have refreshed while this one waited for the lock.
                     let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: realm)
@@ -260,6 +262,10 @@ struct SilentTokenService: Sendable {
                     } catch {
                         try connection.execute("ROLLBACK TO SAVEPOINT cache_access_token")
                         service.logger.error("token.cache_write_failed", ["account.id": account.accountId, "error": String(describing: error)])
+                    }
+                    if mode == .bypass {
+                        // Claims or force_refresh: other replicas must stop serving what they hold.
+                        try ReplicaNotifications.send(.accessTokensReplaced(account.accountId), in: connection)
                     }
                     return .token(token, declined: declined, source: .refresh)
                 }

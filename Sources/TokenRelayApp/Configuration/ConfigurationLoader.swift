@@ -101,6 +101,9 @@ public struct ConfigurationLoader: Sendable {
         config.publicBaseURL = try value("public_base_url")
         config.redirectAfterOrigins = try list("redirect_after_origins") ?? []
         config.migrationsDirectory = try value("migrations_dir")
+        config.databaseListenURL = try value("database_listen_url")
+        config.cacheTTLSeconds = try int("cache_ttl_s", 1...3600) ?? config.cacheTTLSeconds
+        config.shutdownTimeoutSeconds = try int("shutdown_timeout_s", 0...600) ?? config.shutdownTimeoutSeconds
 
         if requireIdentity {
             try validateIdentity(config)

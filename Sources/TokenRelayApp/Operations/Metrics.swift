@@ -10,6 +10,7 @@ public final class Metrics: Sendable {
         var histograms: [String: [String: Histogram]] = [:]
         var help: [String: (type: String, text: String)] = [:]
         var handles: [String: [String: Counter]] = [:]  // name → rendered labels → lock-free counter
+        var setGauges: [String: [String: Double]] = [:]  // name → rendered labels → last value set
     }
 
     private struct Histogram {
@@ -70,6 +71,12 @@ public final class Metrics: Sendable {
         state.withLock { $0.histograms[name, default: [:]][key, default: Histogram()].observe(seconds) }
     }
 
+    /// Sets a gauge to `value` (shown until set again).
+    public func set(_ name: String, _ labels: [String: String] = [:], to value: Double) {
+        let key = Self.render(labels)
+        state.withLock { $0.setGauges[name, default: [:]][key] = value }
+    }
+
     /// Registers gauges read at scrape time.
     public func addGauges(_ read: @escaping @Sendable () -> [(name: String, labels: [String: String], value: Double)]) {
         gauges.withLock { $0.append(read) }
@@ -111,6 +118,14 @@ public final class Metrics: Sendable {
         }
         let readers = gauges.withLock { $0 }
         var seen = Set<String>()
+        for name in snapshot.setGauges.keys.sorted() {
+            if let help = snapshot.help[name] { lines.append("# HELP \(name) \(help.text)") }
+            lines.append("# TYPE \(name) gauge")
+            seen.insert(name)
+            for (labels, value) in snapshot.setGauges[name]!.sorted(by: { $0.key < $1.key }) {
+                lines.append("\(name)\(labels) \(Self.format(value))")
+            }
+        }
         for read in readers {
             for gauge in read() {
                 if seen.insert(gauge.name).inserted { lines.append("# TYPE \(gauge.name) gauge") }

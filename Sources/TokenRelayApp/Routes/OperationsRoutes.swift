@@ -8,7 +8,9 @@ enum OperationsRoutes {
             services.health.liveness()
         }
         router.add("GET", "/readyz", access: .open) { _ in
-            await services.health.readiness()
+            let response = await services.health.readiness()
+            services.metrics.setReadiness(ready: response.status == 200)
+            return response
         }
         router.add("GET", "/metrics", access: .open) { _ in
             HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(services.metrics.render().utf8))

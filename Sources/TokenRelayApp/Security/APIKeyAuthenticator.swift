@@ -26,15 +26,17 @@ final class APIKeyAuthenticator: Sendable {
     private let bootstrapHash: [UInt8]?
     private let keys: APIKeyStore
     private let cache = Mutex<[String: CachedKey]>([:])
-    /// Seconds a looked-up key (or its absence) is trusted before the database is asked again.
-    static let cacheTTL: TimeInterval = 30
+    /// Seconds a looked-up key (or its absence) is trusted before the database is asked again
+    /// (`TOKENRELAY_CACHE_TTL_S`); a revocation notification drops it sooner (``forget(keyId:)``).
+    let cacheTTL: TimeInterval
     private static let bootstrapCaller = Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
 
     /// Most key ids remembered at once (found or not).
     let cacheLimit: Int
 
-    init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000) {
+    init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, cacheTTL: TimeInterval = 30) {
         self.cacheLimit = cacheLimit
+        self.cacheTTL = cacheTTL
         bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
         self.keys = keys
     }
@@ -69,14 +71,14 @@ final class APIKeyAuthenticator: Sendable {
             return Self.bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
-            Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
+            Date().timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
             ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash)
         else { return nil }
         return caller
     }
 
     private func lookup(_ keyId: String) async throws -> CachedKey {
-        if let cached = cache.withLock({ $0[keyId] }), Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL {
+        if let cached = cache.withLock({ $0[keyId] }), Date().timeIntervalSince(cached.fetchedAt) < cacheTTL {
             return cached
         }
         let record = try await keys.activeKey(keyId)
@@ -86,12 +88,22 @@ final class APIKeyAuthenticator: Sendable {
             // Bounded: well-formed but unknown key ids must not grow memory without limit.
             if cache.count >= cacheLimit {
                 let now = Date()
-                cache = cache.filter { $0.value.caller != nil && now.timeIntervalSince($0.value.fetchedAt) < Self.cacheTTL }
+                cache = cache.filter { $0.value.caller != nil && now.timeIntervalSince($0.value.fetchedAt) < cacheTTL }
                 if cache.count >= cacheLimit { cache.removeAll() }
             }
             cache[keyId] = entry
         }
         return entry
+    }
+
+    /// Drops what this replica remembers of `keyId` (revoked on any replica, SPEC §12).
+    func forget(keyId: String) {
+        _ = cache.withLock { $0.removeValue(forKey: keyId) }
+    }
+
+    /// Drops every remembered key (invalidation notifications may have been missed).
+    func forgetAll() {
+        cache.withLock { $0.removeAll() }
     }
 
     /// Key ids remembered now (tests and metrics).

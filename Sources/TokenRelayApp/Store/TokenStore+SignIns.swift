@@ -120,6 +120,8 @@ extension TokenStore {
                 try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))
             }
             try AuditStore.record(in: connection, .signInCompleted, actor: "sign-in", accountId: record.accountId, outcome: "success")
+            // Other replicas forget their memories of the account (SPEC §12).
+            try ReplicaNotifications.send(.accountSignedIn(record.accountId), in: connection)
             return record
         }
     }

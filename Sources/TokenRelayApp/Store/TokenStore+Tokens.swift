@@ -119,6 +119,7 @@ extension TokenStore {
         guard deleted == 1 else { return false }
         try connection.query("DELETE FROM access_tokens WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
         try connection.query("UPDATE accounts SET state = 'interaction_required' WHERE account_id = $1", [.text(accountId)])
+        try ReplicaNotifications.send(.accountChanged(accountId), in: connection)
         return true
     }
 }

@@ -70,7 +70,14 @@ struct TokenStore: Sendable {
     func deleteAccount(id: String) async throws -> Bool {
         let clientId = self.clientId
         return try await database.run { connection in
-            try connection.query("DELETE FROM accounts WHERE account_id = $1 AND client_id = $2", [.text(id), .text(clientId)]).affectedRows > 0
+            // One statement (its own transaction): the NOTIFY goes out only if the row went.
+            try connection.query(
+                """
+                WITH gone AS (DELETE FROM accounts WHERE account_id = $1 AND client_id = $2 RETURNING account_id)
+                SELECT pg_notify($3, $4 || account_id) FROM gone
+                """,
+                [.text(id), .text(clientId), .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.accountDeletedPrefix)]
+            ).rows.count > 0
         }
     }
 
