@@ -32,21 +32,34 @@ public final class PrivatePostgres: Sendable {
     /// Stops the server and deletes its directory. Best effort.
     public func destroy() async { try? await script("destroy") }
 
+    /// Runs `scripts/pg-local command` for this server and waits for it.
+    ///
+    /// Spawned with `posix_spawn` and reaped with `waitpid` on a thread of its own: Foundation's
+    /// `Process` never reported the script's exit here, because the server it starts as a daemon
+    /// inherits the descriptor `Process` watches.
     private func script(_ command: String) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltProducts.packageRoot() + "/scripts/pg-local")
-        process.arguments = [command]
+        let path = BuiltProducts.packageRoot() + "/scripts/pg-local"
         var environment = ProcessInfo.processInfo.environment
         environment["TOKENRELAY_PG_DIR"] = directory
         environment["TOKENRELAY_PG_PORT"] = String(port)
         environment["TOKENRELAY_PG_TCP"] = "0"
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
+        let arguments = [path, command]
+        let variables = environment.map { "\($0.key)=\($0.value)" }
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
+            Thread.detachNewThread {
+                let argv = arguments.map { strdup($0) } + [nil]
+                let envp = variables.map { strdup($0) } + [nil]
+                defer { for pointer in argv + envp { free(pointer) } }
+                var pid: pid_t = 0
+                let spawned = posix_spawn(&pid, path, nil, nil, argv, envp)
+                guard spawned == 0 else {
+                    continuation.resume(throwing: TestFailure("posix_spawn \(path) failed: \(spawned)"))
+                    return
+                }
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                // WIFEXITED/WEXITSTATUS are macros: exited normally when the low 7 bits are 0.
+                continuation.resume(returning: status & 0x7f == 0 ? (status >> 8) & 0xff : -1)
             }
         }
         guard status == 0 else { throw TestFailure("scripts/pg-local \(command) exited \(status) for \(directory)") }

@@ -107,7 +107,8 @@ struct ReplicaTests {
         // expires_in ≤ expiry skew: the sign-in's token is expired on arrival.
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
         let id = try await stack.signInAccountId(user)
-        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600])
+        // The STS answers after 1 s, so all 1,000 requests arrive while the refresh is running.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 1000])
         let before = try await Self.chain(stack, user)
         let callsBefore = try await stack.emulatorCount("token_requests")
 
@@ -145,7 +146,8 @@ struct ReplicaTests {
             #expect(text.contains(#"tokenrelay_db_pool_connections{state="size"} 4"#))
             #expect(text.contains("tokenrelay_db_pool_waits "))
         }
-        #expect(coalesced > 0)
+        // Nearly every request joined its replica's one refresh (a late one may hit the cache).
+        #expect(coalesced >= 900)
         #expect(lockAcquisitions >= 1 && lockAcquisitions <= 3)
     }
 
@@ -162,7 +164,7 @@ struct ReplicaTests {
         // The refresh holds its transaction (and advisory lock) open while the STS answers slowly.
         let pid = try #require(try await Self.refreshLockHolder(stack))
         let terminated = try await stack.withDatabase { connection in
-            try connection.query("SELECT pg_terminate_backend($1) AS done", [.int(Int64(pid))]).rows.first?.string("done")
+            try connection.query("SELECT pg_terminate_backend($1::int) AS done", [.int(Int64(pid))]).rows.first?.string("done")
         }
         #expect(terminated == "t")
         let answer = try await inFlight.value

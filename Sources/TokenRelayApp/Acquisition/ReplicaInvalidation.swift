@@ -20,7 +20,11 @@ import Synchronization
 /// - ``onAPIKeyRevoked(_:)``: the key must be refused at once.
 /// - ``onResynchronise(_:)``: notifications may have been missed.
 final class ReplicaInvalidation: Sendable {
-    /// One invalidation, as carried in a NOTIFY payload (`kind:id`, well under the 8000-byte limit).
+    /// This process's name in payloads (`kind:id origin`): a replica skips its own messages, whose
+    /// hooks it already ran (re-running them would drop the token it just stored).
+    static let origin = String(UUID().uuidString.prefix(8)).lowercased()
+
+    /// One invalidation, as carried in a NOTIFY payload (`kind:id origin`, well under the 8000-byte limit).
     enum Message: Sendable, Equatable {
         case accountDeleted(String)
         case accountSignedIn(String)
@@ -32,7 +36,10 @@ final class ReplicaInvalidation: Sendable {
         static let accountDeletedPrefix = "account.deleted:"
         static let apiKeyRevokedPrefix = "api_key.revoked:"
 
-        var payload: String {
+        /// The payload sent, naming this process as the origin.
+        var payload: String { body + " " + ReplicaInvalidation.origin }
+
+        private var body: String {
             switch self {
             case .accountDeleted(let id): Self.accountDeletedPrefix + id
             case .accountSignedIn(let id): "account.signed_in:" + id
@@ -43,10 +50,17 @@ final class ReplicaInvalidation: Sendable {
         }
 
         /// The metric label of the message kind.
-        var kind: String { String(payload.prefix { $0 != ":" }) }
+        var kind: String { String(body.prefix { $0 != ":" }) }
 
-        /// Parses a payload; nil for one this version does not know (a newer replica's).
+        /// The origin named by `payload`, nil when it names none.
+        static func origin(of payload: String) -> String? {
+            let parts = payload.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 ? String(parts[1]) : nil
+        }
+
+        /// Parses a payload (its origin dropped); nil for one this version does not know (a newer replica's).
         init?(payload: String) {
+            let payload = payload.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
             guard let colon = payload.firstIndex(of: ":") else { return nil }
             let id = String(payload[payload.index(after: colon)...])
             guard !id.isEmpty else { return nil }
@@ -122,7 +136,9 @@ final class ReplicaInvalidation: Sendable {
     private func handle(_ event: PostgresListener.Event) {
         switch event {
         case .notification(let channel, let payload):
-            guard channel == ReplicaNotifications.channel, let message = Message(payload: payload) else { return }
+            guard channel == ReplicaNotifications.channel, Message.origin(of: payload) != Self.origin,
+                let message = Message(payload: payload)
+            else { return }
             apply(message)
         case .listening(let afterGap):
             guard afterGap else { return }

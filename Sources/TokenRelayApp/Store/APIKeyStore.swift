@@ -45,9 +45,9 @@ struct APIKeyStore: Sendable {
             try connection.query(
                 """
                 WITH revoked AS (UPDATE api_keys SET revoked_at = now() WHERE key_id = $1 AND revoked_at IS NULL RETURNING key_id)
-                SELECT pg_notify($2, $3 || key_id) FROM revoked
+                SELECT pg_notify($2, $3 || key_id || ' ' || $4) FROM revoked
                 """,
-                [.text(keyId), .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.apiKeyRevokedPrefix)]
+                [.text(keyId), .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.apiKeyRevokedPrefix), .text(ReplicaInvalidation.origin)]
             ).rows.count > 0
         }
     }

@@ -74,9 +74,12 @@ struct TokenStore: Sendable {
             try connection.query(
                 """
                 WITH gone AS (DELETE FROM accounts WHERE account_id = $1 AND client_id = $2 RETURNING account_id)
-                SELECT pg_notify($3, $4 || account_id) FROM gone
+                SELECT pg_notify($3, $4 || account_id || ' ' || $5) FROM gone
                 """,
-                [.text(id), .text(clientId), .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.accountDeletedPrefix)]
+                [
+                    .text(id), .text(clientId), .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.accountDeletedPrefix),
+                    .text(ReplicaInvalidation.origin),
+                ]
             ).rows.count > 0
         }
     }
