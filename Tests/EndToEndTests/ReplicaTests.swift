@@ -263,9 +263,10 @@ struct ReplicaTests {
         }
         _ = try #require(try await Self.refreshLockHolder(stack))
         stack.relay.terminate()
-        let fresh = HTTPClient()
-        defer { fresh.shutdown() }
         let refusedAfter = try await Self.within(2) {
+            // A client per try: a kept-alive connection made before SIGTERM would still be served.
+            let fresh = HTTPClient()
+            defer { fresh.shutdown() }
             do {
                 _ = try await fresh.execute(HTTPClientRequest(method: "GET", url: stack.baseURL + "/healthz", timeout: 1))
                 return false
