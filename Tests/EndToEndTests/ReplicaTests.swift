@@ -137,17 +137,20 @@ struct ReplicaTests {
         #expect(after["rejected_superseded", default: 0] == before["rejected_superseded", default: 0])
         #expect(after["reused_within_grace", default: 0] == before["reused_within_grace", default: 0])
 
+        var stsSuccesses = 0.0
         var coalesced = 0.0
         var lockAcquisitions = 0.0
         for base in bases {
             let text = try await stack.request("GET", base + "/metrics", authenticated: false).text
             coalesced += Self.sample(text, "tokenrelay_refresh_coalesced_total") ?? 0
+            stsSuccesses += Self.sample(text, #"tokenrelay_sts_requests_total{grant="refresh_token",outcome="success"}"#) ?? 0
             lockAcquisitions += Self.sample(text, "tokenrelay_refresh_lock_wait_seconds_count") ?? 0
             #expect(text.contains(#"tokenrelay_db_pool_connections{state="size"} 4"#))
             #expect(text.contains("tokenrelay_db_pool_waits "))
         }
         // Nearly every request joined its replica's one refresh (a late one may hit the cache).
         #expect(coalesced >= 900)
+        #expect(Int(stsSuccesses) == calls)
         #expect(lockAcquisitions >= 1 && lockAcquisitions <= 3)
     }
 
@@ -224,6 +227,9 @@ struct ReplicaTests {
         #expect(readiness.json["status"] as? String == "fail")
         let check = ((readiness.json["checks"] as? [String: Any])?["postgresql:responseTime"] as? [[String: Any]])?.first
         #expect(check?["status"] as? String == "fail")
+        let metricsDown = try await stack.request("GET", "/metrics", authenticated: false).text
+        #expect(metricsDown.contains("tokenrelay_ready 0"))
+        #expect(metricsDown.contains("tokenrelay_invalidation_listening 0"))
         try await Task.sleep(for: .seconds(1.5))
         let memoryHit = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
         #expect(memoryHit.status == 200, "a token in memory is served while the database is down")
@@ -237,6 +243,7 @@ struct ReplicaTests {
         _ = await load.result
         #expect(recovered != nil, "the service did not recover without a restart")
         #expect(try await stack.request("GET", "/readyz", authenticated: false).status == 200)
+        #expect(try await stack.request("GET", "/metrics", authenticated: false).text.contains("tokenrelay_ready 1"))
         let account = try await stack.request("GET", "/v1/accounts/\(id)")
         #expect(account.status == 200)
         print(

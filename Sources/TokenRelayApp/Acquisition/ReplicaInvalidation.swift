@@ -84,6 +84,8 @@ final class ReplicaInvalidation: Sendable {
 
     private let hooks = Mutex(Hooks())
     private let listener = Mutex<PostgresListener?>(nil)
+    /// Whether the loss of the current outage was logged (one line per outage, not per retry).
+    private let lossLogged = Mutex(false)
     private let metrics: Metrics
     private let logger: Logger
 
@@ -141,12 +143,17 @@ final class ReplicaInvalidation: Sendable {
             else { return }
             apply(message)
         case .listening(let afterGap):
+            lossLogged.withLock { $0 = false }
             guard afterGap else { return }
             metrics.increment("tokenrelay_invalidation_listener_reconnects_total")
             logger.info("invalidation.listening_again", [:])
             for hook in hooks.withLock({ $0.resynchronise }) { hook() }
         case .disconnected(let reason):
-            logger.warn("invalidation.listener_lost", ["error": reason])
+            let first = lossLogged.withLock { logged in
+                defer { logged = true }
+                return !logged
+            }
+            if first { logger.warn("invalidation.listener_lost", ["error": reason]) }
         }
     }
 }
