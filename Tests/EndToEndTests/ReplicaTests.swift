@@ -52,7 +52,7 @@ struct ReplicaTests {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    @Test("A key revoked by the CLI and an account deleted on one replica are refused by another within 2 s")
+    @Test("A key revoked by the CLI, a claims refresh and an account deleted on one replica reach another within 2 s")
     func invalidationReachesOtherReplica() async throws {
         // A TTL far above the bound: only a notification can explain an answer within 2 s.
         let stack = try await TokenRelayStack(name: "e2e_invalidate", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
@@ -73,6 +73,19 @@ struct ReplicaTests {
         #expect(first.status == 200, "\(first.text)")
         #expect(first.json["source"] as? String == "cache")
 
+        // A token refreshed with claims on one replica replaces what the other serves from memory.
+        let claims = #"{"access_token":{"nbf":{"essential":true,"value":"1700000000"}}}"#
+        let challenged = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "claims": claims])
+        #expect(challenged.status == 200, "\(challenged.text)")
+        #expect(challenged.json["source"] as? String == "refresh")
+        let newToken = try #require(challenged.json["access_token"] as? String)
+        #expect(newToken != first.json["access_token"] as? String)
+        let replacedAfter = try await Self.within(2) {
+            let answer = try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+            return answer.json["access_token"] as? String == newToken
+        }
+        #expect(replacedAfter != nil, "the other replica still serves the token the claims challenge replaced")
+
         #expect(try Self.cli(["api-keys", "revoke", keyId], databaseURL: stack.databaseURL).0 == 0)
         let keyRefusedAfter = try await Self.within(2) {
             try await stack.request("GET", other.baseURL + "/v1/accounts/\(id)", headers: withKey).status == 401
@@ -85,12 +98,46 @@ struct ReplicaTests {
             try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]).status == 404
         }
         #expect(goneAfter != nil, "the other replica still serves the deleted account")
-        print("invalidation: key refused after \(keyRefusedAfter ?? -1) s, account gone after \(goneAfter ?? -1) s")
+        print(
+            "invalidation: claims token after \(replacedAfter ?? -1) s, key refused after \(keyRefusedAfter ?? -1) s, account gone after \(goneAfter ?? -1) s")
 
         let metrics = try await stack.request("GET", other.baseURL + "/metrics", authenticated: false).text
         #expect(metrics.contains(#"tokenrelay_invalidations_received_total{kind="api_key.revoked"} 1"#))
         #expect(metrics.contains(#"tokenrelay_invalidations_received_total{kind="account.deleted"} 1"#))
+        #expect(metrics.contains(#"tokenrelay_invalidations_received_total{kind="tokens.replaced"} 1"#))
         #expect(metrics.contains("tokenrelay_invalidation_listening 1"))
+    }
+
+    @Test("Without notifications, the cache TTL bounds staleness: a revoked key and a deleted account are refused within it")
+    func ttlFallback() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_ttl_fallback")
+        defer { stack.stop() }
+        // This replica never hears a notification: only TOKENRELAY_CACHE_TTL_S can bring it news.
+        let deaf = try stack.startReplica(environment: [
+            "TOKENRELAY_DATABASE_LISTEN_URL": "postgresql://nobody@/none?host=/nonexistent", "TOKENRELAY_CACHE_TTL_S": "5",
+        ])
+        defer { deaf.stop() }
+        let (_, output) = try Self.cli(["api-keys", "create", "--name", "ttl", "--permissions", "tokens:acquire"], databaseURL: stack.databaseURL)
+        let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        let key = try #require(created["api_key"] as? String)
+        let id = try await stack.signInAccountId("alice@contoso.example")
+        let withKey = ["Authorization": "Bearer \(key)"]
+        let body: [String: Any] = ["account_id": id, "scopes": ["User.Read"]]
+        #expect(try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 200)
+
+        #expect(try Self.cli(["api-keys", "revoke", try #require(created["key_id"] as? String)], databaseURL: stack.databaseURL).0 == 0)
+        #expect(try await stack.request("DELETE", "/v1/accounts/\(id)").status == 204)
+        // Still remembered at first (this is what notifications fix) ...
+        #expect(try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 200)
+        // ... and forgotten once the TTL has passed.
+        let keyRefused = try await Self.within(7) {
+            try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 401
+        }
+        let accountGone = try await Self.within(7) {
+            try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body).status == 404
+        }
+        #expect(keyRefused != nil)
+        #expect(accountGone != nil)
     }
 
     @Test("1,000 concurrent requests for an expired token over three replicas: one rotation chain, at most three STS calls")

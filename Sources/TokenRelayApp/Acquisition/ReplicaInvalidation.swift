@@ -15,8 +15,8 @@ import Synchronization
 /// - ``onAccountForgotten(_:)``: the account was deleted, signed in again or its refresh token
 ///   died: forget every memory of it (access tokens, account record, declined scopes,
 ///   UI-required and throttle memories: each memory registers its `forget(accountId:)`).
-/// - ``onAccessTokensReplaced(_:)``: a token was fetched with claims or `force_refresh`: drop the
-///   account's in-memory access tokens (the persistent cache holds the new one).
+/// - ``onAccessTokensReplaced(_:)``: a token was fetched with claims (a claims challenge): drop
+///   the account's in-memory access tokens (the persistent cache holds the new one).
 /// - ``onAPIKeyRevoked(_:)``: the key must be refused at once.
 /// - ``onResynchronise(_:)``: notifications may have been missed.
 final class ReplicaInvalidation: Sendable {

@@ -263,8 +263,8 @@ struct SilentTokenService: Sendable {
                         try connection.execute("ROLLBACK TO SAVEPOINT cache_access_token")
                         service.logger.error("token.cache_write_failed", ["account.id": account.accountId, "error": String(describing: error)])
                     }
-                    if mode == .bypass {
-                        // Claims or force_refresh: other replicas must stop serving what they hold.
+                    if mode == .bypass && ClaimsRequest.bypassesCache(claims: claims) {
+                        // A claims challenge: other replicas must stop serving the token it rejected.
                         try ReplicaNotifications.send(.accessTokensReplaced(account.accountId), in: connection)
                     }
                     return .token(token, declined: declined, source: .refresh)
