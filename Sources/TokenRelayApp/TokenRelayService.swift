@@ -93,6 +93,7 @@ public final class TokenRelayService: Sendable {
         invalidation.onResynchronise {
             accounts.removeAll()
             authenticator.forgetAll()
+            memory.removeAll()
         }
         metrics.addGauges {
             [("tokenrelay_invalidation_listening", [:], invalidation.isListening ? 1 : 0)]

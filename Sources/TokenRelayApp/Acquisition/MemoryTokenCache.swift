@@ -53,6 +53,12 @@ final class MemoryTokenCache: Sendable {
         }
     }
 
+    /// Drops every entry (cross-replica notifications may have been missed; the persistent
+    /// cache refills memory on the next requests).
+    func removeAll() {
+        entries.withLock { $0.removeAll() }
+    }
+
     func removeAll(accountId: String) {
         _ = entries.withLock { $0.removeValue(forKey: accountId) }
     }
