@@ -80,6 +80,7 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_db_pool_connections", ["state": "size"], Double(stats.size)),
                 ("tokenrelay_db_pool_waiting", [:], Double(stats.waiting)),
                 ("tokenrelay_db_pool_waits", [:], Double(stats.totalWaits)),
+                ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
         }

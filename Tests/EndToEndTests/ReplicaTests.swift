@@ -228,6 +228,43 @@ struct ReplicaTests {
         #expect(next.json["source"] as? String == "refresh")
     }
 
+    @Test("The database goes away between the STS answer and COMMIT: the caller gets its token, the rotation is stored when it returns")
+    func outageBeforeCommit() async throws {
+        let postgres = try await PrivatePostgres()
+        do {
+            try await outageBeforeCommit(on: postgres)
+            await postgres.destroy()
+        } catch {
+            await postgres.destroy()
+            throw error
+        }
+    }
+
+    private func outageBeforeCommit(on postgres: PrivatePostgres) async throws {
+        // No rotation grace: redeeming the superseded token afterwards would fail.
+        let stack = try await TokenRelayStack(name: "e2e_outage_commit", emulatorArguments: ["--rotation-grace-seconds", "0"], databaseURL: postgres.url)
+        defer { stack.stop() }
+        let user = "alice@contoso.example"
+        let id = try await stack.signInAccountId(user)
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 1500])
+        let inFlight = Task {
+            try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        }
+        _ = try #require(try await Self.refreshLockHolder(stack))
+        try await postgres.stop()
+        let answer = try await inFlight.value
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(stack.relay.log().contains("token.rotation_pending"))
+
+        try await postgres.start()
+        let stored = try await Self.within(10) { stack.relay.log().contains("token.rotation_stored_on_retry") }
+        #expect(stored != nil, "the held rotation was not stored after the database returned")
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
+        let next = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(next.status == 200, "\(next.text)")
+        #expect(next.json["source"] as? String == "refresh")
+    }
+
     @Test("Database down under load: readiness 503, 503 with Retry-After and never 500, memory hits served; recovery without restart")
     func databaseOutage() async throws {
         let postgres = try await PrivatePostgres()
