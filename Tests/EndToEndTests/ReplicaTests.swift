@@ -311,6 +311,14 @@ struct ReplicaTests {
         #expect(readiness.json["status"] as? String == "fail")
         let check = ((readiness.json["checks"] as? [String: Any])?["postgresql:responseTime"] as? [[String: Any]])?.first
         #expect(check?["status"] as? String == "fail")
+        // A key this replica has not seen needs the database: 503, not 401 and not 500.
+        let unknownKey = try await stack.request(
+            "GET", "/v1/accounts", headers: ["Authorization": "Bearer trk_abcdefgh1_c2VjcmV0"], authenticated: false)
+        #expect(unknownKey.status == 503, "\(unknownKey.text)")
+        #expect(unknownKey.headers["Retry-After"] != nil)
+        let listing = try await stack.request("GET", "/v1/accounts")
+        #expect(listing.status == 503)
+        #expect(listing.json["error"] as? String == "upstream_unavailable")
         let metricsDown = try await stack.request("GET", "/metrics", authenticated: false).text
         #expect(metricsDown.contains("tokenrelay_ready 0"))
         #expect(metricsDown.contains("tokenrelay_invalidation_listening 0"))
