@@ -14,10 +14,15 @@ deps:                      ## install the Debian packages (idempotent)
 build:
 	swift build --build-tests
 
-test: deps build           ## install, build once, start PostgreSQL, run every test
+test: deps build           ## install, build once, start PostgreSQL, run every test, scan the test logs
 	@scripts/pg-local start >/dev/null
-	TOKENRELAY_TEST_DATABASE_URL="$$(scripts/pg-local url)" TOKENRELAY_BIN_DIR="$$(swift build --show-bin-path)" \
-		swift test --skip-build
+	@rm -rf .build/test-logs
+	@status=0; TOKENRELAY_TEST_LOG_DIR="$$PWD/.build/test-logs" TOKENRELAY_TEST_DATABASE_URL="$$(scripts/pg-local url)" \
+		TOKENRELAY_BIN_DIR="$$(swift build --show-bin-path)" TOKENRELAY_TEST_PYTHON_BIN="$$(scripts/python-tools)" \
+		swift test --skip-build || status=1; \
+		scripts/scan-test-logs .build/test-logs || status=1; exit $$status
+	@scripts/check-deploy
+	@scripts/schemathesis      # a pinned schemathesis (scripts/python-tools) against the live service; about 2 minutes
 	@scripts/lint --check
 
 lint:

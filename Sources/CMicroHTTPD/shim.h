@@ -10,7 +10,8 @@
 #include <microhttpd.h>
 
 /// MHD_start_daemon bound to `address`, with a thread pool, connection limit, idle timeout
-/// (seconds), per-connection memory (bytes) and a request-completed callback. Returns NULL on failure (errno may say why).
+/// (seconds), per-connection memory (bytes), a request-completed callback and a connection
+/// started/closed callback. Returns NULL on failure (errno may say why).
 static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                                                    const struct sockaddr *address,
                                                    unsigned int thread_pool_size,
@@ -20,7 +21,9 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                                                    MHD_AccessHandlerCallback access_handler,
                                                    void *access_handler_context,
                                                    MHD_RequestCompletedCallback completed,
-                                                   void *completed_context) {
+                                                   void *completed_context,
+                                                   MHD_NotifyConnectionCallback connection_notify,
+                                                   void *connection_notify_context) {
     return MHD_start_daemon(flags, 0, NULL, NULL, access_handler, access_handler_context,
                             MHD_OPTION_SOCK_ADDR, address,
                             MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
@@ -28,6 +31,7 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_NOTIFY_CONNECTION, connection_notify, connection_notify_context,
                             MHD_OPTION_END);
 }
 
@@ -42,6 +46,18 @@ static inline const struct sockaddr *cmhd_connection_client_address(struct MHD_C
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+/// The connection's socket, or -1 if unknown (to shut down a connection whose request head is late).
+static inline int cmhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/// The per-connection pointer set in the MHD_CONNECTION_NOTIFY_STARTED callback, or NULL.
+static inline void *cmhd_connection_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }
 
 #endif

@@ -16,6 +16,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
+#include <openssl/x509.h>
 
 /// `OPENSSL_free` is a function-like macro (it passes __FILE__/__LINE__ to CRYPTO_free).
 static inline void cossl_free(void *pointer) { OPENSSL_free(pointer); }

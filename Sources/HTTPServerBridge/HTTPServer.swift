@@ -21,7 +21,8 @@ public final class HTTPServer: Sendable {
     ///   - handler: Called for every complete request.
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
         self.configuration = configuration
-        self.core = ServerCore(handler: handler, maxBodyBytes: configuration.maxBodyBytes)
+        self.core = ServerCore(
+            handler: handler, maxBodyBytes: configuration.maxBodyBytes, requestHeadTimeoutSeconds: configuration.requestHeadTimeoutSeconds)
     }
 
     deinit { stop() }
@@ -37,7 +38,7 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError.invalidConfiguration("host \(config.host) port \(config.port) is not a numeric address and port")
         }
         guard config.threadCount >= 1, config.maxBodyBytes >= 0, config.maxConnections >= 1,
-            config.connectionTimeoutSeconds >= 0, config.connectionMemoryLimitBytes >= 4096
+            config.connectionTimeoutSeconds >= 0, config.connectionMemoryLimitBytes >= 4096, config.requestHeadTimeoutSeconds >= 0
         else {
             throw HTTPServerError.invalidConfiguration("threadCount and maxConnections must be ≥ 1, connection memory ≥ 4096 bytes, limits ≥ 0")
         }
@@ -57,7 +58,7 @@ public final class HTTPServer: Sendable {
                 cmhd_start_daemon(
                     flags, sockaddr, UInt32(config.threadCount), UInt32(config.maxConnections),
                     UInt32(config.connectionTimeoutSeconds), config.connectionMemoryLimitBytes, accessHandler, context, requestCompleted,
-                    context)
+                    context, connectionNotified, context)
             }
             guard let daemon else {
                 throw HTTPServerError.cFunctionFailed("MHD_start_daemon", errno: errno, address: "\(config.host):\(config.port)")
@@ -66,6 +67,7 @@ public final class HTTPServer: Sendable {
             state.wasStarted = true
             state.port = Int(cmhd_daemon_bind_port(daemon))
         }
+        core.headDeadlines?.start()
     }
 
     /// The bound TCP port after ``start()`` (the kernel's pick when the configuration said 0);
@@ -96,6 +98,7 @@ public final class HTTPServer: Sendable {
     /// responses are dropped. Idempotent; also called from `deinit`. Must not be called from a
     /// handler's `respondImmediately`, which runs on a polling thread.
     public func stop() {
+        core.headDeadlines?.stop()
         guard let daemon = core.beginStop() else { return }
         MHD_stop_daemon(daemon)
     }

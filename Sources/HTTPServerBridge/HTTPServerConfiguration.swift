@@ -24,10 +24,15 @@ public struct HTTPServerConfiguration: Sendable {
     /// pool after every request, so a small pool is measurably faster on keep-alive connections;
     /// a request whose headers do not fit is answered 431/414 by libmicrohttpd.
     public var connectionMemoryLimitBytes: Int
+    /// Seconds a client may take to send a whole request head (request line and headers), from
+    /// the connection's opening or the end of its previous request, however it trickles the
+    /// bytes. Default 0: only ``connectionTimeoutSeconds`` (silence) applies.
+    public var requestHeadTimeoutSeconds: Int
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, threadCount: Int = 2, maxBodyBytes: Int = 65536,
-        maxConnections: Int = 4096, connectionTimeoutSeconds: Int = 60, connectionMemoryLimitBytes: Int = 16384
+        maxConnections: Int = 4096, connectionTimeoutSeconds: Int = 60, connectionMemoryLimitBytes: Int = 16384,
+        requestHeadTimeoutSeconds: Int = 0
     ) {
         self.host = host
         self.port = port
@@ -36,5 +41,6 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.connectionTimeoutSeconds = connectionTimeoutSeconds
         self.connectionMemoryLimitBytes = connectionMemoryLimitBytes
+        self.requestHeadTimeoutSeconds = requestHeadTimeoutSeconds
     }
 }

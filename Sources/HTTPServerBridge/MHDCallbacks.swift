@@ -27,6 +27,7 @@ func accessHandler(
         let context = RequestContext(connection: connection)
         requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
         core.state.withLock { $0.active += 1 }
+        headTrack(connection)?.requestStarted()
         guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
         context.bodyExceededLimit = true
         return dispatch(context, core: core, connection: connection, url: url, method: method)
@@ -80,12 +81,46 @@ func requestCompleted(
     _ serverPointer: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ requestPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ reason: MHD_RequestTerminationCode
 ) {
+    if let connection { headTrack(connection)?.requestCompleted() }
     guard let requestPointer, let existing = requestPointer.pointee else { return }
     Unmanaged<RequestContext>.fromOpaque(existing).release()
     requestPointer.pointee = nil
     if let serverPointer {
         Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().state.withLock { $0.active -= 1 }
     }
+}
+
+/// MHD_NotifyConnectionCallback: a connection opened or is about to close. With request-head
+/// deadlines on, a started connection gets a track (retained in its socket context) and a
+/// closing one gives it back, before MHD closes the socket (see `RequestHeadDeadlines`).
+func connectionNotified(
+    _ serverPointer: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ event: MHD_ConnectionNotificationCode
+) {
+    guard let serverPointer, let connection, let socketContext else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue()
+    guard let deadlines = core.headDeadlines else { return }
+    // MHD_CONNECTION_NOTIFY_STARTED = 0, MHD_CONNECTION_NOTIFY_CLOSED = 1 (the enum imports without its case names).
+    switch event.rawValue {
+    case 0:
+        let socket = cmhd_connection_fd(connection)
+        guard socket >= 0 else { return }
+        socketContext.pointee = Unmanaged.passRetained(deadlines.opened(socket: socket)).toOpaque()
+    case 1:
+        guard let existing = socketContext.pointee else { return }
+        let track = Unmanaged<RequestHeadDeadlines.Track>.fromOpaque(existing)
+        deadlines.closed(track.takeUnretainedValue())
+        track.release()
+        socketContext.pointee = nil
+    default:
+        return
+    }
+}
+
+/// The connection's head-deadline track, when deadlines are on.
+private func headTrack(_ connection: OpaquePointer) -> RequestHeadDeadlines.Track? {
+    guard let pointer = cmhd_connection_socket_context(connection) else { return nil }
+    return Unmanaged<RequestHeadDeadlines.Track>.fromOpaque(pointer).takeUnretainedValue()
 }
 
 /// Builds the HTTPRequest from what MHD parsed. MHD already percent-decoded the path (and took

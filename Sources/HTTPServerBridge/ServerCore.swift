@@ -23,11 +23,14 @@ final class ServerCore: Sendable {
 
     let handler: any HTTPHandler
     let maxBodyBytes: Int
+    /// Present when a request head has a deadline (``HTTPServerConfiguration/requestHeadTimeoutSeconds``).
+    let headDeadlines: RequestHeadDeadlines?
     let state = Mutex(State())
 
-    init(handler: any HTTPHandler, maxBodyBytes: Int) {
+    init(handler: any HTTPHandler, maxBodyBytes: Int, requestHeadTimeoutSeconds: Int = 0) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
+        headDeadlines = requestHeadTimeoutSeconds > 0 ? RequestHeadDeadlines(seconds: requestHeadTimeoutSeconds) : nil
     }
 
     /// Suspends the connection and runs the async handler in a Task. Called on the polling

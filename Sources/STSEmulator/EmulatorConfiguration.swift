@@ -1,3 +1,4 @@
+import CryptoBridge
 import Foundation
 
 /// A configuration problem found at start-up; its message is safe to print.
@@ -9,10 +10,12 @@ public struct EmulatorConfigurationError: Error, CustomStringConvertible {
 /// How the emulator is started.
 ///
 /// Command line: `sts-emulator --host 127.0.0.1 --port 0 --client-id ID --client-secret SECRET
-/// [--users FILE.json] [--issuer-base URL] [--rotation-grace-seconds 2] [--threads 2]`.
+/// [--users FILE.json] [--issuer-base URL] [--rotation-grace-seconds 2] [--threads 2]
+/// [--client-certificate CERT.pem] [--record-issued FILE]`.
 /// Each option falls back to an environment variable: `STS_EMULATOR_HOST`, `STS_EMULATOR_PORT`,
 /// `STS_EMULATOR_CLIENT_ID`, `STS_EMULATOR_CLIENT_SECRET`, `STS_EMULATOR_USERS`,
-/// `STS_EMULATOR_ISSUER_BASE`, `STS_EMULATOR_ROTATION_GRACE_SECONDS`, `STS_EMULATOR_THREADS`.
+/// `STS_EMULATOR_ISSUER_BASE`, `STS_EMULATOR_ROTATION_GRACE_SECONDS`, `STS_EMULATOR_THREADS`,
+/// `STS_EMULATOR_CLIENT_CERTIFICATE`.
 public struct EmulatorConfiguration: Sendable {
     /// Listening address. Default `127.0.0.1`.
     public var host: String = "127.0.0.1"
@@ -22,6 +25,9 @@ public struct EmulatorConfiguration: Sendable {
     public var clientID: String = "00000000-0000-4000-8000-00000000c1e7"
     /// The application's client secret. Default `emulator-secret`.
     public var clientSecret: String = "emulator-secret"
+    /// A certificate registered for the application: client assertions signed by its key are
+    /// accepted besides the secret. Default none.
+    public var clientCertificate: X509Certificate?
     /// The scheme, host and port that issuers and endpoints in discovery use (no trailing
     /// slash). Default nil: `http://{host}:{bound port}` once the server listens.
     public var issuerBase: String?
@@ -35,6 +41,9 @@ public struct EmulatorConfiguration: Sendable {
     public var defaultExpiresIn: Int = 3600
     /// Authorization-code lifetime (seconds). Default 600 (ten minutes, as the platform).
     public var codeLifetimeSeconds: Double = 600
+    /// A file to which every token and code handed out is appended, one per line (tests scan
+    /// logs and dumps for them). Default nil: nothing is written.
+    public var recordIssuedPath: String?
 
     public init() {}
 
@@ -47,7 +56,10 @@ public struct EmulatorConfiguration: Sendable {
     public static func parse(arguments: [String], environment: [String: String]) throws -> EmulatorConfiguration {
         var options: [String: String] = [:]
         var index = 0
-        let known = ["host", "port", "client-id", "client-secret", "users", "issuer-base", "rotation-grace-seconds", "threads"]
+        let known = [
+            "host", "port", "client-id", "client-secret", "users", "issuer-base", "rotation-grace-seconds", "threads", "client-certificate",
+            "record-issued",
+        ]
         while index < arguments.count {
             let argument = arguments[index]
             guard argument.hasPrefix("--") else { throw EmulatorConfigurationError("unexpected argument \(argument)") }
@@ -87,6 +99,13 @@ public struct EmulatorConfiguration: Sendable {
             guard let value = Int(threads), value > 0 else { throw EmulatorConfigurationError("bad thread count \(threads)") }
             configuration.threadCount = value
         }
+        if let path = option("client-certificate") {
+            guard let pem = try? String(contentsOfFile: path, encoding: .utf8), let certificate = try? X509Certificate(pem: pem) else {
+                throw EmulatorConfigurationError("cannot read a certificate from \(path)")
+            }
+            configuration.clientCertificate = certificate
+        }
+        configuration.recordIssuedPath = option("record-issued")
         if let path = option("users") {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw EmulatorConfigurationError("cannot read users file \(path)")

@@ -56,10 +56,18 @@ struct EmulatorState: Sendable {
     /// Lower-cased username → revocation generation and when it last changed.
     var revocations: [String: (generation: Int, at: Date)] = [:]
     var faults: [Fault] = []
+    /// `jti`s of client assertions already accepted (a replay is refused).
+    var clientAssertionIDs: Set<String> = []
+    /// Secrets handed out (not cleared by `reset`: tests look for them after the fact).
+    var issued = IssuedSecrets()
 
     var tokenRequests = 0
     var tokenRequestsByGrant: [String: Int] = [:]
     var graphRequests = 0
+    /// Graph requests by method (`GET`, `POST`, ...), for tests that count retries.
+    var graphRequestsByMethod: [String: Int] = [:]
+    /// `/v1.0/me/messages` created so far, by id, in creation order.
+    var messages: [(id: String, owner: String, message: JSONValue)] = []
     var authorizeRequests = 0
     var chains: [String: ChainStats] = [:]
 
@@ -99,6 +107,7 @@ struct EmulatorState: Sendable {
         tokenRequests = 0
         tokenRequestsByGrant = [:]
         graphRequests = 0
+        graphRequestsByMethod = [:]
         authorizeRequests = 0
         chains = [:]
     }
@@ -108,6 +117,7 @@ struct EmulatorState: Sendable {
             ("token_requests", .int(tokenRequests)),
             ("token_requests_by_grant", .object(tokenRequestsByGrant.keys.sorted().map { ($0, .int(tokenRequestsByGrant[$0]!)) })),
             ("graph_requests", .int(graphRequests)),
+            ("graph_requests_by_method", .object(graphRequestsByMethod.keys.sorted().map { ($0, .int(graphRequestsByMethod[$0]!)) })),
             ("authorize_requests", .int(authorizeRequests)),
             ("refresh_token_chain", .object(chains.keys.sorted().map { ($0, chains[$0]!.json) })),
             ("pending_faults", .int(faults.reduce(0) { $0 + $1.remaining })),

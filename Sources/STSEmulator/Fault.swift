@@ -5,7 +5,10 @@
 /// "username": "alice@contoso.example", "count": 1, "status": 429, "retry_after": "5" | HTTP-date,
 /// "body": "raw text", "error": "invalid_grant", "error_description": "text after the code",
 /// "error_codes": [700082], "suberror": "bad_token", "claims_challenge": "{\"access_token\":...}",
-/// "latency_ms": 250}`.
+/// "latency_ms": 250, "b2c": true, "claims_encoding": "json"|"base64"|"object"}`.
+/// `b2c` writes the Azure AD B2C body (code only in `error_description`, case 08) whatever the
+/// authority; `claims_encoding` chooses how a token error carries `claims_challenge` (JSON text,
+/// base64 of it, or an inline object).
 struct Fault: Sendable {
     enum Endpoint: String, Sendable { case token, graph, authorize }
 
@@ -28,6 +31,10 @@ struct Fault: Sendable {
     var claimsChallenge: String?
     /// Delay before answering (milliseconds).
     var latencyMs: Int
+    /// Write the B2C error shape even for an Entra authority.
+    var b2c = false
+    /// `json` (default), `base64` or `object`.
+    var claimsEncoding = "json"
 
     /// True when the fault only delays and the request then proceeds normally.
     var isLatencyOnly: Bool {
@@ -49,12 +56,17 @@ struct Fault: Sendable {
         if claims == nil, let object = value["claims_challenge"], case .object = object { claims = object.serialized }
         var body = value["body"]?.stringValue
         if body == nil, let object = value["body"], object != .null { body = object.serialized }
+        let encoding = value["claims_encoding"]?.stringValue ?? "json"
+        guard ["json", "base64", "object"].contains(encoding) else {
+            return .failure(EmulatorConfigurationError("\"claims_encoding\" must be json, base64 or object"))
+        }
         return .success(
             Fault(
                 endpoint: endpoint, username: value["username"]?.stringValue, remaining: count, status: value["status"]?.intValue,
                 retryAfter: retryAfter, body: body, error: value["error"]?.stringValue,
                 errorDescription: value["error_description"]?.stringValue,
                 errorCodes: (value["error_codes"]?.arrayValue ?? []).compactMap(\.intValue), suberror: value["suberror"]?.stringValue,
-                claimsChallenge: claims, latencyMs: value["latency_ms"]?.intValue ?? 0))
+                claimsChallenge: claims, latencyMs: value["latency_ms"]?.intValue ?? 0, b2c: value["b2c"]?.boolValue ?? false,
+                claimsEncoding: encoding))
     }
 }

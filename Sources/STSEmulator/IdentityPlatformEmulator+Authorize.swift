@@ -88,6 +88,7 @@ extension IdentityPlatformEmulator {
         state.withLock { state in
             state.codes = state.codes.filter { now.timeIntervalSince($0.value.issuedAt) < configuration.codeLifetimeSeconds }
             state.codes[code] = grant
+            state.issued.record(code, .code)
             // An interactive authorization consents to what it asked for.
             let key = user.username.lowercased()
             var userControls = state.controls[key] ?? UserControls()

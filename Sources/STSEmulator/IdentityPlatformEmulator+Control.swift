@@ -3,7 +3,9 @@ import HTTPCommon
 extension IdentityPlatformEmulator {
     /// The control API: no authentication (a loopback test tool).
     /// - `GET /_control/stats` → counters (`token_requests`, `token_requests_by_grant`,
-    ///   `graph_requests`, `authorize_requests`, `refresh_token_chain`, `pending_faults`).
+    ///   `graph_requests`, `graph_requests_by_method`, `authorize_requests`, `refresh_token_chain`, `pending_faults`).
+    /// - `GET /_control/issued` → the newest tokens and codes handed out (`access_tokens`,
+    ///   `refresh_tokens`, `id_tokens`, `codes`), for tests that check none leaks.
     /// - `POST /_control/reset` → clears faults, counters and per-user settings.
     /// - `GET|POST /_control/users/{username}` → reads or changes `UserControls`; the body's
     ///   `revoke_refresh_tokens: true` makes every refresh token issued so far answer AADSTS50173.
@@ -16,6 +18,8 @@ extension IdentityPlatformEmulator {
         switch (request.method, segments.first, segments.count) {
         case ("GET", "stats", 1):
             return Self.json(200, state.withLock { $0.statsJSON })
+        case ("GET", "issued", 1):
+            return Self.json(200, state.withLock { $0.issued.json })
         case ("POST", "reset", 1):
             state.withLock { $0.reset() }
             return Self.json(200, ["reset": true])

@@ -8,8 +8,15 @@ extension IdentityPlatformEmulator {
     /// carries `WWW-Authenticate` as in case 18 (unquoted `authorization_uri`, padded base64
     /// `claims` for a claims challenge). Source: learn.microsoft.com "Microsoft Graph error
     /// responses", "Claims challenges".
-    func graphMe(_ request: HTTPRequest) -> Outcome {
-        state.withLock { $0.graphRequests += 1 }
+    ///
+    /// With `messageId` (nil: the collection), the same checks guard `/v1.0/me/messages`.
+    /// With `userId` it is `GET /v1.0/users/{id | userPrincipalName}`, which an app-only token
+    /// (client credentials, `roles` holding `User.Read.All`) may call as well as a user's.
+    func graphMe(_ request: HTTPRequest, messageId: String?? = nil, userId: String? = nil) -> Outcome {
+        state.withLock {
+            $0.graphRequests += 1
+            $0.graphRequestsByMethod[request.method, default: 0] += 1
+        }
         let now = clock.now()
         let requestID = Self.newGUID()
         let clientRequestID = request.headers["client-request-id"] ?? requestID
@@ -52,16 +59,30 @@ extension IdentityPlatformEmulator {
         if let fault, !fault.isLatencyOnly {
             return Outcome(response: graphFaultResponse(fault, graphError: graphError, challengeBase: challengeBase), delayMilliseconds: delay)
         }
-        if claims["idtyp"]?.stringValue == "app" {
+        if let messageId {
+            let owner = claims["oid"]?.stringValue ?? ""
+            var outcome = Outcome(response: graphMessages(request, id: messageId, owner: owner, graphError: graphError), delayMilliseconds: delay)
+            for (name, value) in echo { outcome.response.headers.set(name, value) }
+            return outcome
+        }
+        let isApp = claims["idtyp"]?.stringValue == "app"
+        if isApp && userId == nil {
             return Outcome(response: graphError(400, "BadRequest", "/me request is only valid with delegated authentication flow."), delayMilliseconds: delay)
         }
-        guard let oid = claims["oid"]?.stringValue,
-            let user = configuration.directory.tenants.lazy.flatMap(\.users).first(where: { $0.objectID == oid })
+        if isApp, !(claims["roles"]?.arrayValue ?? []).contains(where: { $0.stringValue == "User.Read.All" }) {
+            return Outcome(
+                response: graphError(403, "Authorization_RequestDenied", "Insufficient privileges to complete the operation."), delayMilliseconds: delay)
+        }
+        let wanted = userId ?? claims["oid"]?.stringValue
+        guard let wanted,
+            let user = configuration.directory.tenants.lazy.flatMap(\.users).first(where: {
+                $0.objectID == wanted || $0.username.lowercased() == wanted.lowercased()
+            })
         else {
             return Outcome(
                 response: graphError(
                     404, "Request_ResourceNotFound",
-                    "Resource '\(claims["oid"]?.stringValue ?? "")' does not exist or one of its queried reference-property objects are not present."),
+                    "Resource '\(wanted ?? "")' does not exist or one of its queried reference-property objects are not present."),
                 delayMilliseconds: delay)
         }
         let body: JSONValue = .object([

@@ -23,7 +23,8 @@ extension IdentityPlatformEmulator {
 
     /// The token endpoint (RFC 6749 §3.2; identity platform "OAuth 2.0 authorization code flow",
     /// "client credentials flow", "on-behalf-of flow"): client authentication by
-    /// `client_secret` in the body or HTTP Basic (RFC 6749 §2.3.1), then the grant.
+    /// `client_secret` in the body or HTTP Basic (RFC 6749 §2.3.1), or by a certificate client
+    /// assertion (RFC 7523 §2.2, `clientAssertionError`), then the grant.
     func token(_ request: HTTPRequest, authority: Route.Authority) -> Outcome {
         let form = TokenForm(fields: FormEncoding.parse(request.body))
         let grantType = form["grant_type"] ?? "(none)"
@@ -69,8 +70,9 @@ extension IdentityPlatformEmulator {
         guard clientID == configuration.clientID else {
             return fail(.unknownClient(clientID, tenant: resolved.tenant?.id ?? resolved.segment), delay: delay)
         }
-        guard let secret, !secret.isEmpty else { return fail(.missingClientSecret(), delay: delay) }
-        guard Self.constantTimeEquals(secret, configuration.clientSecret) else {
+        if form["client_assertion"] != nil || form["client_assertion_type"] != nil {
+            if let error = clientAssertionError(form, clientID: clientID, tokenURL: baseURL + request.path) { return fail(error, delay: delay) }
+        } else if let secret, !secret.isEmpty, !Self.constantTimeEquals(secret, configuration.clientSecret) {
             var error = STSError.invalidClientSecret(clientID: clientID)
             if b2c {
                 error = STSError(
@@ -78,6 +80,8 @@ extension IdentityPlatformEmulator {
                     message: "The specified client_secret does not match the expected value for this client. Please correct the client_secret and try again.")
             }
             return fail(error, delay: delay)
+        } else if secret?.isEmpty ?? true {
+            return fail(.missingClientSecret(), delay: delay)
         }
 
         let result: Result<JSONValue, STSError>
@@ -126,7 +130,8 @@ extension IdentityPlatformEmulator {
     }
 
     /// The answer a queued token fault gives.
-    func tokenFaultResponse(_ fault: Fault, b2c: Bool, request: HTTPRequest) -> HTTPResponse {
+    func tokenFaultResponse(_ fault: Fault, b2c authorityIsB2C: Bool, request: HTTPRequest) -> HTTPResponse {
+        let b2c = authorityIsB2C || fault.b2c
         var response: HTTPResponse
         if let body = fault.body {
             var headers = HTTPHeaders()
@@ -142,6 +147,7 @@ extension IdentityPlatformEmulator {
             error.includesErrorURI = known?.includesErrorURI ?? true
             error.separator = known?.separator ?? " "
             error.claims = fault.claimsChallenge
+            error.claimsEncoding = fault.claimsEncoding
             response = errorResponse(error, b2c: b2c, request: request)
             if fault.errorCodes.count > 1, !b2c, var body = JSONValue.parse(response.body), case .object(var members) = body {
                 if let index = members.firstIndex(where: { $0.0 == "error_codes" }) {
@@ -267,6 +273,7 @@ extension IdentityPlatformEmulator {
             ("tid", .string(tenant.id)), ("uti", .string(opaqueToken(prefix: ""))), ("ver", "2.0"),
         ])
         guard let accessToken = try? key.makeJWT(claims: claims) else { return .failure(.serverError()) }
+        state.withLock { $0.issued.record(accessToken, .accessToken) }
         return .success(
             .object([
                 ("token_type", "Bearer"), ("expires_in", .int(lifetime)), ("ext_expires_in", .int(lifetime)),
@@ -381,6 +388,11 @@ extension IdentityPlatformEmulator {
             }
         }
 
+        state.withLock { state in
+            state.issued.record(accessToken, .accessToken)
+            if let idToken { state.issued.record(idToken, .idToken) }
+            if let refreshToken, reusing == nil { state.issued.record(refreshToken, .refreshToken) }
+        }
         var body: [(String, JSONValue)] = [
             ("token_type", "Bearer"), ("scope", .string(scopeField)), ("expires_in", .int(expiresIn)), ("ext_expires_in", .int(extExpiresIn)),
         ]

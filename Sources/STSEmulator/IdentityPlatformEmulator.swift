@@ -13,7 +13,8 @@ import Synchronization
 /// - `GET /{authority}/discovery/v2.0/keys`
 /// - `GET /{authority}/oauth2/v2.0/authorize`
 /// - `POST /{authority}/oauth2/v2.0/token`
-/// - `GET /v1.0/me`
+/// - `GET /v1.0/me`; `GET|POST /v1.0/me/messages`, `GET|PATCH|DELETE /v1.0/me/messages/{id}`;
+///   `GET /v1.0/users/{id}` (also with an app-only token)
 /// - `GET /_control/stats`, `POST /_control/reset`, `GET|POST /_control/users/{username}`,
 ///   `POST|DELETE /_control/faults`
 ///
@@ -40,6 +41,12 @@ public final class IdentityPlatformEmulator: HTTPHandler {
         self.clock = clock
         self.key = signingKey
         self.base = Mutex(configuration.issuerBase ?? "http://\(configuration.host):\(configuration.port)")
+        if let path = configuration.recordIssuedPath {
+            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+            let file = FileHandle(forWritingAtPath: path)
+            _ = try? file?.seekToEnd()
+            state.withLock { $0.issued.recordFile = file }
+        }
     }
 
     /// The scheme, host and port of every URL the emulator writes (issuers, endpoints).
@@ -55,7 +62,7 @@ public final class IdentityPlatformEmulator: HTTPHandler {
     public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
         switch Route(request) {
         case .discovery, .keys, .control, .notFound: handle(request).response
-        case .authorize, .token, .graphMe: nil
+        case .authorize, .token, .graphMe, .graphMessages, .graphUser: nil
         }
     }
 
@@ -82,6 +89,8 @@ public final class IdentityPlatformEmulator: HTTPHandler {
         case .authorize(let authority): return authorize(request, authority: authority)
         case .token(let authority): return token(request, authority: authority)
         case .graphMe: return graphMe(request)
+        case .graphMessages(let id): return graphMe(request, messageId: .some(id))
+        case .graphUser(let id): return graphMe(request, userId: id)
         case .control(let segments): return Outcome(response: control(request, segments: segments))
         case .notFound:
             return Outcome(response: Self.json(404, ["error": "not_found", "message": .string("no route for \(request.method) \(request.path)")]))
@@ -127,6 +136,10 @@ enum Route {
     case authorize(Authority)
     case token(Authority)
     case graphMe
+    /// `/v1.0/me/messages` (nil id) or `/v1.0/me/messages/{id}`.
+    case graphMessages(String?)
+    /// `/v1.0/users/{id or userPrincipalName}`.
+    case graphUser(String)
     case control([String])
     case notFound
 
@@ -138,6 +151,15 @@ enum Route {
         }
         if segments == ["v1.0", "me"] {
             self = request.method == "GET" ? .graphMe : .notFound
+            return
+        }
+        if segments.count == 3 || segments.count == 4, Array(segments.prefix(3)) == ["v1.0", "me", "messages"] {
+            let allowed = segments.count == 3 ? ["GET", "HEAD", "POST"] : ["GET", "HEAD", "PATCH", "DELETE"]
+            self = allowed.contains(request.method) ? .graphMessages(segments.count == 4 ? segments[3] : nil) : .notFound
+            return
+        }
+        if segments.count == 3, segments[0] == "v1.0", segments[1] == "users" {
+            self = request.method == "GET" ? .graphUser(segments[2].removingPercentEncoding ?? segments[2]) : .notFound
             return
         }
         if segments.first?.lowercased() == "tfp" { segments.removeFirst() }

@@ -23,6 +23,8 @@ struct STSError: Error, Sendable {
     var separator = " "
     /// A claims request (JSON text) for interaction_required answers.
     var claims: String?
+    /// How `claims` is written: `json` (JSON text in a string), `base64` (of that text), `object`.
+    var claimsEncoding = "json"
     /// Extra headers (e.g. Retry-After).
     var headers: [(String, String)] = []
 
@@ -230,7 +232,13 @@ struct STSError: Error, Sendable {
             ]
             if includesErrorURI { members.append(("error_uri", .string("https://login.microsoftonline.com/error?code=\(code)"))) }
             if let suberror { members.append(("suberror", .string(suberror))) }
-            if let claims { members.append(("claims", .string(claims))) }
+            if let claims {
+                switch claimsEncoding {
+                case "base64": members.append(("claims", .string(Data(claims.utf8).base64EncodedString())))
+                case "object": members.append(("claims", JSONValue.parse(Array(claims.utf8)) ?? .string(claims)))
+                default: members.append(("claims", .string(claims)))
+                }
+            }
             body = .object(members)
         }
         for (name, value) in self.headers { headers.set(name, value) }

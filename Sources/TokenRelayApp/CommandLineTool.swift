@@ -4,11 +4,13 @@ import IdentityCore
 import PostgresBridge
 
 /// `token-relay` sub-commands (SPEC §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
-/// `api-keys create|list|revoke`, `encryption generate-key`. Exit codes: 0 success, 1 failure,
+/// `api-keys create|list|revoke`, `encryption generate-key|rotate`, `accounts list|show|delete`,
+/// `keepalive --once`. Exit codes: 0 success, 1 failure,
 /// 2 usage or configuration error (one clear line on standard error).
 public enum CommandLineTool {
     public static func run(_ arguments: [String]) async -> Int32 {
         let loader = ConfigurationLoader()
+        if let status = preflight(arguments) { return status }
         do {
             switch arguments.first {
             case "serve", nil:
@@ -24,10 +26,20 @@ public enum CommandLineTool {
             case "api-keys":
                 return try await apiKeys(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "encryption":
-                guard arguments.dropFirst().first == "generate-key" else { return usage("encryption generate-key [--id ID]") }
-                let id = option("--id", in: arguments) ?? "k" + String(Int(Date().timeIntervalSince1970))
-                print(KeyRing.generateEntry(id: id))
-                return 0
+                switch arguments.dropFirst().first {
+                case "generate-key":
+                    let id = option("--id", in: arguments) ?? "k" + String(Int(Date().timeIntervalSince1970))
+                    print(KeyRing.generateEntry(id: id))
+                    return 0
+                case "rotate":
+                    return try await rotateEncryption(Array(arguments.dropFirst(2)), loader.load(requireIdentity: false))
+                default:
+                    return usage("encryption generate-key [--id ID] | rotate [--batch-size N]")
+                }
+            case "accounts":
+                return try await accounts(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "keepalive":
+                return try await keepAlive(Array(arguments.dropFirst()), loader.load())
             case "--help", "-h", "help":
                 printUsage()
                 return 0
@@ -52,9 +64,12 @@ public enum CommandLineTool {
         let port = try await service.start()
         // One machine-readable line for scripts and tests that start the binary on port 0.
         FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.listenHost):\#(port)"}"#.utf8 + [10]))
+        let hangup = reloadKeyRingOnHangup(service, logger: logger)
         await waitForTermination()
+        hangup.cancel()
         logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.shutdownTimeoutSeconds)])
-        let drained = service.shutdown()
+        // Stops accepting, lets requests in flight finish, flushes key usage, closes the pool.
+        let drained = await service.shutdown()
         logger.info("service.stopped", ["drained": String(drained)])
         return 0
     }
@@ -94,7 +109,9 @@ public enum CommandLineTool {
         let store = APIKeyStore(database: Database(pool: pool))
         switch arguments.first {
         case "create":
-            guard let name = option("--name", in: arguments), !name.isEmpty else { return usage("api-keys create --name NAME --permissions p1,p2") }
+            guard let name = option("--name", in: arguments), !name.isEmpty else {
+                return usage("api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2]")
+            }
             let requested = (option("--permissions", in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             var permissions: [Permission] = []
             for text in requested {
@@ -104,17 +121,32 @@ public enum CommandLineTool {
                 permissions.append(permission)
             }
             guard !permissions.isEmpty else { return usage("api-keys create needs --permissions") }
-            let created = try await APIKeyAuthenticator.create(name: name, permissions: permissions, store: store)
+            let tenants = listOption("--tenants", in: arguments)
+            let scopePatterns = listOption("--scopes", in: arguments)
+            if let bad = (tenants + scopePatterns).first(where: {
+                $0.utf8.count > 256 || $0.unicodeScalars.contains { $0.properties.generalCategory == .control }
+            }) {
+                return usage("'\(bad.prefix(40))' is not a tenant or scope pattern")
+            }
+            let created = try await APIKeyAuthenticator.create(
+                name: name, permissions: permissions, tenants: tenants, scopePatterns: scopePatterns, store: store)
             try await AuditStore(database: Database(pool: pool)).record(
                 .apiKeyCreated, actor: "cli", accountId: nil, outcome: "success",
-                detail: ["key_id": .string(created.keyId), "permissions": .array(permissions.map { .string($0.rawValue) })])
-            let object: [String: Any] = ["key_id": created.keyId, "name": name, "permissions": permissions.map(\.rawValue), "api_key": created.apiKey]
+                detail: [
+                    "key_id": .string(created.keyId), "permissions": .array(permissions.map { .string($0.rawValue) }),
+                    "tenants": .array(tenants.map(JSONValue.string)), "scopes": .array(scopePatterns.map(JSONValue.string)),
+                ])
+            let object: [String: Any] = [
+                "key_id": created.keyId, "name": name, "permissions": permissions.map(\.rawValue), "tenants": tenants, "scopes": scopePatterns,
+                "api_key": created.apiKey,
+            ]
             print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
             return 0
         case "list":
             for key in try await store.all() {
                 let object: [String: Any] = [
-                    "key_id": key.keyId, "name": key.name, "permissions": key.permissions.map(\.rawValue), "created_at": key.createdAt,
+                    "key_id": key.keyId, "name": key.name, "permissions": key.permissions.map(\.rawValue), "tenants": key.tenants,
+                    "scopes": key.scopePatterns, "created_at": key.createdAt,
                     "revoked_at": key.revokedAt ?? NSNull(),
                 ]
                 print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
@@ -132,9 +164,45 @@ public enum CommandLineTool {
         }
     }
 
+    /// Re-encrypts every ciphertext under the ring's first key; prints one JSON object; exits 0
+    /// when no row is left under another key, 1 otherwise (SPEC §12 Encryption keys).
+    private static func rotateEncryption(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
+        guard !configuration.databaseURL.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
+        }
+        guard !configuration.clientId.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ID", reason: "is required")
+        }
+        let ring: KeyRing
+        do { ring = try KeyRing(parsing: configuration.encryptionKeys) } catch {
+            throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: error.description)
+        }
+        var batchSize = 500
+        if let text = option("--batch-size", in: arguments) {
+            guard let size = Int(text), (1...100_000).contains(size) else { return usage("--batch-size must be an integer in 1...100000") }
+            batchSize = size
+        }
+        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
+        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        defer { pool.close() }
+        let database = Database(pool: pool)
+        let store = CiphertextStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
+        let report = try await KeyRotation(store: store, logger: logger, batchSize: batchSize).run()
+        try await AuditStore(database: database).record(
+            .encryptionRotated, actor: "cli", accountId: nil, outcome: report.remaining == 0 ? "success" : "incomplete",
+            detail: report.json.objectValue ?? [:])
+        print(String(decoding: JSONWriter.encode(report.json), as: UTF8.self))
+        return report.remaining == 0 ? 0 : 1
+    }
+
     private static func option(_ name: String, in arguments: [String]) -> String? {
         guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
         return arguments[index + 1]
+    }
+
+    /// A comma-separated option as trimmed, non-empty items; empty when absent.
+    private static func listOption(_ name: String, in arguments: [String]) -> [String] {
+        (option(name, in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     private static func usage(_ message: String) -> Int32 {
@@ -150,10 +218,34 @@ public enum CommandLineTool {
               migrate                    apply pending migrations and exit
               check-config               validate the configuration and exit
               healthcheck                exit 0 when /healthz passes
-              api-keys create --name NAME --permissions p1,p2 | list | revoke KEY_ID
+              api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes "User.*,https://vault.azure.net/*"]
+                                         | list | revoke KEY_ID
               encryption generate-key [--id ID]
+              encryption rotate [--batch-size N]   re-encrypt every token under the ring's first key
+              accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
+              keepalive --once           run one refresh-token keep-alive pass and exit
+            every command and sub-command takes --help
             configuration: TOKENRELAY_* environment variables (see README.md)
             """)
+    }
+
+    /// On SIGHUP, reads the key ring again (`TOKENRELAY_ENCRYPTION_KEYS` or its `_FILE`, SPEC §11);
+    /// a ring that does not parse is logged and the current one kept.
+    private static func reloadKeyRingOnHangup(_ service: TokenRelayService, logger: Logger) -> any DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "token-relay.sighup"))
+        source.setEventHandler {
+            do {
+                let configuration = try ConfigurationLoader().load(requireIdentity: false)
+                service.reloadKeyRing(try KeyRing(parsing: configuration.encryptionKeys))
+            } catch let error as KeyRingError {
+                logger.error("encryption.key_ring_reload_failed", ["setting": "TOKENRELAY_ENCRYPTION_KEYS", "error": error.description])
+            } catch {
+                logger.error("encryption.key_ring_reload_failed", ["error": String(describing: error)])
+            }
+        }
+        source.resume()
+        return source
     }
 
     /// Suspends until SIGINT or SIGTERM.

@@ -3,6 +3,7 @@ import HTTPClientBridge
 import HTTPServerBridge
 import IdentityCore
 import PostgresBridge
+import Synchronization
 
 /// The running service: builds every component from the configuration and serves HTTP.
 public final class TokenRelayService: Sendable {
@@ -15,8 +16,18 @@ public final class TokenRelayService: Sendable {
     private let invalidation: ReplicaInvalidation
     public let metrics: Metrics
     private let urls: PublicURLs
+    private let cipher: TokenCipher
+    private let ciphertexts: CiphertextStore
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
     public let routeTable: [(method: String, path: String)]
+    /// API-key authentication; `authenticator.forget(keyId:)` drops a revoked key from this replica's memory.
+    let authenticator: APIKeyAuthenticator
+    /// Every route with the access it declared (the permission-table test reads it).
+    let routeAccess: [(method: String, template: String, access: RouteAccess)]
+    private let keepAlive: KeepAliveJob
+    private let webhooks: WebhookDeliverer?
+    /// The keep-alive and webhook loops started by `start()`, cancelled by `stop()`.
+    private let backgroundJobs = Mutex<[Task<Void, Never>]>([])
 
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, migrations).
     public init(configuration: Configuration, logger: Logger) throws {
@@ -50,10 +61,16 @@ public final class TokenRelayService: Sendable {
         let urls = PublicURLs(configuration: configuration)
         self.urls = urls
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
-        let store = TokenStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
+        let cipher = TokenCipher(ring: ring)
+        self.cipher = cipher
+        let store = TokenStore(database: database, clientId: configuration.clientId, cipher: cipher)
+        let ciphertexts = CiphertextStore(database: database, clientId: configuration.clientId, cipher: cipher)
+        self.ciphertexts = ciphertexts
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
+        let credential = try ClientCredential(configuration: configuration)
         let sts = STSClient(
-            http: upstream, clientId: configuration.clientId, clientSecret: configuration.clientSecret, maxAttempts: configuration.maxAttempts,
+            http: upstream, clientId: configuration.clientId, credential: credential,
+            maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics)
         let memory = MemoryTokenCache()
         let accounts = AccountCache(ttl: TimeInterval(configuration.cacheTTLSeconds))
@@ -62,17 +79,25 @@ public final class TokenRelayService: Sendable {
             coalescer: RefreshCoalescer(),
             clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
-            logger: logger, now: now)
+            logger: logger, now: now, uiRequired: UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds),
+            allowExtendedLifetime: configuration.allowExtendedLifetime)
+        let grants = GrantTokenService(
+            store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
+            clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics, logger: logger,
+            now: now)
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
-            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now)
+            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
+            links: SignInStartLinks(ring: ring, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
-            apis: configuration.downstreamAPIs, tokens: tokens, http: upstream, maxAttempts: configuration.maxAttempts,
+            apis: configuration.downstreamAPIs, tokens: tokens, grants: grants, http: upstream, maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
         let services = AppServices(
-            configuration: configuration, store: store, tokens: tokens, signIns: signIns, downstream: downstream, authorities: authorities,
-            health: HealthChecks(database: database, migrator: migrator, keyRing: ring), metrics: metrics, audit: AuditStore(database: database))
+            configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
+            health: HealthChecks(
+                database: database, migrator: migrator, keyRing: ring, clientCertificateNotAfter: credential.certificateNotAfter, ciphertexts: ciphertexts),
+            metrics: metrics, audit: AuditStore(database: database))
         metrics.addGauges {
             let stats = pool.statistics
             return [
@@ -83,9 +108,25 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
+                + (credential.certificateNotAfter.map {
+                    [("tokenrelay_client_certificate_expiry_seconds", [:], Double($0 - Int(Date().timeIntervalSince1970)))]
+                } ?? [])
+        }
+        keepAlive = KeepAliveJob(
+            store: KeepAliveStore(database: database, clientId: configuration.clientId), accounts: store, tokens: tokens,
+            events: AccountEventStore(database: database), afterDays: configuration.keepAliveAfterDays,
+            maxPerMinute: configuration.keepAliveMaxPerMinute, metrics: metrics, logger: logger)
+        metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
+        metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
+        webhooks = configuration.webhookURL.map { url in
+            WebhookDeliverer(
+                database: database, url: url, secret: configuration.webhookSecret ?? "", http: http,
+                maxBackoffSeconds: configuration.webhookMaxBackoffSeconds, metrics: metrics, logger: logger)
         }
         let authenticator = APIKeyAuthenticator(
-            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), cacheTTL: TimeInterval(configuration.cacheTTLSeconds))
+            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.rateLimitPerKey,
+            cacheTTL: TimeInterval(configuration.cacheTTLSeconds))
+        self.authenticator = authenticator
         let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
         self.invalidation = invalidation
         invalidation.onAccountForgotten(tokens.forgetInMemory)
@@ -101,13 +142,15 @@ public final class TokenRelayService: Sendable {
         }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations
+        routeAccess = router.routes.map { ($0.method, $0.template, $0.access) }
         let handler = AppHTTPHandler(
             router: router, authenticator: authenticator,
             services: services, logger: logger)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost, port: configuration.listenPort, threadCount: configuration.serverThreads,
-                maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections),
+                maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections,
+                connectionTimeoutSeconds: configuration.clientTimeoutSeconds, requestHeadTimeoutSeconds: configuration.clientTimeoutSeconds),
             handler: handler)
     }
 
@@ -121,21 +164,67 @@ public final class TokenRelayService: Sendable {
         try server.start()
         urls.serverStarted(port: server.port)
         logger.info("service.listening", ["listen.host": configuration.listenHost, "listen.port": String(server.port)])
+        startBackgroundJobs()
         return server.port
+    }
+
+    /// Runs one refresh-token keep-alive pass now (`token-relay keepalive --once`).
+    /// - Returns: the pass summary as one JSON object (`ran`, `refreshed`, `failed`, `deferred`).
+    /// - Throws: `Problem` when the database fails.
+    public func runKeepAlivePass() async throws -> String {
+        do { return try await keepAlive.runPass().json } catch let problem as Problem { throw ServiceError(description: problem.detail) }
+    }
+
+    private func startBackgroundJobs() {
+        var jobs: [Task<Void, Never>] = []
+        if configuration.keepAliveAfterDays > 0 {
+            let keepAlive = self.keepAlive
+            let interval = Double(configuration.keepAliveIntervalSeconds)
+            let logger = self.logger
+            jobs.append(
+                Task {
+                    // Replicas started together do not all reach for the lease at once.
+                    try? await Task.sleep(for: .seconds(Double.random(in: 10..<70)))
+                    while !Task.isCancelled {
+                        do { _ = try await keepAlive.runPass() } catch { logger.warn("keepalive.pass_failed", ["error": String(describing: type(of: error))]) }
+                        try? await Task.sleep(for: .seconds(interval * Double.random(in: 0.8..<1.2)))
+                    }
+                })
+        }
+        if let webhooks {
+            jobs.append(Task { await webhooks.run() })
+        }
+        backgroundJobs.withLock { $0 = jobs }
+    }
+
+    /// Replaces the encryption key ring (SIGHUP, SPEC §11): new tokens are sealed under its first
+    /// key; stored tokens open under any of its keys.
+    public func reloadKeyRing(_ ring: KeyRing) {
+        cipher.reload(ring)
+        logger.info("encryption.key_ring_reloaded", ["key_id": ring.primary.id, "keys.count": String(ring.keys.count)])
+    }
+
+    /// Writes this process's encryption counts to the database (at shutdown; readiness probes
+    /// do it meanwhile). Best effort.
+    public func flushKeyUsage() async {
+        _ = try? await ciphertexts.flushUsage()
     }
 
     /// Graceful stop (SIGTERM): stops accepting connections, lets in-flight requests finish for
     /// up to `TOKENRELAY_SHUTDOWN_TIMEOUT_S`, then closes the rest, the listener and the pool.
     /// - Returns: whether every in-flight request finished in time.
     @discardableResult
-    public func shutdown() -> Bool {
+    public func shutdown() async -> Bool {
         let drained = server.drain(timeoutSeconds: Double(configuration.shutdownTimeoutSeconds))
+        await flushKeyUsage()
         stop()
         return drained
     }
 
     public func stop() {
         invalidation.stop()
+        for job in backgroundJobs.withLock({ $0 }) { job.cancel() }
+
         server.stop()
         http.shutdown()
         pool.close()

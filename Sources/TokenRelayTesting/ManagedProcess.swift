@@ -3,7 +3,8 @@ import Synchronization
 
 /// A child process started by a test (the built `token-relay` or `sts-emulator` binary), stopped
 /// with SIGTERM when the test is done. Its first JSON line with `"event":"listening"` on standard
-/// output tells the port; standard error goes to a log file under the temporary directory.
+/// output tells the port; standard error goes to `<name>-<id>.log` and standard output to
+/// `<name>-<id>.stdout.log` in ``TestLogs/directory`` (scanned for secrets by `make test`).
 public final class ManagedProcess: Sendable {
     public let port: Int
     public let logPath: String
@@ -22,12 +23,15 @@ public final class ManagedProcess: Sendable {
         let output = Pipe()
         process.standardOutput = output
         let name = URL(fileURLWithPath: executable).lastPathComponent
-        logPath = NSTemporaryDirectory() + "tokenrelay-test-\(name)-\(UUID().uuidString.prefix(8)).log"
+        let stem = TestLogs.directory + "/tokenrelay-test-\(name)-\(UUID().uuidString.prefix(8))"
+        logPath = stem + ".log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stem + ".stdout.log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
 
         let reader = output.fileHandleForReading
+        let stdoutLog = FileHandle(forWritingAtPath: stem + ".stdout.log")
         let found = Mutex<Int?>(nil)
         let done = DispatchSemaphore(value: 0)
         // Reads stdout for the whole life of the child so it never blocks on a full pipe.
@@ -37,6 +41,7 @@ public final class ManagedProcess: Sendable {
             while true {
                 let chunk = reader.availableData
                 if chunk.isEmpty { break }
+                stdoutLog?.write(chunk)
                 guard !signalled else { continue }
                 buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: 10) {
@@ -79,6 +84,13 @@ public final class ManagedProcess: Sendable {
         }
     }
 
+    /// Sends `signal` (e.g. `SIGHUP`) to the child while it runs.
+    public func send(signal: Int32) {
+        process.withLock { process in
+            if let process, process.isRunning { kill(process.processIdentifier, signal) }
+        }
+    }
+
     /// Sends SIGTERM without waiting (graceful-shutdown tests); ``waitForExit()`` collects the status.
     public func terminate() {
         process.withLock { $0 }?.terminate()
@@ -97,6 +109,38 @@ public final class ManagedProcess: Sendable {
     }
 
     deinit { stop() }
+}
+
+/// Where end-to-end tests write the logs of the processes they start, and the secrets they used
+/// or saw (for `scripts/scan-test-logs`, which fails `make test` when a log holds one).
+public enum TestLogs {
+    /// `TOKENRELAY_TEST_LOG_DIR` (created when missing), else the temporary directory.
+    public static var directory: String {
+        guard let dir = ProcessInfo.processInfo.environment["TOKENRELAY_TEST_LOG_DIR"], !dir.isEmpty else {
+            var temporary = NSTemporaryDirectory()
+            while temporary.count > 1 && temporary.hasSuffix("/") { temporary.removeLast() }
+            return temporary
+        }
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// Whether secrets are recorded: only when `TOKENRELAY_TEST_LOG_DIR` is set (by `make test`,
+    /// whose scan deletes them afterwards).
+    public static var recordsSecrets: Bool {
+        !(ProcessInfo.processInfo.environment["TOKENRELAY_TEST_LOG_DIR"] ?? "").isEmpty
+    }
+
+    /// Appends `secrets` to `<directory>/<file>.secrets`, one per line (never printed).
+    public static func record(_ secrets: [String], in file: String) {
+        guard recordsSecrets else { return }
+        let path = directory + "/" + file + ".secrets"
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        handle.write(Data(secrets.filter { !$0.isEmpty }.map { $0 + "\n" }.joined().utf8))
+    }
 }
 
 /// Where the package's built executables are: `TOKENRELAY_BIN_DIR`, else beside the test bundle.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientBridge
 import HTTPCommon
 import PostgresBridge
+import Synchronization
 
 /// The whole system on real parts for end-to-end tests: a fresh PostgreSQL database, the built
 /// `sts-emulator`, `token-relay migrate`, and the built `token-relay serve` on a free port.
@@ -12,11 +13,15 @@ public final class TokenRelayStack: Sendable {
     public let apiKey: String
     public let databaseURL: String
     public let emulator: ManagedProcess
-    public let relay: ManagedProcess
+    /// The running `token-relay serve` (a new one after ``restartRelay(environment:)``).
+    public var relay: ManagedProcess { relayState.withLock { $0.process } }
+    private let relayState: Mutex<(process: ManagedProcess, environment: [String: String])>
+    /// The name secrets of this stack are recorded under (see ``TestLogs``).
+    private let secretsFile: String
     public let http = HTTPClient()
     public let tenantId = "11111111-1111-1111-1111-111111111111"
-    /// The environment `token-relay serve` was started with (``startReplica(environment:)`` reuses it).
-    public let relayEnvironment: [String: String]
+    /// The environment `token-relay serve` runs with, for running other sub-commands against the same stack.
+    public var environment: [String: String] { relayEnvironment }
 
     /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings; `databaseURL`
     /// replaces the fresh database on the shared test server (e.g. a ``PrivatePostgres``).
@@ -30,9 +35,12 @@ public final class TokenRelayStack: Sendable {
         } else {
             self.databaseURL = try await TestPostgres.freshDatabase(named: name)
         }
+        secretsFile = "\(name)-\(UUID().uuidString.prefix(8))"
+        let recording = TestLogs.recordsSecrets ? ["--record-issued", TestLogs.directory + "/" + secretsFile + ".issued"] : []
         emulator = try ManagedProcess(
             executable: BuiltProducts.path("sts-emulator"),
-            arguments: ["--host", "127.0.0.1", "--port", "0", "--client-id", Self.clientId, "--client-secret", clientSecret] + emulatorArguments,
+            arguments: ["--host", "127.0.0.1", "--port", "0", "--client-id", Self.clientId, "--client-secret", clientSecret] + recording
+                + emulatorArguments,
             environment: ProcessInfo.processInfo.environment)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENRELAY_") }
         environment["TOKENRELAY_LISTEN"] = "127.0.0.1:0"
@@ -45,13 +53,71 @@ public final class TokenRelayStack: Sendable {
         environment["TOKENRELAY_ALLOW_HTTP_LOOPBACK"] = "true"
         environment["TOKENRELAY_ENCRYPTION_KEYS"] = "test1:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         environment["TOKENRELAY_BOOTSTRAP_API_KEY"] = apiKey
-        environment["TOKENRELAY_DOWNSTREAM_APIS"] = #"{"graph": {"base_url": "\#(emulator.baseURL)/v1.0", "scopes": ["User.Read"]}}"#
+        environment["TOKENRELAY_DOWNSTREAM_APIS"] =
+            #"{"graph": {"base_url": "\#(emulator.baseURL)/v1.0", "scopes": ["User.Read"], "app_scopes": ["https://graph.microsoft.com/.default"]}}"#
         environment["TOKENRELAY_MIGRATIONS_DIR"] = BuiltProducts.packageRoot() + "/migrations"
         environment["TOKENRELAY_MIGRATE_ON_START"] = "true"
         environment["TOKENRELAY_LOG_LEVEL"] = "debug"
         for (key, value) in extra { environment[key] = value }
-        relayEnvironment = environment
-        relay = try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+        Self.recordSecrets(of: environment, in: secretsFile)
+        relayState = Mutex((try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment), environment))
+    }
+
+    /// The `token-relay serve` environment now in use (`TOKENRELAY_*` and the inherited rest).
+    public var relayEnvironment: [String: String] { relayState.withLock { $0.environment } }
+
+    /// Stops `token-relay serve` and starts it again with `environment` changed (e.g. another
+    /// key ring), on a new port; the database and the emulator stay.
+    public func restartRelay(environment changes: [String: String]) throws {
+        var environment = relayEnvironment
+        for (key, value) in changes { environment[key] = value }
+        Self.recordSecrets(of: environment, in: secretsFile)
+        relay.stop()
+        let started = try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+        relayState.withLock { $0 = (started, environment) }
+    }
+
+    /// Runs the built `token-relay` with `arguments` in the service's environment (plus
+    /// `changes`); its standard error goes to the log directory too.
+    /// - Returns: the exit status and standard output.
+    public func runCommand(_ arguments: [String], environment changes: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+        var environment = relayEnvironment
+        for (key, value) in changes { environment[key] = value }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltProducts.path("token-relay"))
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        let logPath = TestLogs.directory + "/tokenrelay-test-cli-\(arguments.first ?? "")-\(UUID().uuidString.prefix(8)).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        try process.run()
+        // Read until EOF on a thread of its own (never a task-pool thread), then reap the child.
+        let data: Data = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: data)
+            }
+        }
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Records the secret settings of a relay environment for the log scan (never printed).
+    private static func recordSecrets(of environment: [String: String], in file: String) {
+        var secrets = [environment["TOKENRELAY_CLIENT_SECRET"], environment["TOKENRELAY_BOOTSTRAP_API_KEY"]].compactMap { $0 }
+        for entry in (environment["TOKENRELAY_ENCRYPTION_KEYS"] ?? "").split(separator: ",") {
+            if let colon = entry.firstIndex(of: ":") { secrets.append(String(entry[entry.index(after: colon)...])) }
+        }
+        TestLogs.record(secrets, in: file)
+    }
+
+    /// Every token and code the emulator handed out in this stack (`GET /_control/issued`).
+    public func issuedSecrets() async throws -> (accessTokens: [String], refreshTokens: [String], idTokens: [String], codes: [String]) {
+        let json = try await control("GET", "/_control/issued").json
+        func list(_ name: String) -> [String] { json[name] as? [String] ?? [] }
+        return (list("access_tokens"), list("refresh_tokens"), list("id_tokens"), list("codes"))
     }
 
     public var baseURL: String { relay.baseURL }

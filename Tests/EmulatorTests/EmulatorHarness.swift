@@ -21,8 +21,9 @@ struct EmulatorHarness {
     let emulator: IdentityPlatformEmulator
     let clock: ManualClock
 
-    init(rotationGrace: Double = 2) throws {
+    init(rotationGrace: Double = 2, clientCertificate: X509Certificate? = nil) throws {
         var configuration = EmulatorConfiguration()
+        configuration.clientCertificate = clientCertificate
         configuration.clientID = Self.clientID
         configuration.clientSecret = Self.secret
         configuration.issuerBase = Self.base

@@ -58,6 +58,69 @@ struct CommandLineTests {
         #expect(stored.count == 1 && !key.contains(stored[0]))
     }
 
+    @Test("accounts list pages like the API, show prints one account, delete is audited and emits account.deleted")
+    func accounts() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_cli_accounts")
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId("alice@contoso.example")
+        let bob = try await stack.signInAccountId("bob@contoso.example")
+        let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
+        func json(_ text: String) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:] }
+
+        let (status, firstText) = try Self.run(["accounts", "list", "--limit", "1"], environment: environment)
+        #expect(status == 0)
+        let first = json(firstText)
+        let cursor = try #require(first["next_cursor"] as? String)
+        let second = json(try Self.run(["accounts", "list", "--limit", "1", "--cursor", cursor], environment: environment).1)
+        #expect(second["next_cursor"] is NSNull)
+        let listed = [first, second].flatMap { ($0["accounts"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String } }
+        #expect(Set(listed) == [alice, bob])
+        let api = try await stack.request("GET", "/v1/accounts/\(alice)")
+        let shown = json(try Self.run(["accounts", "show", alice], environment: environment).1)
+        #expect(shown["username"] as? String == "alice@contoso.example")
+        #expect(NSDictionary(dictionary: shown).isEqual(to: api.json), "the CLI prints the API's account object")
+        #expect(try Self.run(["accounts", "show", "acc_missing"], environment: environment).0 == 1)
+        #expect(try Self.run(["accounts", "list", "--limit", "0"], environment: environment).0 == 2)
+
+        let deleted = json(try Self.run(["accounts", "delete", alice], environment: environment).1)
+        #expect(deleted["deleted"] as? Bool == true)
+        #expect(json(try Self.run(["accounts", "delete", alice], environment: environment).1)["deleted"] as? Bool == false)
+        #expect(try await stack.request("GET", "/v1/accounts/\(alice)").status == 404)
+        let audit = try await stack.withDatabase { connection in
+            try connection.query("SELECT actor, outcome FROM audit_events WHERE action = 'account.deleted' ORDER BY id").rows.map {
+                "\($0.string("actor") ?? "") \($0.string("outcome") ?? "")"
+            }
+        }
+        #expect(audit == ["cli deleted", "cli absent"])
+        let events = try await stack.request("GET", "/v1/events").json["events"] as? [[String: Any]] ?? []
+        #expect(events.map { $0["type"] as? String } == ["account.deleted"])
+        #expect(events.first?["account_id"] as? String == alice)
+        #expect((events.first?["data"] as? [String: Any])?["actor"] as? String == "cli")
+    }
+
+    @Test("--help on every command and sub-command prints usage and exits 0; an unknown option is usage on stderr and exit 2")
+    func help() throws {
+        let commands: [[String]] = [
+            [], ["serve"], ["migrate"], ["check-config"], ["healthcheck"], ["api-keys"], ["api-keys", "create"], ["api-keys", "list"],
+            ["api-keys", "revoke"], ["encryption"], ["encryption", "generate-key"], ["accounts"], ["accounts", "list"], ["accounts", "show"],
+            ["accounts", "delete"], ["keepalive"],
+        ]
+        for command in commands {
+            for flag in ["--help", "-h"] {
+                let (status, output, _) = try KeepAliveAndEventsTests.tokenRelay(command + [flag], environment: [:])
+                #expect(status == 0, "\(command) \(flag)")
+                #expect(output.contains("usage: token-relay"), "\(command) \(flag)")
+            }
+        }
+        for command in [["serve"], ["migrate"], ["accounts", "list"], ["keepalive"], ["api-keys", "create"]] {
+            let (status, output, error) = try KeepAliveAndEventsTests.tokenRelay(command + ["--no-such-option"], environment: [:])
+            #expect(status == 2, "\(command)")
+            #expect(output.isEmpty)
+            #expect(error.contains("unknown option '--no-such-option'") && error.contains("usage: token-relay"), "\(command)")
+        }
+        #expect(try KeepAliveAndEventsTests.tokenRelay(["keepalive"], environment: [:]).status == 2)
+    }
+
     @Test("check-config names the bad setting and exits 2")
     func checkConfig() throws {
         let (status, _) = try Self.run(["check-config"], environment: ["TOKENRELAY_CLIENT_ID": "x"])

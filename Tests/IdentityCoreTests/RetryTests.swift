@@ -111,4 +111,29 @@ struct RetryPolicyTests {
         #expect(post.decide(attempt: 1, outcome: .timedOut, deadlineRemaining: 30, random: 0.3) == .giveUp(retryAfterSeconds: 1))
         #expect(idempotent.decide(attempt: 1, outcome: .timedOut, deadlineRemaining: 30, random: 0.3) == .retry(afterSeconds: 0.3))
     }
+
+    @Test("STS: a 429/503 with Retry-After is waited for up to max_attempts, not once only")
+    func stsRetryAfterUpToMaxAttempts() {
+        #expect(sts.decide(attempt: 2, outcome: response(503, 1), deadlineRemaining: 30, random: 0) == .retry(afterSeconds: 1))
+        #expect(sts.decide(attempt: 2, outcome: response(429, 1), deadlineRemaining: 30, random: 0) == .retry(afterSeconds: 1))
+        #expect(sts.decide(attempt: 3, outcome: response(503, 1), deadlineRemaining: 30, random: 0) == .giveUp(retryAfterSeconds: 1))
+    }
+
+    @Test("Retry-After at the cap is waited for; one second more is not; the deadline must leave room after it")
+    func retryAfterBounds() {
+        let capped = RetryPolicy(target: .downstream(idempotent: true), maxRetryAfter: 10)
+        #expect(capped.decide(attempt: 1, outcome: response(429, 10), deadlineRemaining: 30, random: 0) == .retry(afterSeconds: 10))
+        #expect(capped.decide(attempt: 1, outcome: response(429, 11), deadlineRemaining: 30, random: 0) == .giveUp(retryAfterSeconds: 11))
+        #expect(capped.decide(attempt: 1, outcome: response(503, 5), deadlineRemaining: 5.5, random: 0) == .retry(afterSeconds: 5))
+        #expect(capped.decide(attempt: 1, outcome: response(503, 5), deadlineRemaining: 5, random: 0) == .giveUp(retryAfterSeconds: 5))
+    }
+
+    @Test("21-graph-429-no-retry-after-exponential-backoff: waits grow 1, 2, 4 s caps and stop at max_attempts with the next cap")
+    func case21Sequence() {
+        let five = RetryPolicy(target: .downstream(idempotent: true), maxAttempts: 4)
+        #expect(five.decide(attempt: 1, outcome: response(429), deadlineRemaining: 60, random: 0.999) == .retry(afterSeconds: 0.999))
+        #expect(five.decide(attempt: 2, outcome: response(429), deadlineRemaining: 60, random: 0.999) == .retry(afterSeconds: 1.998))
+        #expect(five.decide(attempt: 3, outcome: response(429), deadlineRemaining: 60, random: 0.999) == .retry(afterSeconds: 3.996))
+        #expect(five.decide(attempt: 4, outcome: response(429), deadlineRemaining: 60, random: 0.999) == .giveUp(retryAfterSeconds: 8))
+    }
 }

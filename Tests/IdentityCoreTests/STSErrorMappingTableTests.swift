@@ -40,6 +40,7 @@ let policy = (STSFailure.Disposition.interactionRequired, ProblemCode.interactio
 let canceled = (STSFailure.Disposition.userCanceled, ProblemCode.userCanceled, 400)
 let credential = (STSFailure.Disposition.clientCredentialRejected, ProblemCode.upstreamError, 502)
 let badScope = (STSFailure.Disposition.badRequest, ProblemCode.invalidScope, 400)
+let badAuthority = (STSFailure.Disposition.badRequest, ProblemCode.invalidAuthority, 400)
 let badRequest = (STSFailure.Disposition.badRequest, ProblemCode.upstreamError, 502)
 let transient = (STSFailure.Disposition.transient, ProblemCode.upstreamUnavailable, 503)
 let nonRetryable = (STSFailure.Disposition.nonRetryableServer, ProblemCode.upstreamError, 502)
@@ -55,7 +56,11 @@ let expectedRows: [ExpectedRow] = [
     expect(.code(.aadsts(700084)), dead), expect(.code(.aadsts(50173)), dead), expect(.code(.aadsts(70043)), dead),
     expect(.code(.aadsts(50089)), dead), expect(.code(.aadsts(50133)), dead), expect(.code(.aadsts(50132)), dead),
     expect(.code(.aadsts(70000)), dead), expect(.code(.aadsts(50057)), dead), expect(.code(.aadsts(50034)), dead),
-    expect(.code(.aadb2c(90080)), dead), expect(.code(.aadb2c(90129)), dead),
+    expect(.code(.aadb2c(90080)), dead), expect(.code(.aadb2c(90129)), dead), expect(.code(.aadsts(50085)), dead),
+    expect(.code(.aadb2c(90088)), dead),
+    expect(.code(.aadsts(50097)), policy), expect(.code(.aadsts(50199)), policy), expect(.code(.aadsts(50005)), policy),
+    expect(.code(.aadsts(50129)), policy), expect(.code(.aadsts(50020)), policy), expect(.code(.aadsts(90072)), policy),
+    expect(.code(.aadsts(50053)), policy), expect(.code(.aadsts(50140)), policy), expect(.code(.aadsts(50143)), policy),
     expect(.code(.aadsts(50076)), policy), expect(.code(.aadsts(50079)), policy), expect(.code(.aadsts(50074)), policy),
     expect(.code(.aadsts(50072)), policy), expect(.code(.aadsts(50078)), policy), expect(.code(.aadsts(50158)), policy),
     expect(.code(.aadsts(65001)), policy), expect(.code(.aadsts(53000)), policy), expect(.code(.aadsts(53001)), policy),
@@ -67,7 +72,13 @@ let expectedRows: [ExpectedRow] = [
     expect(.code(.aadsts(7000215)), credential), expect(.code(.aadsts(7000222)), credential),
     expect(.code(.aadsts(700016)), credential), expect(.code(.aadsts(700027)), credential),
     expect(.code(.aadsts(700024)), credential), expect(.code(.aadsts(7000218)), credential),
-    expect(.code(.aadsts(7000112)), credential),
+    expect(.code(.aadsts(7000112)), credential), expect(.code(.aadsts(70001)), credential),
+    expect(.code(.aadsts(70002)), credential), expect(.code(.aadsts(50012)), credential),
+    expect(.code(.aadb2c(90079)), credential), expect(.code(.aadb2c(90081)), credential),
+    expect(.code(.aadsts(50001)), badScope), expect(.code(.aadb2c(90012)), badScope), expect(.code(.aadb2c(90117)), badScope),
+    expect(.code(.aadsts(90002)), badAuthority), expect(.code(.aadsts(54005)), badRequest), expect(.code(.aadsts(50011)), badRequest),
+    expect(.code(.aadsts(65002)), badRequest), expect(.code(.aadsts(90014)), badRequest), expect(.code(.aadb2c(90086)), badRequest),
+    expect(.code(.aadb2c(90085)), transient),
     expect(.code(.aadsts(70011)), badScope), expect(.code(.aadsts(28000)), badScope), expect(.code(.aadsts(28003)), badScope),
     expect(.code(.aadsts(500011)), badScope), expect(.code(.aadsts(65005)), badRequest),
     expect(.code(.aadsts(900144)), badRequest), expect(.code(.aadsts(9002313)), badRequest),

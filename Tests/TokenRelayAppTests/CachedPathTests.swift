@@ -154,6 +154,7 @@ struct CachedPathTests {
         if allowPartial && !result.declinedScopes.isEmpty {
             members["declined_scopes"] = .array(result.declinedScopes.map(JSONValue.string))
         }
+        if result.extendedLifetime { members["extended_lifetime"] = .bool(true) }
         return .object(members)
     }
 
@@ -170,9 +171,10 @@ struct CachedPathTests {
             accountId: "acc-1", environment: "login.microsoftonline.com", realm: "tid", clientId: "client",
             scopes: ["User.Read", "https://graph.microsoft.com/Mail.Read"], secret: "eyJ0\"x\\y", expiresOn: 1_900_000_000,
             extExpiresOn: allowPartial ? nil : 1_900_003_600, refreshOn: nil)
-        let result = SilentTokenResult(
+        var result = SilentTokenResult(
             token: token, account: Self.account(claims: #"{"oid":"oid","tid":"tid","roles":["a","b"],"n":3,"nested":{"z":1,"a":null}}"#),
             source: .cache, declinedScopes: ["Mail.Send"])
+        result.extendedLifetime = !allowPartial
         let bytes = TokenRoutes.tokenBody(result, correlationId: "corr\n\"id\"", allowPartial: allowPartial)
         #expect(
             String(decoding: bytes, as: UTF8.self) == Self.written(Self.tokenJSON(result, correlationId: "corr\n\"id\"", allowPartial: allowPartial)))

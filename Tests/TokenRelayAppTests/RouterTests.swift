@@ -25,6 +25,23 @@ struct RouterTests {
         #expect(parameters == ["account_id": "acc_123"])
     }
 
+    @Test(
+        "A segment starting with a combining mark or emoji modifier still splits at '/'",
+        arguments: ["\u{1F3FB}", "\u{0301}acc", "\u{200D}x"])
+    func segmentStartingWithExtendingScalar(id: String) {
+        guard case .found(let route, let parameters) = Self.router().match(method: "DELETE", path: "/v1/accounts/" + id) else {
+            Issue.record("no match")
+            return
+        }
+        #expect(route.template == "/v1/accounts/{account_id}")
+        #expect(parameters["account_id"]?.unicodeScalars.elementsEqual(id.unicodeScalars) == true)
+        guard case .found(_, let rest) = Self.router().match(method: "GET", path: "/v1/downstream/graph/me/" + id) else {
+            Issue.record("no match for the remainder")
+            return
+        }
+        #expect(rest["path"]?.unicodeScalars.elementsEqual(("me/" + id).unicodeScalars) == true)
+    }
+
     @Test("A remainder parameter takes several segments")
     func remainder() {
         guard case .found(_, let parameters) = Self.router().match(method: "GET", path: "/v1/downstream/graph/me/messages/abc") else {

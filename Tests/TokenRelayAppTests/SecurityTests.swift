@@ -42,6 +42,23 @@ struct SecurityTests {
         #expect(try rotated.seal("x", for: context).keyId == "k2")
     }
 
+    @Test("Copies of a cipher share one ring (reloaded on SIGHUP) and one count of encryptions per key")
+    func reloadAndCounts() throws {
+        let cipher = TokenCipher(ring: try KeyRing(parsing: "k1:\(Self.key)"))
+        let copy = cipher
+        let context = SealingContext(owner: "acc_1", kind: .accessToken, clientId: "client")
+        let old = try cipher.seal("a", for: context)
+        _ = try copy.seal("b", for: context)
+        copy.reload(try KeyRing(parsing: "k2:\(Data(repeating: 7, count: 32).base64EncodedString()),k1:\(Self.key)"))
+        #expect(try cipher.seal("c", for: context).keyId == "k2")
+        #expect(try cipher.open(old, for: context) == "a")
+        #expect(cipher.takeUnflushedCounts() == ["k1": 2, "k2": 1])
+        #expect(copy.takeUnflushedCounts().isEmpty)
+        cipher.restoreUnflushedCounts(["k2": 5])
+        _ = try cipher.seal("d", for: context)
+        #expect(cipher.takeUnflushedCounts() == ["k2": 6])
+    }
+
     @Test("API keys split at the first two underscores; the secret may contain more")
     func apiKeySplit() {
         #expect(APIKeyAuthenticator.split("trk_abcd1234_se_cr_et")! == ("abcd1234", "se_cr_et"))

@@ -59,6 +59,13 @@ final class MemoryTokenCache: Sendable {
         entries.withLock { $0.removeAll() }
     }
 
+    /// Removes `token` (a resource refused it); a newer token for the same scopes stays.
+    func remove(_ token: StoredAccessToken) {
+        entries.withLock { entries in
+            entries[token.accountId]?.removeAll { $0.token == token }
+        }
+    }
+
     func removeAll(accountId: String) {
         _ = entries.withLock { $0.removeValue(forKey: accountId) }
     }

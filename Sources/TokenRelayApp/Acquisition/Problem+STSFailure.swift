@@ -24,12 +24,14 @@ extension Problem {
             extensions["account_state"] = .string("interaction_required")
         case .interactionRequired:
             extensions["account_state"] = .string("active")
-            if let requestedScopes, failure.suberror == "consent_required" || failure.stsErrorCodes.contains(65001) {
+            if let requestedScopes, failure.suberror == "consent_required" || failure.error == "consent_required" || failure.stsErrorCodes.contains(65001) {
                 extensions["scopes"] = .array(requestedScopes.canonical.map(JSONValue.string))
             }
         default:
-            break
+            // Every STS answer says what became of the refresh token: here it was kept.
+            extensions["account_state"] = .string("active")
         }
         self.init(failure.problem, failure.detail, status: failure.status, extensions: extensions, headers: headers)
+        replayable = failure.disposition == .interactionRequired
     }
 }

@@ -1,3 +1,4 @@
+import CryptoBridge
 import Foundation
 import HTTPClientBridge
 import HTTPCommon
@@ -17,21 +18,36 @@ enum STSCallError: Error, Sendable {
 struct STSClient: Sendable {
     let http: RetryingHTTPClient
     let clientId: String
-    let clientSecret: String?
+    let credential: ClientCredential
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
     let metrics: Metrics
+    /// Retry-After answers of this replica's STS calls (SPEC §5 throttle memory).
+    let throttle = ThrottleMemory()
 
     /// Redeems `grant` (e.g. `grant_type=refresh_token`, `refresh_token=...`) at `authority`.
     /// - Parameters:
     ///   - scopes: the one resource's scopes; OIDC scopes are added by `ScopeSet.wireValue`.
     ///   - claims: a claims request (JSON text) sent as the `claims` parameter.
-    /// - Throws: `STSCallError`.
+    ///   - account: who the grant is for, for the throttle memory (the account id); nil: the
+    ///     SHA-256 of the grant's values (an assertion, the app itself).
+    /// - Throws: `STSCallError`; `rejected` 429 `throttled` without a network call while the
+    ///   throttle memory says to wait for this (client, authority, scopes, account).
     func redeem(
-        grant: [(String, String)], authority: Authority, scopes: ScopeSet?, claims: String?, context: RequestContext
+        grant: [(String, String)], authority: Authority, scopes: ScopeSet?, claims: String?, context: RequestContext, account: String? = nil
     ) async throws(STSCallError) -> TokenResponse {
+        let throttleKey = ThrottleMemory.stsKey(
+            clientId: clientId, authority: authority.tokenEndpoint, scopes: scopes?.cacheKey ?? "",
+            account: account ?? Self.grantDigest(grant))
+        if let (entry, remaining) = throttle.recall(throttleKey, now: http.clock.now()) {
+            metrics.increment("tokenrelay_throttled_total", ["target": "sts", "reason": "memory"])
+            throw .rejected(
+                STSFailure(
+                    disposition: .throttled, problem: .throttled, status: 429, retryAfterSeconds: remaining,
+                    detail: "The identity provider asked to wait (HTTP \(entry.status) with Retry-After); identical requests are held back until then."))
+        }
         var form = [("client_id", clientId)] + grant
-        if let clientSecret { form.append(("client_secret", clientSecret)) }
+        do { form += try credential.formFields(tokenEndpoint: authority.tokenEndpoint) } catch { throw .unavailable(error) }
         if let scopes { form.append(("scope", scopes.wireValue)) }
         if let claims { form.append(("claims", claims)) }
         form.append(("client_info", "1"))
@@ -44,10 +60,17 @@ struct STSClient: Sendable {
         let request = HTTPClientRequest(method: "POST", url: authority.tokenEndpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8))
         let policy = RetryPolicy(target: .sts, maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)
         func classified(_ response: HTTPClientResponse) -> STSFailure {
-            STSErrorMapping.classify(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body, now: Date())
+            STSErrorMapping.classify(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body, now: http.clock.now())
         }
 
         let final: RetryingHTTPClient.Final
+        let started = ContinuousClock.now
+        defer {
+            let elapsed = ContinuousClock.now - started
+            metrics.observe(
+                "tokenrelay_sts_request_duration_seconds", ["grant": grantType],
+                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
         do {
             final = try await http.send(request, policy: policy, target: "sts", context: context) { attempt in
                 switch attempt {
@@ -76,20 +99,38 @@ struct STSClient: Sendable {
             return tokens
         case (.success(let response), .giveUp(let retryAfter)):
             let failure = classified(response)
+            if let seconds = failure.retryAfterSeconds, response.status == 429 || response.status == 503 {
+                throttle.remember(throttleKey, seconds: seconds, status: response.status, now: http.clock.now())
+            }
             let seconds = max(1, retryAfter ?? failure.retryAfterSeconds ?? 1)
             if failure.disposition == .throttled {
-                metrics.increment("tokenrelay_throttled_total", ["target": "sts"])
+                metrics.increment("tokenrelay_throttled_total", ["target": "sts", "reason": "upstream"])
                 throw .rejected(failure.withRetryAfter(seconds))
             }
             if failure.disposition != .transient { throw .rejected(failure) }
-            throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: seconds))
+            // The STS's codes and ids travel with the 503 too (SPEC §2 step 4).
+            throw .unavailable(Problem(failure.withRetryAfter(seconds)))
         case (.success(let response), _):
-            throw .rejected(classified(response))
+            let failure = classified(response)
+            // SPEC §12: `throttled` and `upstream_unavailable` always carry Retry-After, even when a
+            // 400 body (AADSTS50196, slow_down) throttles without one.
+            if failure.disposition == .throttled || failure.disposition == .transient {
+                throw .rejected(failure.withRetryAfter(max(1, failure.retryAfterSeconds ?? 1)))
+            }
+            throw .rejected(failure)
         case (.failure, .giveUp(let retryAfter)):
             throw .unavailable(Problem.unavailable("The identity provider is unavailable.", retryAfterSeconds: max(1, retryAfter ?? 1)))
         case (.failure, _):
             throw .unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1))
         }
+    }
+}
+
+extension STSClient {
+    /// A stable, non-secret stand-in for who a grant is for (never the credential itself).
+    static func grantDigest(_ grant: [(String, String)]) -> String {
+        let values = grant.filter { $0.0 != "grant_type" }.map { $0.0 + "=" + $0.1 }.joined(separator: "&")
+        return SHA256.hash(Array(values.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 }
 

@@ -32,4 +32,6 @@ struct SilentTokenResult: Sendable {
     let account: AccountRecord
     let source: Source
     let declinedScopes: [String]
+    /// Served past `expires_on` under the extended lifetime while the STS was unavailable (SPEC §5).
+    var extendedLifetime = false
 }

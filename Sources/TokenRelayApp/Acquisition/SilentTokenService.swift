@@ -20,6 +20,11 @@ struct SilentTokenService: Sendable {
     let metrics: Metrics
     let logger: Logger
     let now: @Sendable () -> Int
+    /// Interaction-required answers replayed without an STS call (SPEC §5).
+    var uiRequired = UIRequiredMemory()
+    /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
+    /// (SPEC §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
+    var allowExtendedLifetime = false
     /// Rotations the STS returned that could not be stored yet (see ``persistRotation``).
     var pendingRotations = PendingRotations()
 
@@ -43,7 +48,8 @@ struct SilentTokenService: Sendable {
     /// - Throws: `Problem`: 404 `account_not_found`, 409 `ambiguous_account`,
     ///   `interaction_required` or `server_declined_scopes`, 429 `throttled`, 502, 503/504.
     func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
-        let account = try await resolve(request.account)
+        try context.access.check(request)
+        let account = try await resolve(request.account, visibleTo: context.access)
         return try await acquire(request, for: account, context: context)
     }
 
@@ -64,10 +70,14 @@ struct SilentTokenService: Sendable {
 
     /// Acquires a token for an account already resolved (downstream calls resolve once).
     func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
+        try context.access.check(request)
+        guard context.access.sees(account) else { throw Problem.accountNotFound() }
         guard account.state == .active else {
-            throw Problem(
+            var problem = Problem(
                 .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
                 extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
+            problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            throw problem
         }
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         let claims: String?
@@ -78,6 +88,11 @@ struct SilentTokenService: Sendable {
         }
         let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
         let minTTL = request.minTTLSeconds
+        let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
+        if let replayed = uiRequired.recall(accountId: account.accountId, key: uiRequiredKey, now: now()) {
+            metrics.increment("tokenrelay_ui_required_replayed_total")
+            throw replayed
+        }
 
         let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
         if !bypassCache {
@@ -113,9 +128,18 @@ struct SilentTokenService: Sendable {
         }
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
         switch outcome {
-        case .problem(let problem):
+        case .problem(var problem):
             if problem.extensions["account_state"] == .string("interaction_required") {
                 forgetInMemory(account.accountId)
+            }
+            if !bypassCache, let extended = try await extendedLifetimeToken(after: problem, account: account, realm: realm, scopes: request.scopes) {
+                return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
+            }
+            if problem.code == .interactionRequired {
+                problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            }
+            if problem.replayable {
+                uiRequired.remember(problem, accountId: account.accountId, key: uiRequiredKey, now: now())
             }
             throw problem
         case .token(let token, let declined, let source):
@@ -159,6 +183,23 @@ struct SilentTokenService: Sendable {
             return try Self.single(try await store.accounts(homeAccountId: home), "home_account_id")
         case .username(let username, let tenantId):
             return try Self.single(try await store.accounts(username: username, tenantId: tenantId), "username; narrow by tenant_id")
+        }
+    }
+
+    /// Finds the account named by `selector` among those the caller's key sees (an account
+    /// outside the key's tenants is 404, and never named in an `ambiguous_account` answer).
+    /// - Throws: `Problem` 404 `account_not_found`, 409 `ambiguous_account` with `account_ids`.
+    func resolve(_ selector: SilentTokenRequest.AccountSelector, visibleTo access: KeyAccess) async throws -> AccountRecord {
+        guard access.limitsTenants else { return try await resolve(selector) }
+        switch selector {
+        case .accountId:
+            let account = try await resolve(selector)
+            guard access.sees(account) else { throw Problem.accountNotFound() }
+            return account
+        case .homeAccountId(let home):
+            return try Self.single(try await store.accounts(homeAccountId: home).filter(access.sees), "home_account_id")
+        case .username(let username, let tenantId):
+            return try Self.single(try await store.accounts(username: username, tenantId: tenantId).filter(access.sees), "username; narrow by tenant_id")
         }
     }
 
@@ -226,7 +267,7 @@ struct SilentTokenService: Sendable {
                         return .success(
                             try await sts.redeem(
                                 grant: [("grant_type", "refresh_token"), ("refresh_token", sentToken)],
-                                authority: authority, scopes: scopes, claims: claims, context: context))
+                                authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId))
                     } catch let error as STSCallError {
                         return .failure(error)
                     } catch {
@@ -239,7 +280,8 @@ struct SilentTokenService: Sendable {
                 case .failure(.rejected(let failure)):
                     if failure.disposition == .refreshTokenDead {
                         // Persist the deletion before answering, so the dead token is never sent again.
-                        try store.markRefreshTokenDead(in: connection, accountId: account.accountId, generation: refreshToken.generation)
+                        try store.markRefreshTokenDead(
+                            in: connection, accountId: account.accountId, generation: refreshToken.generation, stsErrorCodes: failure.stsErrorCodes)
                         service.logger.info(
                             "account.interaction_required",
                             ["account.id": account.accountId, "sts.error_codes": failure.stsErrorCodes.map(String.init).joined(separator: ",")])
@@ -400,12 +442,35 @@ struct SilentTokenService: Sendable {
         }
     }
 
+    /// One keep-alive redemption (SPEC §12 Time in tests): the normal refresh under the
+    /// account's lock with rotation in one transaction, in the account's home realm, without
+    /// marking the account used (`last_used_at` stays the caller's).
+    /// - Returns: the refresh outcome (a token, or the problem a request would have seen).
+    /// - Throws: `Problem` when the account's authority is no longer accepted, or the database fails.
+    func keepAliveRefresh(account: AccountRecord, scopes: ScopeSet, context: RequestContext) async throws -> RefreshOutcome {
+        let (authority, realm) = try authorityAndRealm(nil, for: account)
+        let claims = (try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)) ?? nil
+        let key = [account.accountId, realm, scopes.cacheKey, claims ?? "", RefreshMode.bypass.rawValue, "0"].joined(separator: "|")
+        let (outcome, _) = try await coalescer.run(key: key) {
+            try await refresh(
+                account: account, authority: authority, realm: realm, scopes: scopes, claims: claims, mode: .bypass, minTTL: 0,
+                context: context)
+        }
+        switch outcome {
+        case .token(let token, _, _): memory.store(token)
+        case .problem(let problem) where problem.extensions["account_state"] == .string("interaction_required"): forgetInMemory(account.accountId)
+        case .problem: break
+        }
+        return outcome
+    }
+
     /// Drops everything this replica holds in memory for the account (deleted, signed in again,
     /// refresh token dead).
     func forgetInMemory(_ accountId: String) {
         memory.removeAll(accountId: accountId)
         accounts.remove(id: accountId)
         declinedScopes.forget(accountId: accountId)
+        uiRequired.forget(accountId: accountId)
     }
 
     /// Records use of the account in the background when this replica has not for 5 minutes.

@@ -14,6 +14,15 @@ public struct Configuration: Sendable {
     public var clientId: String = ""
     /// The confidential client credential (secret). Never logged.
     public var clientSecret: String?
+    /// The certificate credential: a PEM file with the unencrypted private key and the
+    /// certificate (`TOKENRELAY_CLIENT_CERTIFICATE`; `_FILE` gives the PEM itself). Default none.
+    public var clientCertificate: String?
+    /// JWS algorithm of certificate assertions: `PS256` (header `x5t#S256`) or `RS256` (header
+    /// `x5t`, older tenants). Default `PS256`.
+    public var clientAssertionAlgorithm: String = "PS256"
+    /// A file holding a federated client assertion (e.g. a Kubernetes projected service-account
+    /// token), read for every token request. Default none.
+    public var clientAssertionFile: String?
     /// Default authority URL, e.g. `https://login.microsoftonline.com/{tenant}`. Required.
     public var authority: String = ""
     /// Authority hosts or URLs trusted without instance discovery (B2C, custom, emulator).
@@ -53,6 +62,12 @@ public struct Configuration: Sendable {
     public var maxBodyBytes: Int = 65536
     /// Concurrent client connections. Default 4096.
     public var maxConnections: Int = 4096
+    /// Requests per second per API key in each replica (a token bucket per key, per replica); 0 = no limit. Default 0.
+    public var rateLimitPerKey: Double = 0
+    /// Seconds a client connection may stay silent (while sending its request, or idle between
+    /// keep-alive requests), and may take to send a whole request head however it trickles the
+    /// bytes, before it is closed. Default 30.
+    public var clientTimeoutSeconds: Int = 30
     /// Server threads answering requests. Default: the number of cores.
     public var serverThreads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// Apply pending migrations at start-up. Default false.
@@ -71,6 +86,19 @@ public struct Configuration: Sendable {
     public var shutdownTimeoutSeconds: Int = 10
     /// Directory of `NNNN_*.sql` migrations. Default: found next to the binary or in the working directory.
     public var migrationsDirectory: String?
+    /// Refresh accounts whose refresh token was last redeemed this many days ago, so it does not
+    /// die of inactivity (AADSTS700082 at 90 days); 0 turns keep-alive off. Default 60.
+    public var keepAliveAfterDays: Int = 60
+    /// Keep-alive redemptions per minute at most (a bound toward the STS). Default 30.
+    public var keepAliveMaxPerMinute: Int = 30
+    /// Seconds between keep-alive passes in `serve` (each jittered ±20 %). Default 3600.
+    public var keepAliveIntervalSeconds: Int = 3600
+    /// Where account events are POSTed (SPEC §12 Webhooks and events). Default none.
+    public var webhookURL: String?
+    /// HMAC-SHA256 key of the `TokenRelay-Signature` header; required with `webhookURL`. Never logged.
+    public var webhookSecret: String?
+    /// Longest wait between webhook delivery attempts while the receiver is down, seconds. Default 300.
+    public var webhookMaxBackoffSeconds: Int = 300
 
     public init() {}
 

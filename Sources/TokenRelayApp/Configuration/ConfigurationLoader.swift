@@ -66,6 +66,9 @@ public struct ConfigurationLoader: Sendable {
         config.databasePoolSize = try int("database_pool_size", 1...256) ?? config.databasePoolSize
         config.clientId = try value("client_id") ?? ""
         config.clientSecret = try value("client_secret")
+        config.clientCertificate = try value("client_certificate")
+        config.clientAssertionAlgorithm = try value("client_assertion_algorithm") ?? config.clientAssertionAlgorithm
+        config.clientAssertionFile = try value("client_assertion_file")
         config.authority = try value("authority") ?? ""
         config.knownAuthorities = try list("known_authorities") ?? []
         config.allowHTTPLoopback = try bool("allow_http_loopback") ?? false
@@ -96,6 +99,14 @@ public struct ConfigurationLoader: Sendable {
         config.clientCapabilities = try list("client_capabilities") ?? []
         config.maxBodyBytes = try int("max_body_bytes", 1024...(64 << 20)) ?? config.maxBodyBytes
         config.maxConnections = try int("max_connections", 1...1_000_000) ?? config.maxConnections
+        if let rate = try value("rate_limit_per_key") {
+            guard let perSecond = Double(rate.trimmingCharacters(in: .whitespaces)), perSecond >= 0, perSecond <= 1_000_000 else {
+                throw ConfigurationError(
+                    setting: "TOKENRELAY_RATE_LIMIT_PER_KEY", reason: "must be a number of requests per second in 0...1000000 (0 = no limit)")
+            }
+            config.rateLimitPerKey = perSecond
+        }
+        config.clientTimeoutSeconds = try int("client_timeout_s", 1...3600) ?? config.clientTimeoutSeconds
         config.serverThreads = try int("server_threads", 1...256) ?? config.serverThreads
         config.migrateOnStart = try bool("migrate_on_start") ?? false
         config.publicBaseURL = try value("public_base_url")
@@ -104,6 +115,21 @@ public struct ConfigurationLoader: Sendable {
         config.databaseListenURL = try value("database_listen_url")
         config.cacheTTLSeconds = try int("cache_ttl_s", 1...3600) ?? config.cacheTTLSeconds
         config.shutdownTimeoutSeconds = try int("shutdown_timeout_s", 0...600) ?? config.shutdownTimeoutSeconds
+        config.keepAliveAfterDays = try int("keepalive_after_days", 0...89) ?? config.keepAliveAfterDays
+        config.keepAliveMaxPerMinute = try int("keepalive_max_per_minute", 1...6000) ?? config.keepAliveMaxPerMinute
+        config.keepAliveIntervalSeconds = try int("keepalive_interval_s", 60...604_800) ?? config.keepAliveIntervalSeconds
+        config.webhookURL = try value("webhook_url")
+        config.webhookSecret = try value("webhook_secret")
+        config.webhookMaxBackoffSeconds = try int("webhook_max_backoff_s", 1...86400) ?? config.webhookMaxBackoffSeconds
+        if let url = config.webhookURL {
+            guard url.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(url)), URL(string: url) != nil else {
+                throw ConfigurationError(
+                    setting: "TOKENRELAY_WEBHOOK_URL", reason: "must be an https URL (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
+            }
+            guard let secret = config.webhookSecret, !secret.isEmpty else {
+                throw ConfigurationError(setting: "TOKENRELAY_WEBHOOK_SECRET", reason: "is required with TOKENRELAY_WEBHOOK_URL")
+            }
+        }
 
         if requireIdentity {
             try validateIdentity(config)
@@ -133,6 +159,7 @@ public struct ConfigurationLoader: Sendable {
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: String(describing: error))
         }
+        _ = try ClientCredential(configuration: config)
         for (name, api) in config.downstreamAPIs where !(api.baseURL.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(api.baseURL))) {
             throw ConfigurationError(
                 setting: "TOKENRELAY_DOWNSTREAM_APIS", reason: "\(name).base_url must be https (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
@@ -180,7 +207,14 @@ public struct ConfigurationLoader: Sendable {
                 throw ConfigurationError(setting: setting, reason: "\(name).scopes must be a non-empty array of strings")
             }
             let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
-            apis[name] = DownstreamAPI(baseURL: trimmed, scopes: scopes, appScopes: entry["app_scopes"] as? [String])
+            var appScopes: [String]?
+            if let value = entry["app_scopes"], !(value is NSNull) {
+                guard let list = value as? [String], !list.isEmpty else {
+                    throw ConfigurationError(setting: setting, reason: "\(name).app_scopes must be a non-empty array of strings")
+                }
+                appScopes = list
+            }
+            apis[name] = DownstreamAPI(baseURL: trimmed, scopes: scopes, appScopes: appScopes)
         }
         return apis
     }

@@ -3,16 +3,26 @@ import HTTPClientBridge
 import HTTPCommon
 import IdentityCore
 
-/// Calls a configured downstream API for an account (SPEC §6): acquires the token (§2), calls
+/// Calls a configured downstream API for an account, as the app, or on behalf of a caller's
+/// user (SPEC §6; `DownstreamIdentity`): acquires the token (§2), calls
 /// the API with `Authorization: Bearer`, passes the method, query, body and safe headers
 /// through, and relays the API's answer. A claims challenge (401 `insufficient_claims`) is
 /// answered by one more acquisition with those claims, never a loop.
 struct DownstreamService: Sendable {
     let apis: [String: DownstreamAPI]
     let tokens: SilentTokenService
+    let grants: GrantTokenService
     let http: RetryingHTTPClient
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
+    /// Retry-After answers of the APIs, per (api, identity, path) (SPEC §5, §12 Downstream).
+    let throttle = ThrottleMemory()
+
+    /// Methods relayed (SPEC §6 `{ANY}`); HEAD is routed with GET.
+    static let relayedMethods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    /// Methods that are not idempotent (RFC 9110 §9.2.2): retried only on 429, on 503 with
+    /// Retry-After, or when no byte of the request was sent (SPEC §5).
+    static let nonIdempotentMethods: Set<String> = ["POST", "PATCH"]
 
     /// Request headers passed to the API; everything else (hop-by-hop, the caller's
     /// `Authorization`, TokenRelay's own) stays here.
@@ -29,7 +39,11 @@ struct DownstreamService: Sendable {
         let query: [(name: String, value: String)]
         let headers: HTTPHeaders
         let body: [UInt8]
-        let accountId: String
+        let identity: DownstreamIdentity
+
+        /// The throttle-memory key: the API, whose token, and the path. Same path, same
+        /// throttled resource (Graph throttles per resource and workload, not per URL query).
+        var throttleKey: String { ThrottleMemory.downstreamKey(api: api, identity: identity.throttleIdentity, path: path) }
     }
 
     func relay(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
@@ -43,18 +57,31 @@ struct DownstreamService: Sendable {
         else {
             throw Problem.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
         }
+        if let (_, remaining) = throttle.recall(call.throttleKey, now: http.clock.now()) {
+            http.metrics.increment("tokenrelay_throttled_total", ["target": "downstream", "reason": "memory"])
+            throw Problem.throttled("'\(call.api)' asked to wait before this resource is called again.", retryAfterSeconds: remaining)
+        }
+        // App-only and on-behalf-of calls: one token, the API's answer relayed as it is (a claims
+        // challenge goes back to the caller, whose client must answer it).
+        if let token = try await call.identity.grantToken(for: api, named: call.api, grants: grants, context: context) {
+            return relayed(try await send(call, api: api, token: token, context: context))
+        }
+        guard case .account(let accountId) = call.identity else { throw Problem(.internal, "No identity for the downstream call.") }
         let scopes: ScopeSet
         do {
             scopes = try ScopeRules.requested(scopes: api.scopes, resource: nil)
         } catch {
             throw Problem(.internal, "The scopes configured for '\(call.api)' are invalid.")
         }
-        let account = try await tokens.resolve(.accountId(call.accountId))
-        var request = SilentTokenRequest(account: .accountId(call.accountId), scopes: scopes)
+        let account = try await tokens.resolve(.accountId(accountId))
+        var request = SilentTokenRequest(account: .accountId(accountId), scopes: scopes)
         let first = try await tokens.acquire(request, for: account, context: context)
         var response = try await send(call, api: api, token: first.token.secret, context: context)
 
         if response.status == 401, let challenge = response.headers["WWW-Authenticate"], let claims = ClaimsChallenge.claims(fromWWWAuthenticate: challenge) {
+            // Case 18: the cached token is revoked; one acquisition with the challenge's claims
+            // (merged with the client capabilities), one retry, never a loop.
+            await tokens.evict(first.token)
             request.claims = claims
             do {
                 let second = try await tokens.acquire(request, for: account, context: context)
@@ -62,6 +89,7 @@ struct DownstreamService: Sendable {
             } catch var problem as Problem where problem.code == .interactionRequired {
                 problem.extensions["claims"] = .string(claims)
                 problem.headers.set("WWW-Authenticate", challenge)
+                problem.signInHint = SignInHint(account: account, scopes: scopes.canonical, claims: claims)
                 throw problem
             }
         }
@@ -78,7 +106,7 @@ struct DownstreamService: Sendable {
         let query = call.query.isEmpty ? "" : "?" + FormEncoding.query(call.query.map { ($0.name, $0.value) })
         let path = call.path.split(separator: "/").map { FormEncoding.pathEscape(String($0)) }.joined(separator: "/")
         let url = api.baseURL + "/" + path + query
-        let idempotent = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(call.method)
+        let idempotent = !Self.nonIdempotentMethods.contains(call.method.uppercased())
         let policy = RetryPolicy(target: .downstream(idempotent: idempotent), maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)
 
         let request = HTTPClientRequest(method: call.method, url: url, headers: headers, body: call.body.isEmpty ? nil : call.body)
@@ -86,13 +114,20 @@ struct DownstreamService: Sendable {
             switch attempt {
             case .success(let response):
                 return .response(
-                    status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: Date()), nonRetryable: false)
+                    status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now()), nonRetryable: false)
             case .failure(let error):
                 return .init(error)
             }
         }
         switch (final.last, final.decision) {
         case (.success(var response), .giveUp(let retryAfter)):
+            if response.status == 429 || response.status == 503,
+                let seconds = RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now())
+            {
+                // The API named its time: nothing more from this replica before it (SPEC §5).
+                throttle.remember(call.throttleKey, seconds: seconds, status: response.status, now: http.clock.now())
+            }
+            if response.status == 429 { http.metrics.increment("tokenrelay_throttled_total", ["target": "downstream", "reason": "upstream"]) }
             // SPEC §12 Downstream: a 429 or 503 without Retry-After gets the backoff we would have used.
             if (response.status == 429 || response.status == 503) && response.headers["Retry-After"] == nil {
                 response.headers.set("Retry-After", String(max(1, retryAfter ?? 1)))

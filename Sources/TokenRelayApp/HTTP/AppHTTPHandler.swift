@@ -78,15 +78,20 @@ final class AppHTTPHandler: HTTPHandler {
                 }
                 if case .requires(let permission) = route.access {
                     let caller = try await authenticator.authenticate(request.headers["Authorization"])
+                    try caller.takeRequest()
                     guard caller.may(permission) else {
                         throw Problem(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
                     }
                     context.caller = caller.keyId
+                    context.access = caller.access
                 }
                 response = try await route.handler(RouteRequest(http: request, parameters: parameters, context: context))
             }
-        } catch let problem as Problem {
+        } catch var problem as Problem {
             let named = problem.correlationId ?? correlationId
+            if let hint = problem.signInHint, let links = services.signIns.links {
+                problem.extensions["sign_in_url"] = .string(links.mint(hint))
+            }
             response = problem.response(correlationId: named)
             response.headers.set("client-request-id", named)
             if problem.code == .internal || problem.cause != nil {

@@ -17,6 +17,12 @@ struct Problem: Error, Sendable {
     /// The correlation id that names this answer when a route learned one the handler could not
     /// (the body's `correlation_id`, SPEC §12).
     var correlationId: String?
+    /// Who should sign in again, and for what: the handler mints the problem's `sign_in_url`
+    /// from it when it renders the answer (SPEC §12: freshly minted on every answer, replays too).
+    var signInHint: SignInHint?
+    /// Set for the STS's policy answers (MFA, consent, conditional access) that the UI-required
+    /// memory may replay (SPEC §5); never for TokenRelay's own refusals.
+    var replayable = false
 
     init(_ code: ProblemCode, _ detail: String, status: Int? = nil, extensions: [String: JSONValue] = [:], headers: HTTPHeaders = HTTPHeaders()) {
         self.code = code
@@ -40,6 +46,13 @@ struct Problem: Error, Sendable {
         var headers = HTTPHeaders()
         headers.set("Retry-After", String(retryAfterSeconds))
         return Problem(.upstreamUnavailable, detail, extensions: ["retry_after_s": .number(Double(retryAfterSeconds))], headers: headers)
+    }
+
+    /// 429 `throttled` with `Retry-After` and `retry_after_s` (SPEC §4, §12: always carried).
+    static func throttled(_ detail: String, retryAfterSeconds: Int) -> Problem {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", String(retryAfterSeconds))
+        return Problem(.throttled, detail, extensions: ["retry_after_s": .number(Double(retryAfterSeconds))], headers: headers)
     }
 
     func response(correlationId: String) -> HTTPResponse {

@@ -8,6 +8,16 @@ struct RequestContext: Sendable {
     let deadline: Date
     /// The API key id of the caller, `bootstrap`, or nil on open routes.
     var caller: String?
+    /// The caller's tenant and scope limits (SPEC §12 Permissions); unrestricted on open routes.
+    var access: KeyAccess = .unrestricted
+
+    /// The same context named by another correlation id (the body's `correlation_id`); keeps
+    /// the caller and its limits.
+    func renamed(_ correlationId: String) -> RequestContext {
+        var copy = RequestContext(correlationId: correlationId, deadline: deadline, caller: caller)
+        copy.access = access
+        return copy
+    }
 
     /// Seconds left before the deadline (negative once it passed).
     var remainingSeconds: Double { deadline.timeIntervalSinceNow }

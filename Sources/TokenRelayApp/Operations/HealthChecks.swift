@@ -13,6 +13,19 @@ struct HealthChecks: Sendable {
     let database: Database
     let migrator: Migrator?
     let keyRing: KeyRing
+    /// When the client certificate stops being valid (unix seconds); nil without one. Readiness
+    /// warns from 14 days before (SPEC §12 Health).
+    var clientCertificateNotAfter: Int? = nil
+
+    /// How long before a client certificate expires readiness warns, seconds (14 days).
+    static let certificateWarningSeconds = 14 * 86_400
+    /// Key usage: each readiness probe flushes the encryption counts and warns past
+    /// ``rotationThreshold`` (SPEC §12 Encryption keys).
+    var ciphertexts: CiphertextStore? = nil
+
+    /// Encryptions under one key after which readiness warns to rotate: 2^31, far below the
+    /// 2^32 random 96-bit nonces NIST SP 800-38D §8.3 allows per AES-GCM key.
+    static let rotationThreshold: Int64 = 1 << 31
 
     func liveness() -> HTTPResponse {
         respond(status: "pass", checks: [:])
@@ -51,12 +64,32 @@ struct HealthChecks: Sendable {
                 ])
             ])
         }
-        checks["encryption:keys"] = .array([
-            .object([
-                "status": .string("pass"), "observedValue": .number(Double(keyRing.keys.count)), "componentId": .string(keyRing.primary.id),
-                "time": .string(time),
-            ])
-        ])
+        let ring = ciphertexts?.cipher.ring ?? keyRing
+        var keyCheck: [String: JSONValue] = [
+            "status": .string("pass"), "observedValue": .number(Double(ring.keys.count)), "componentId": .string(ring.primary.id), "time": .string(time),
+        ]
+        if let totals = try? await ciphertexts?.flushUsage() {
+            let used = totals[ring.primary.id] ?? 0
+            keyCheck["observedValue"] = .number(Double(used))
+            keyCheck["observedUnit"] = .string("encryptions")
+            if used > Self.rotationThreshold {
+                keyCheck["status"] = .string("warn")
+                keyCheck["output"] = .string(
+                    "key '\(ring.primary.id)' has made more than 2^31 encryptions: add a new first key and run `token-relay encryption rotate`")
+                if overall == "pass" { overall = "warn" }
+            }
+        }
+        checks["encryption:keys"] = .array([.object(keyCheck)])
+        if let notAfter = clientCertificateNotAfter {
+            let remaining = notAfter - Int(Date().timeIntervalSince1970)
+            let warn = remaining < Self.certificateWarningSeconds
+            if warn && overall == "pass" { overall = "warn" }
+            var check: [String: JSONValue] = [
+                "status": .string(warn ? "warn" : "pass"), "observedValue": .number(Double(remaining)), "observedUnit": .string("s"), "time": .string(time),
+            ]
+            if warn { check["output"] = .string("the client certificate expires in less than 14 days: register a new one") }
+            checks["credential:certificateExpiry"] = .array([.object(check)])
+        }
         return respond(status: overall, checks: checks)
     }
 

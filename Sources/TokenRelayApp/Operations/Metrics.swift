@@ -10,7 +10,7 @@ public final class Metrics: Sendable {
         var histograms: [String: [String: Histogram]] = [:]
         var help: [String: (type: String, text: String)] = [:]
         var handles: [String: [String: Counter]] = [:]  // name → rendered labels → lock-free counter
-        var setGauges: [String: [String: Double]] = [:]  // name → rendered labels → last value set
+        var gauges: [String: [String: Double]] = [:]  // name → rendered labels → last value set
     }
 
     private struct Histogram {
@@ -41,6 +41,8 @@ public final class Metrics: Sendable {
         describe("tokenrelay_retries_total", "counter", "Retried upstream attempts by target.")
         describe("tokenrelay_throttled_total", "counter", "Requests answered throttled.")
         describe("tokenrelay_refresh_coalesced_total", "counter", "Refreshes that joined one already in flight.")
+        describe("tokenrelay_sts_request_duration_seconds", "histogram", "Token endpoint call latency by grant, retries included.")
+        describe("tokenrelay_ready", "gauge", "Last /readyz result: 1 pass or warn, 0 fail.")
         let hits = memoryCacheHits
         state.withLock { $0.handles["tokenrelay_token_cache_total", default: [:]][Self.render(["outcome": "hit", "layer": "memory"])] = hits }
     }
@@ -71,10 +73,10 @@ public final class Metrics: Sendable {
         state.withLock { $0.histograms[name, default: [:]][key, default: Histogram()].observe(seconds) }
     }
 
-    /// Sets a gauge to `value` (shown until set again).
-    public func set(_ name: String, _ labels: [String: String] = [:], to value: Double) {
+    /// Sets a gauge to a value (kept until set again).
+    public func set(_ name: String, _ labels: [String: String] = [:], value: Double) {
         let key = Self.render(labels)
-        state.withLock { $0.setGauges[name, default: [:]][key] = value }
+        state.withLock { $0.gauges[name, default: [:]][key] = value }
     }
 
     /// Registers gauges read at scrape time.
@@ -98,15 +100,24 @@ public final class Metrics: Sendable {
                 counters[name, default: [:]][labels, default: 0] += handle.value
             }
         }
-        for name in counters.keys.sorted() {
+        // Every described metric is announced even before its first sample, so dashboards and
+        // alert rules can be checked against /metrics (deploy/monitoring).
+        let described = { (type: String) in snapshot.help.filter { $0.value.type == type }.map(\.key) }
+        for name in Set(counters.keys).union(described("counter")).sorted() {
             if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) counter"] }
-            for (labels, value) in counters[name]!.sorted(by: { $0.key < $1.key }) {
+            for (labels, value) in (counters[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 lines.append("\(name)\(labels) \(Self.format(value))")
             }
         }
-        for name in snapshot.histograms.keys.sorted() {
+        for name in Set(snapshot.gauges.keys).union(described("gauge")).sorted() {
+            if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) gauge"] }
+            for (labels, value) in (snapshot.gauges[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                lines.append("\(name)\(labels) \(Self.format(value))")
+            }
+        }
+        for name in Set(snapshot.histograms.keys).union(described("histogram")).sorted() {
             if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) histogram"] }
-            for (labels, histogram) in snapshot.histograms[name]!.sorted(by: { $0.key < $1.key }) {
+            for (labels, histogram) in (snapshot.histograms[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let inner = labels.isEmpty ? "" : String(labels.dropFirst().dropLast()) + ","
                 for (index, bound) in Histogram.bounds.enumerated() {
                     lines.append("\(name)_bucket{\(inner)le=\"\(Self.format(bound))\"} \(histogram.buckets[index])")
@@ -118,14 +129,6 @@ public final class Metrics: Sendable {
         }
         let readers = gauges.withLock { $0 }
         var seen = Set<String>()
-        for name in snapshot.setGauges.keys.sorted() {
-            if let help = snapshot.help[name] { lines.append("# HELP \(name) \(help.text)") }
-            lines.append("# TYPE \(name) gauge")
-            seen.insert(name)
-            for (labels, value) in snapshot.setGauges[name]!.sorted(by: { $0.key < $1.key }) {
-                lines.append("\(name)\(labels) \(Self.format(value))")
-            }
-        }
         for read in readers {
             for gauge in read() {
                 if seen.insert(gauge.name).inserted { lines.append("# TYPE \(gauge.name) gauge") }

@@ -31,8 +31,12 @@ enum AccountRoutes {
             }
             let username = request.http.queryValue("username").flatMap { $0.isEmpty ? nil : $0 }
             let tenantId = request.http.queryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
+            let access = request.context.access
+            if let tenantId { try access.check(tenant: tenantId, field: "tenant_id") }
             // One row more than asked tells whether another page exists.
-            var page = try await services.store.listAccounts(username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1)
+            var page = try await services.store.listAccounts(
+                username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1,
+                visibleTenants: access.limitsTenants ? access.tenants.sorted() : nil)
             var next: JSONValue = .null
             if page.count > limit {
                 page.removeLast()
@@ -42,7 +46,7 @@ enum AccountRoutes {
         }
 
         router.add("GET", "/v1/accounts/{account_id}", access: .requires(.accountsRead)) { request in
-            guard let account = try await services.store.account(id: request.parameter("account_id")) else {
+            guard let account = try await services.store.account(id: request.parameter("account_id")), request.context.access.sees(account) else {
                 throw Problem.accountNotFound()
             }
             return .json(200, account.json)
@@ -50,8 +54,14 @@ enum AccountRoutes {
 
         router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
             let accountId = request.parameter("account_id")
+            // An account outside the key's tenants is invisible: 204 without touching it.
+            if request.context.access.limitsTenants {
+                guard let account = try await services.store.account(id: accountId), request.context.access.sees(account) else {
+                    return HTTPResponse(status: 204)
+                }
+            }
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
-            let deleted = try await services.store.deleteAccount(id: accountId)
+            let deleted = try await services.store.deleteAccount(id: accountId, actor: request.context.caller)
             // Forgotten before anything else can fail, so this replica never serves a deleted account.
             services.tokens.forgetInMemory(accountId)
             try await services.audit.record(

@@ -5,6 +5,7 @@ struct AppServices: Sendable {
     let configuration: Configuration
     let store: TokenStore
     let tokens: SilentTokenService
+    let grants: GrantTokenService
     let signIns: SignInService
     let downstream: DownstreamService
     let authorities: AuthorityValidator
@@ -19,8 +20,11 @@ enum Routes {
         var router = Router()
         OperationsRoutes.register(on: &router, services)
         SignInRoutes.register(on: &router, services)
+        SignInStartRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
+        EventRoutes.register(on: &router, services)
         TokenRoutes.register(on: &router, services)
+        GrantTokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)
         return router
     }

@@ -9,7 +9,7 @@ enum OperationsRoutes {
         }
         router.add("GET", "/readyz", access: .open) { _ in
             let response = await services.health.readiness()
-            services.metrics.setReadiness(ready: response.status == 200)
+            services.metrics.set("tokenrelay_ready", value: response.status == 200 ? 1 : 0)
             return response
         }
         router.add("GET", "/metrics", access: .open) { _ in

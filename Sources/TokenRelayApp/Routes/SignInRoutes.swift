@@ -15,6 +15,7 @@ enum SignInRoutes {
                 throw Problem(.invalidScope, "'scopes' is required.", extensions: ["field": .string("scopes")])
             }
             let scopes = try TokenRoutes.requestedScopes(body)
+            try request.context.access.check(scopes, field: "scopes")
             var authority: Authority?
             if let text = try body.string("authority") {
                 do {
@@ -23,6 +24,7 @@ enum SignInRoutes {
                     throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
                 }
             }
+            if let authority { try request.context.access.check(authority: authority) }
             let prompt = try body.string("prompt")
             if let prompt, !prompts.contains(prompt) {
                 throw Problem.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")

@@ -14,7 +14,7 @@ enum TokenRoutes {
             let silent = try parseSilent(body, authorities: services.authorities)
             var context = request.context
             if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
-                context = RequestContext(correlationId: correlationId, deadline: context.deadline, caller: context.caller)
+                context = context.renamed(correlationId)
             }
             do {
                 let result = try await services.tokens.acquire(silent, context: context)
@@ -33,13 +33,26 @@ enum TokenRoutes {
     /// also produces every error answer, so this path never has to).
     static func immediate(_ request: HTTPRequest, services: AppServices, caller: Caller?) -> HTTPResponse? {
         guard let caller, caller.may(.tokensAcquire), !request.bodyExceededLimit, request.headers["Request-Timeout"] == nil,
-            let (silent, bodyCorrelationId) = fastParse(request, authorities: services.authorities),
-            let result = services.tokens.acquireFromMemory(silent)
+            let (silent, bodyCorrelationId) = fastParse(request, authorities: services.authorities), caller.access.allows(silent.scopes),
+            visible(silent.account, to: caller.access, services: services), (try? caller.takeRequest()) != nil
         else { return nil }
+        guard let result = services.tokens.acquireFromMemory(silent) else {
+            // The async path answers and takes the request from the budget itself.
+            caller.bucket?.giveBack()
+            return nil
+        }
         let correlationId = bodyCorrelationId ?? AppHTTPHandler.correlationId(request.headers)
         var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: correlationId, allowPartial: silent.allowPartial))
         response.headers.set("client-request-id", correlationId)
         return response
+    }
+
+    /// Whether the key sees the account named by `selector`, as far as memory tells (an account not
+    /// in memory is left to the async path).
+    private static func visible(_ selector: SilentTokenRequest.AccountSelector, to access: KeyAccess, services: AppServices) -> Bool {
+        guard access.limitsTenants else { return true }
+        guard case .accountId(let id) = selector, let account = services.tokens.accounts.account(id: id) else { return false }
+        return access.sees(account)
     }
 
     /// The request and the body's non-empty `correlation_id` (which names the answer, as on the
@@ -134,6 +147,9 @@ enum TokenRoutes {
         _ = JSONWriter.writeNumber(Double(token.expiresOn), into: &out)
         key(#","ext_expires_on":"#)
         _ = JSONWriter.writeNumber(Double(token.extExpiresOn ?? token.expiresOn), into: &out)
+        if result.extendedLifetime {
+            key(#","extended_lifetime":true"#)
+        }
         key(#","scopes":"#)
         strings(token.scopes)
         key(#","source":"#)

@@ -2,13 +2,24 @@ import CryptoBridge
 import Foundation
 import Synchronization
 
-/// The authenticated caller of a request.
-struct Caller: Sendable, Equatable {
+/// The authenticated caller of a request: its key id, permissions, tenant and scope limits, and
+/// its request budget in this replica.
+struct Caller: Sendable {
     let keyId: String
     let permissions: Set<Permission>
+    /// Tenants and scope patterns the key is limited to (SPEC §12 Permissions).
+    var access: KeyAccess = .unrestricted
+    /// The key's token bucket when `TOKENRELAY_RATE_LIMIT_PER_KEY` is set.
+    var bucket: RateBucket?
 
     func may(_ permission: Permission) -> Bool {
         permissions.contains(permission) || permissions.contains(.admin)
+    }
+
+    /// Takes one request from the key's budget.
+    /// - Throws: 429 `rate_limited` with `Retry-After` when the budget is spent.
+    func takeRequest(now: Double = RateBucket.monotonicNow()) throws(Problem) {
+        if let bucket, let wait = bucket.take(now: now) { throw RateBucket.rateLimited(wait: wait) }
     }
 }
 
@@ -29,15 +40,27 @@ final class APIKeyAuthenticator: Sendable {
     /// Seconds a looked-up key (or its absence) is trusted before the database is asked again
     /// (`TOKENRELAY_CACHE_TTL_S`); a revocation notification drops it sooner (``forget(keyId:)``).
     let cacheTTL: TimeInterval
-    private static let bootstrapCaller = Caller(keyId: "bootstrap", permissions: Set(Permission.allCases))
+    private let bootstrapCaller: Caller
 
     /// Most key ids remembered at once (found or not).
     let cacheLimit: Int
+    /// Requests per second per key in this replica; 0 = no limit.
+    let rateLimitPerKey: Double
 
-    init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, cacheTTL: TimeInterval = 30) {
+    /// - Parameters:
+    ///   - bootstrapKey: `TOKENRELAY_BOOTSTRAP_API_KEY`, an admin key held only in memory.
+    ///   - keys: the stored keys.
+    ///   - cacheLimit: most key ids remembered at once (also bounds the rate buckets).
+    ///   - rateLimitPerKey: `TOKENRELAY_RATE_LIMIT_PER_KEY`, requests per second; 0 = no limit.
+    ///   - cacheTTL: `TOKENRELAY_CACHE_TTL_S`, seconds a looked-up key is trusted. Default 30.
+    init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30) {
         self.cacheLimit = cacheLimit
+        self.rateLimitPerKey = rateLimitPerKey
         self.cacheTTL = cacheTTL
         bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
+        bootstrapCaller = Caller(
+            keyId: "bootstrap", permissions: Set(Permission.allCases),
+            bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
         self.keys = keys
     }
 
@@ -48,7 +71,7 @@ final class APIKeyAuthenticator: Sendable {
         }
         let presentedHash = SHA256.hash(Array(presented.utf8))
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
-            return Self.bootstrapCaller
+            return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented) else {
             throw Self.unauthenticated("The API key is not valid.")
@@ -68,7 +91,7 @@ final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else { return nil }
         let presentedHash = SHA256.hash(Array(presented.utf8))
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
-            return Self.bootstrapCaller
+            return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
             Date().timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
@@ -82,21 +105,31 @@ final class APIKeyAuthenticator: Sendable {
             return cached
         }
         let record = try await keys.activeKey(keyId)
-        let entry = CachedKey(
-            secretHash: record?.secretHash, caller: record.map { Caller(keyId: $0.keyId, permissions: Set($0.permissions)) }, fetchedAt: Date())
-        cache.withLock { cache in
+        return cache.withLock { cache in
+            // A key looked up again keeps its bucket: re-reading the row must not refill it.
+            let bucket =
+                cache[keyId]?.caller?.bucket
+                ?? (rateLimitPerKey > 0 && record != nil ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
+            let entry = CachedKey(
+                secretHash: record?.secretHash,
+                caller: record.map {
+                    Caller(
+                        keyId: $0.keyId, permissions: Set($0.permissions), access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns),
+                        bucket: bucket)
+                }, fetchedAt: Date())
             // Bounded: well-formed but unknown key ids must not grow memory without limit.
-            if cache.count >= cacheLimit {
+            if cache[keyId] == nil && cache.count >= cacheLimit {
                 let now = Date()
                 cache = cache.filter { $0.value.caller != nil && now.timeIntervalSince($0.value.fetchedAt) < cacheTTL }
                 if cache.count >= cacheLimit { cache.removeAll() }
             }
             cache[keyId] = entry
+            return entry
         }
-        return entry
     }
 
-    /// Drops what this replica remembers of `keyId` (revoked on any replica, SPEC §12).
+    /// Forgets what this replica remembers of `keyId`, so its next use asks the database: call it
+    /// when the key is revoked or changed (e.g. on a notification from another replica).
     func forget(keyId: String) {
         _ = cache.withLock { $0.removeValue(forKey: keyId) }
     }
@@ -142,11 +175,18 @@ final class APIKeyAuthenticator: Sendable {
     }
 
     /// Creates a key and returns the full `trk_<keyid>_<secret>` (shown once); only its hash is stored.
-    static func create(name: String, permissions: [Permission], store: APIKeyStore) async throws -> (keyId: String, apiKey: String) {
+    /// - Parameters:
+    ///   - tenants: allowed tenant ids or domains; empty = every tenant.
+    ///   - scopePatterns: allowed scope globs (case-insensitive); empty = every scope.
+    static func create(
+        name: String, permissions: [Permission], tenants: [String] = [], scopePatterns: [String] = [], store: APIKeyStore
+    ) async throws -> (keyId: String, apiKey: String) {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
         let keyId = String(decoding: SecureRandom.bytes(12).map { alphabet[Int($0) % alphabet.count] }, as: UTF8.self)
         let secret = RandomToken.make(bytes: 32)
-        try await store.insert(keyId: keyId, name: name, secretHash: SHA256.hash(Array(secret.utf8)), permissions: permissions)
+        try await store.insert(
+            keyId: keyId, name: name, secretHash: SHA256.hash(Array(secret.utf8)), permissions: permissions, tenants: tenants,
+            scopePatterns: scopePatterns)
         return (keyId, "trk_\(keyId)_\(secret)")
     }
 }

@@ -6,3 +6,38 @@ public enum Permission: String, Sendable, CaseIterable {
     case downstreamCall = "downstream:call"
     case admin
 }
+
+/// SPEC §12 Permissions as a table: which permission a route needs, from its method and path
+/// template. Routes declare their access when they register; a test checks every registered
+/// route against this table, so a new route (e.g. `POST /v1/tokens/app`, `GET /v1/events`,
+/// `POST /v1/accounts/import`) needs no change here unless it opens a new family.
+enum RoutePermissions {
+    /// (method or `*`, path prefix, access); the first matching row wins.
+    static let table: [(method: String, prefix: String, access: RouteAccess)] = [
+        ("*", "/healthz", .open),
+        ("*", "/readyz", .open),
+        ("*", "/metrics", .open),
+        // The callback is the registered redirect URI; `start` URLs are signed (SPEC §3).
+        ("*", "/v1/sign-ins/callback", .open),
+        ("*", "/v1/sign-ins/start", .open),
+        ("*", "/v1/tokens/", .requires(.tokensAcquire)),
+        ("GET", "/v1/accounts", .requires(.accountsRead)),
+        ("GET", "/v1/events", .requires(.accountsRead)),
+        ("*", "/v1/accounts", .requires(.accountsWrite)),
+        ("*", "/v1/sign-ins", .requires(.accountsWrite)),
+        ("*", "/v1/downstream/", .requires(.downstreamCall)),
+        ("*", "/v1/api-keys", .requires(.admin)),
+        ("*", "/v1/encryption", .requires(.admin)),
+    ]
+
+    /// The access SPEC §12 gives `method` on `template`; `admin` for anything the table does not
+    /// name (a route nobody classified is closed, not open).
+    static func access(method: String, template: String) -> RouteAccess {
+        for row in table where row.method == "*" || row.method == method {
+            if template == row.prefix || template.hasPrefix(row.prefix.hasSuffix("/") ? row.prefix : row.prefix + "/") {
+                return row.access
+            }
+        }
+        return .requires(.admin)
+    }
+}

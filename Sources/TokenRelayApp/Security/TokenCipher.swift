@@ -1,4 +1,5 @@
 import CryptoBridge
+import Synchronization
 
 /// What a ciphertext is bound to (SPEC §7): additional authenticated data made of the owner,
 /// the token kind and the client id, so that a row copied onto another account fails to open.
@@ -28,12 +29,28 @@ struct TokenCipherError: Error, CustomStringConvertible {
 }
 
 /// AES-256-GCM envelope over the key ring: the first key seals, the stored key id opens.
+///
+/// Copies share one ring (replaced on SIGHUP by ``reload(_:)``) and one count of encryptions per
+/// key id not yet written to `encryption_key_usage` (SPEC §12 Encryption keys).
 struct TokenCipher: Sendable {
-    let ring: KeyRing
+    private let shared: Shared
+
+    init(ring: KeyRing) {
+        shared = Shared(ring: ring)
+    }
+
+    /// The ring in use now.
+    var ring: KeyRing { shared.ring.withLock { $0 } }
+
+    /// Replaces the ring (SIGHUP): later seals use its first key, opens any of its keys.
+    func reload(_ ring: KeyRing) {
+        shared.ring.withLock { $0 = ring }
+    }
 
     func seal(_ plaintext: String, for context: SealingContext) throws -> SealedSecret {
         let key = ring.primary
         let sealed = try AES256GCM.seal(Array(plaintext.utf8), key: key.bytes, authenticating: context.additionalData)
+        shared.unflushed.withLock { $0[key.id, default: 0] += 1 }
         return SealedSecret(keyId: key.id, nonce: sealed.nonce, ciphertext: sealed.ciphertext)
     }
 
@@ -49,5 +66,26 @@ struct TokenCipher: Sendable {
         } catch {
             throw TokenCipherError(description: "a stored \(context.kind.rawValue) ciphertext failed authentication")
         }
+    }
+
+    /// Takes the encryptions counted since the last call, per key id (for a flush to the database).
+    func takeUnflushedCounts() -> [String: Int64] {
+        shared.unflushed.withLock { counts in
+            defer { counts = [:] }
+            return counts
+        }
+    }
+
+    /// Puts counts back after a failed flush, so none is lost.
+    func restoreUnflushedCounts(_ counts: [String: Int64]) {
+        shared.unflushed.withLock { current in
+            for (id, count) in counts { current[id, default: 0] += count }
+        }
+    }
+
+    private final class Shared: Sendable {
+        let ring: Mutex<KeyRing>
+        let unflushed = Mutex<[String: Int64]>([:])
+        init(ring: KeyRing) { self.ring = Mutex(ring) }
     }
 }

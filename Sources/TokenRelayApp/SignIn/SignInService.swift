@@ -20,6 +20,8 @@ struct SignInService: Sendable {
     let forgetInMemory: @Sendable (String) -> Void
     let logger: Logger
     let now: @Sendable () -> Int
+    /// Mints and checks the signed `GET /v1/sign-ins/start` links problems carry as `sign_in_url`.
+    var links: SignInStartLinks? = nil
 
     /// A sign-in lives 10 minutes (SPEC §3).
     static let lifetimeSeconds = 600
@@ -153,7 +155,13 @@ struct SignInService: Sendable {
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
             refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken)
         forgetInMemory(account.accountId)
-        logger.info("sign_in.completed", ["account.id": account.accountId, "sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+        // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, SPEC §7).
+        logger.info(
+            "sign_in.completed",
+            [
+                "account.id": account.accountId, "account.username": account.username ?? "", "sign_in.id": pending.signInId,
+                "correlation.id": context.correlationId,
+            ])
 
         if let redirectAfter = pending.redirectAfter {
             let separator = redirectAfter.contains("?") ? "&" : "?"

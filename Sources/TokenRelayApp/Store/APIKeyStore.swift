@@ -7,6 +7,10 @@ struct APIKeyRecord: Sendable {
     let name: String
     let secretHash: [UInt8]
     let permissions: [Permission]
+    /// Allowed tenants; empty = every tenant.
+    let tenants: [String]
+    /// Allowed scope globs; empty = every scope.
+    let scopePatterns: [String]
     let createdAt: String
     let revokedAt: String?
 }
@@ -28,14 +32,27 @@ struct APIKeyStore: Sendable {
         }
     }
 
-    func insert(keyId: String, name: String, secretHash: [UInt8], permissions: [Permission]) async throws {
-        let list = "{" + permissions.map(\.rawValue).joined(separator: ",") + "}"
+    func insert(
+        keyId: String, name: String, secretHash: [UInt8], permissions: [Permission], tenants: [String] = [], scopePatterns: [String] = []
+    ) async throws {
         _ = try await database.run { connection in
             try connection.query(
-                "INSERT INTO api_keys (key_id, name, secret_hash, permissions) VALUES ($1, $2, $3, $4::text[])",
-                [.text(keyId), .text(name), .bytes(secretHash), .text(list)]
+                """
+                INSERT INTO api_keys (key_id, name, secret_hash, permissions, tenants, scope_patterns)
+                VALUES ($1, $2, $3, $4::text[], $5::text[], $6::text[])
+                """,
+                [
+                    .text(keyId), .text(name), .bytes(secretHash), .text(Self.arrayLiteral(permissions.map(\.rawValue))),
+                    .text(Self.arrayLiteral(tenants)), .text(Self.arrayLiteral(scopePatterns)),
+                ]
             ).affectedRows
         }
+    }
+
+    /// A PostgreSQL array literal of `items`, each quoted (patterns may hold `,`, `*`, `"`).
+    static func arrayLiteral(_ items: [String]) -> String {
+        "{" + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }.joined(separator: ",")
+            + "}"
     }
 
     /// Returns whether an active key was revoked.
@@ -54,6 +71,7 @@ struct APIKeyStore: Sendable {
 
     private static let select = """
         SELECT key_id, name, secret_hash, array_to_string(permissions, ',') AS permissions,
+          array_to_json(tenants)::text AS tenants, array_to_json(scope_patterns)::text AS scope_patterns,
           to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created_at,
           to_char(revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS revoked_at
         FROM api_keys
@@ -63,6 +81,13 @@ struct APIKeyStore: Sendable {
         APIKeyRecord(
             keyId: row.string("key_id") ?? "", name: row.string("name") ?? "", secretHash: row.bytes("secret_hash") ?? [],
             permissions: (row.string("permissions") ?? "").split(separator: ",").compactMap { Permission(rawValue: String($0)) },
+            tenants: strings(row.string("tenants")), scopePatterns: strings(row.string("scope_patterns")),
             createdAt: row.string("created_at") ?? "", revokedAt: row.string("revoked_at"))
+    }
+
+    /// A JSON array of strings as read from `array_to_json(...)::text`.
+    private static func strings(_ json: String?) -> [String] {
+        guard let json, let items = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String] else { return [] }
+        return items
     }
 }

@@ -11,6 +11,7 @@ struct AuditStore: Sendable {
         case accountDeleted = "account.deleted"
         case apiKeyCreated = "api_key.created"
         case apiKeyRevoked = "api_key.revoked"
+        case encryptionRotated = "encryption.rotated"
     }
 
     func record(_ action: Action, actor: String, accountId: String?, outcome: String, detail: [String: JSONValue] = [:]) async throws {

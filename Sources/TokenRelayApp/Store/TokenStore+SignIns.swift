@@ -87,11 +87,12 @@ extension TokenStore {
         let clientId = self.clientId
         let newId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
-            if let existing = try connection.query(
-                "SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3",
+            let existing = try connection.query(
+                "SELECT account_id, state FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3",
                 [.text(clientId), .text(account.environment), .text(account.homeAccountId)]
-            ).rows.first?.string("account_id") {
-                try Self.lockRefresh(in: connection, accountId: existing, clientId: clientId)
+            ).rows.first
+            if let existingId = existing?.string("account_id") {
+                try Self.lockRefresh(in: connection, accountId: existingId, clientId: clientId)
             }
             guard
                 let row = try connection.query(
@@ -120,6 +121,9 @@ extension TokenStore {
                 try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))
             }
             try AuditStore.record(in: connection, .signInCompleted, actor: "sign-in", accountId: record.accountId, outcome: "success")
+            if existing?.string("state") == AccountRecord.State.interactionRequired.rawValue {
+                try AccountEventStore.append(in: connection, .recovered, accountId: record.accountId, data: ["reason": .string("sign_in")])
+            }
             // Other replicas forget their memories of the account (SPEC §12).
             try ReplicaNotifications.send(.accountSignedIn(record.accountId), in: connection)
             return record

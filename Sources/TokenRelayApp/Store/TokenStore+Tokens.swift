@@ -71,7 +71,16 @@ extension TokenStore {
             ).rows.first
         else { return nil }
         let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
-        let token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
+        let token: String
+        do {
+            token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
+        } catch {
+            // Never served, never sent: a key missing from the ring, or a ciphertext moved here
+            // from another row (its additional data names another account, SPEC §7).
+            var problem = Problem(.internal, "The stored refresh token of this account could not be decrypted; see the service log.")
+            problem.cause = "token.decrypt_failed: kind=rt key_id=\(sealed.keyId) account.id=\(accountId): \(error)"
+            throw problem
+        }
         return (token, row.int("generation") ?? 0)
     }
 
@@ -111,14 +120,21 @@ extension TokenStore {
     /// Only the refresh token that was sent (its `generation`, read under the lock) is deleted; if
     /// a newer one is stored, nothing changes. Returns whether the account was marked.
     @discardableResult
-    func markRefreshTokenDead(in connection: PostgresConnection, accountId: String, generation: Int64) throws -> Bool {
+    func markRefreshTokenDead(in connection: PostgresConnection, accountId: String, generation: Int64, stsErrorCodes: [Int] = []) throws -> Bool {
         let deleted = try connection.query(
             "DELETE FROM refresh_tokens WHERE account_id = $1 AND client_id = $2 AND generation = $3",
             [.text(accountId), .text(clientId), .int(generation)]
         ).affectedRows
         guard deleted == 1 else { return false }
         try connection.query("DELETE FROM access_tokens WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
-        try connection.query("UPDATE accounts SET state = 'interaction_required' WHERE account_id = $1", [.text(accountId)])
+        let marked = try connection.query(
+            "UPDATE accounts SET state = 'interaction_required' WHERE account_id = $1 AND state <> 'interaction_required'", [.text(accountId)]
+        ).affectedRows
+        if marked == 1 {
+            try AccountEventStore.append(
+                in: connection, .interactionRequired, accountId: accountId,
+                data: ["reason": .string("refresh_token_dead"), "sts_error_codes": .array(stsErrorCodes.map { .number(Double($0)) })])
+        }
         try ReplicaNotifications.send(.accountChanged(accountId), in: connection)
         return true
     }

@@ -48,7 +48,11 @@ struct TokenStore: Sendable {
     }
 
     /// One page of accounts ordered by `account_id`, starting after `afterAccountId`.
-    func listAccounts(username: String?, tenantId: String?, afterAccountId: String?, limit: Int) async throws -> [AccountRecord] {
+    /// - Parameter visibleTenants: lower-cased tenants an API key is limited to (`KeyAccess`); nil = every tenant.
+    ///   Matches the realm, as `KeyAccess.tenants(of:)` does.
+    func listAccounts(
+        username: String?, tenantId: String?, afterAccountId: String?, limit: Int, visibleTenants: [String]? = nil
+    ) async throws -> [AccountRecord] {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
@@ -58,30 +62,39 @@ struct TokenStore: Sendable {
                   AND ($2::text IS NULL OR lower(username) = lower($2))
                   AND ($3::text IS NULL OR realm = $3)
                   AND ($4::text IS NULL OR account_id > $4)
+                  AND ($6::text[] IS NULL OR lower(realm) = ANY($6::text[]))
                 ORDER BY account_id LIMIT $5
                 """,
-                [.text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit))]
+                [
+                    .text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit)),
+                    Self.optional(visibleTenants.map(APIKeyStore.arrayLiteral)),
+                ]
             ).rows.map(Self.account(from:))
         }
     }
 
-    /// Removes the account and, by cascade, every token it owns. Returns whether a row went.
+    /// Removes the account and, by cascade, every token it owns, with its `account.deleted`
+    /// event in the same transaction. Returns whether a row went.
     @discardableResult
-    func deleteAccount(id: String) async throws -> Bool {
+    func deleteAccount(id: String, actor: String? = nil) async throws -> Bool {
         let clientId = self.clientId
-        return try await database.run { connection in
-            // One statement (its own transaction): the NOTIFY goes out only if the row went.
-            try connection.query(
-                """
-                WITH gone AS (DELETE FROM accounts WHERE account_id = $1 AND client_id = $2 RETURNING account_id)
-                SELECT pg_notify($3, $4 || account_id || ' ' || $5) FROM gone
-                """,
-                [
-                    .text(id), .text(clientId), .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.accountDeletedPrefix),
-                    .text(ReplicaInvalidation.origin),
-                ]
-            ).rows.count > 0
+        return try await database.transaction { connection in
+            try Self.deleteAccount(in: connection, id: id, clientId: clientId, actor: actor)
         }
+    }
+
+    /// The deletion inside a caller's transaction; `clientId` nil matches any client (the CLI).
+    static func deleteAccount(in connection: PostgresConnection, id: String, clientId: String?, actor: String?) throws -> Bool {
+        guard
+            let row = try connection.query(
+                "DELETE FROM accounts WHERE account_id = $1 AND ($2::text IS NULL OR client_id = $2) RETURNING realm", [.text(id), optional(clientId)]
+            ).rows.first
+        else { return false }
+        try AccountEventStore.append(
+            in: connection, .deleted, accountId: id, realm: row.string("realm"), data: actor.map { ["actor": .string($0)] } ?? [:])
+        // Every replica forgets the account when this commits (SPEC §12).
+        try ReplicaNotifications.send(.accountDeleted(id), in: connection)
+        return true
     }
 
     /// Writes `last_used_at` at most once per 5 minutes (SPEC §12 Accounts).

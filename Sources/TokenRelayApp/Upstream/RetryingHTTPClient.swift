@@ -9,6 +9,8 @@ struct RetryingHTTPClient: Sendable {
     let http: HTTPClient
     let metrics: Metrics
     let logger: Logger
+    /// Time, waits and jitter (injected in tests).
+    var clock: UpstreamClock = .system
 
     /// What the last attempt produced, and the policy's final decision (`accept` or `giveUp`).
     struct Final {
@@ -27,7 +29,7 @@ struct RetryingHTTPClient: Sendable {
     ) async throws(Problem) -> Final {
         var attempt = 1
         while true {
-            let remaining = context.remainingSeconds
+            let remaining = context.deadline.timeIntervalSince(clock.now())
             guard remaining > 0.05 else {
                 throw Problem(
                     .upstreamUnavailable, "The request deadline passed before the \(target) answered.", status: 504,
@@ -44,7 +46,7 @@ struct RetryingHTTPClient: Sendable {
                 result = .failure(HTTPClientError(kind: .other, requestSent: true, function: "HTTPClient.execute", reason: "cancelled"))
             }
             let decision = policy.decide(
-                attempt: attempt, outcome: classify(result), deadlineRemaining: context.remainingSeconds, random: Double.random(in: 0..<1))
+                attempt: attempt, outcome: classify(result), deadlineRemaining: context.deadline.timeIntervalSince(clock.now()), random: clock.random())
             guard case .retry(let delay) = decision else { return Final(last: result, decision: decision) }
             metrics.increment("tokenrelay_retries_total", ["target": target])
             logger.info(
@@ -53,15 +55,16 @@ struct RetryingHTTPClient: Sendable {
                     "upstream.target": target, "upstream.attempt": String(attempt), "retry.delay_s": String(format: "%.2f", delay),
                     "correlation.id": context.correlationId,
                 ])
-            try? await Task.sleep(for: .seconds(delay))
+            await clock.sleep(delay)
             attempt += 1
         }
     }
 }
 
 extension RetryPolicy.Outcome {
-    /// A transport failure as the policy sees it.
+    /// A transport failure as the policy sees it. A timeout before any byte of the request went
+    /// out (connecting) is a network error with nothing sent: safe to retry for every method.
     init(_ error: HTTPClientError) {
-        self = error.kind == .timedOut ? .timedOut : .networkError(requestSent: error.requestSent)
+        self = error.kind == .timedOut && error.requestSent ? .timedOut : .networkError(requestSent: error.requestSent)
     }
 }

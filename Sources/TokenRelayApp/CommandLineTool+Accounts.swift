@@ -1,0 +1,78 @@
+import Foundation
+import IdentityCore
+import PostgresBridge
+
+/// `token-relay accounts list|show|delete` and `token-relay keepalive --once` (SPEC §8, §12).
+extension CommandLineTool {
+    static func accounts(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
+        guard !configuration.databaseURL.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
+        }
+        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        defer { pool.close() }
+        let store = AccountAdminStore(database: Database(pool: pool), clientId: configuration.clientId.isEmpty ? nil : configuration.clientId)
+        switch arguments.first {
+        case "list":
+            let limitText = value(of: "--limit", in: arguments)
+            let limit = limitText.map { Int($0) ?? -1 } ?? 50
+            guard (1...200).contains(limit) else { return usageError("accounts list: --limit must be an integer from 1 to 200", help: ["accounts", "list"]) }
+            var after: String?
+            if let cursor = value(of: "--cursor", in: arguments), !cursor.isEmpty {
+                guard let decoded = AccountRoutes.Cursor.decode(cursor) else {
+                    return usageError("accounts list: --cursor is not a cursor this service issued", help: ["accounts", "list"])
+                }
+                after = decoded
+            }
+            var page = try await store.list(
+                username: value(of: "--username", in: arguments), tenantId: value(of: "--tenant-id", in: arguments), afterAccountId: after,
+                limit: limit + 1)
+            var next: JSONValue = .null
+            if page.count > limit {
+                page.removeLast()
+                next = .string(AccountRoutes.Cursor.encode(page.last!.accountId))
+            }
+            printJSON(.object(["accounts": .array(page.map(\.json)), "next_cursor": next]))
+            return 0
+        case "show":
+            guard let id = positional(arguments) else { return usageError("accounts show needs ACCOUNT_ID", help: ["accounts", "show"]) }
+            guard let account = try await store.account(id: id) else {
+                FileHandle.standardError.write(Data("token-relay: no account \(id)\n".utf8))
+                return 1
+            }
+            printJSON(account.json)
+            return 0
+        case "delete":
+            guard let id = positional(arguments) else { return usageError("accounts delete needs ACCOUNT_ID", help: ["accounts", "delete"]) }
+            // Like DELETE /v1/accounts/{id}: signs out in TokenRelay only, and is idempotent.
+            let deleted = try await store.delete(id: id, actor: "cli")
+            printJSON(.object(["account_id": .string(id), "deleted": .bool(deleted)]))
+            return 0
+        default:
+            return usageError("accounts list|show|delete", help: ["accounts"])
+        }
+    }
+
+    static func keepAlive(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
+        // Only one pass on demand: in `serve` the pass runs on its own schedule.
+        guard arguments.contains("--once") else { return usageError("keepalive needs --once", help: ["keepalive"]) }
+        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
+        let service = try TokenRelayService(configuration: configuration, logger: logger)
+        defer { service.stop() }
+        print(try await service.runKeepAlivePass())
+        return 0
+    }
+
+    /// The first argument after the sub-command that is not an option.
+    private static func positional(_ arguments: [String]) -> String? {
+        arguments.dropFirst().first { !$0.hasPrefix("-") }
+    }
+
+    private static func value(of name: String, in arguments: [String]) -> String? {
+        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+        return arguments[index + 1]
+    }
+
+    private static func printJSON(_ value: JSONValue) {
+        print(String(decoding: JSONWriter.encode(value), as: UTF8.self))
+    }
+}

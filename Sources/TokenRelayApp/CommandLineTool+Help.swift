@@ -1,0 +1,100 @@
+import Foundation
+
+/// `--help` on every command and sub-command (usage on standard output, exit 0), and unknown
+/// options refused before a command runs (usage on standard error, exit 2).
+extension CommandLineTool {
+    struct CommandHelp: Sendable {
+        /// The command words, e.g. `["accounts", "list"]`.
+        let path: [String]
+        let usage: String
+        /// Options accepted; nil when the command checks its own.
+        let options: Set<String>?
+        /// The options among `options` that take a value.
+        let valued: Set<String>
+
+        init(_ path: [String], _ usage: String, options: Set<String>? = [], valued: Set<String> = []) {
+            self.path = path
+            self.usage = usage
+            self.options = options.map { $0.union(valued) }
+            self.valued = valued
+        }
+    }
+
+    static let commandHelp: [CommandHelp] = [
+        CommandHelp(["serve"], "usage: token-relay serve\n  Serves HTTP on TOKENRELAY_LISTEN; runs the keep-alive and webhook jobs."),
+        CommandHelp(["migrate"], "usage: token-relay migrate\n  Applies pending migrations (TOKENRELAY_DATABASE_URL) and exits."),
+        CommandHelp(
+            ["check-config"], "usage: token-relay check-config\n  Validates the configuration; prints {\"status\":\"ok\"} or names the bad setting (exit 2)."),
+        CommandHelp(["healthcheck"], "usage: token-relay healthcheck\n  Exits 0 when the local /healthz passes, else 1."),
+        CommandHelp(
+            ["api-keys"], "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2] | list | revoke KEY_ID"),
+        CommandHelp(
+            ["api-keys", "create"],
+            "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes \"User.*,https://vault.azure.net/*\"]\n"
+                + "  Prints the new key once, as JSON (api_key). --tenants and --scopes limit what the key may touch.",
+            valued: ["--name", "--permissions", "--tenants", "--scopes"]),
+        CommandHelp(["api-keys", "list"], "usage: token-relay api-keys list\n  Prints one JSON object per key (never the secret)."),
+        CommandHelp(["api-keys", "revoke"], "usage: token-relay api-keys revoke KEY_ID"),
+        CommandHelp(["encryption"], "usage: token-relay encryption generate-key [--id ID] | rotate", options: nil),
+        CommandHelp(
+            ["encryption", "generate-key"], "usage: token-relay encryption generate-key [--id ID]\n  Prints a key ring entry id:base64key.", valued: ["--id"]),
+        CommandHelp(
+            ["encryption", "rotate"], "usage: token-relay encryption rotate\n  Re-encrypts every stored secret under the ring's first key.", options: nil),
+        CommandHelp(
+            ["accounts"],
+            "usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T] | show ACCOUNT_ID | delete ACCOUNT_ID"),
+        CommandHelp(
+            ["accounts", "list"],
+            """
+            usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T]
+              Prints {"accounts": [...], "next_cursor": ...} as GET /v1/accounts does (limit 1-200, default 50).
+            """,
+            valued: ["--limit", "--cursor", "--username", "--tenant-id"]),
+        CommandHelp(["accounts", "show"], "usage: token-relay accounts show ACCOUNT_ID\n  Prints the account object; exit 1 when there is none."),
+        CommandHelp(
+            ["accounts", "delete"],
+            """
+            usage: token-relay accounts delete ACCOUNT_ID
+              Signs the account out of TokenRelay (nothing is revoked at Microsoft): deletes it and its tokens,
+              writes an audit row and an account.deleted event; prints {"account_id", "deleted"}.
+            """),
+        CommandHelp(
+            ["keepalive"],
+            """
+            usage: token-relay keepalive --once
+              Runs one refresh-token keep-alive pass (accounts idle TOKENRELAY_KEEPALIVE_AFTER_DAYS days) and prints
+              {"ran", "refreshed", "failed", "deferred"}.
+            """,
+            options: ["--once"]),
+    ]
+
+    /// Answers `--help` and refuses unknown options before any command runs.
+    /// - Returns: the exit status when the command must not run, else nil.
+    static func preflight(_ arguments: [String]) -> Int32? {
+        guard let help = commandHelp.filter({ arguments.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
+            return nil  // an unknown command: the dispatcher says so
+        }
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(help.usage)
+            return 0
+        }
+        guard let options = help.options else { return nil }
+        var index = help.path.count
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument.hasPrefix("-") {
+                guard options.contains(argument) else { return usageError("unknown option '\(argument)'", help: help.path) }
+                if help.valued.contains(argument) { index += 1 }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Writes `message` and the command's usage to standard error; returns 2.
+    static func usageError(_ message: String, help path: [String]) -> Int32 {
+        let usage = commandHelp.first { $0.path == path }?.usage ?? "usage: token-relay --help"
+        FileHandle.standardError.write(Data("token-relay: \(message)\n\(usage)\n".utf8))
+        return 2
+    }
+}

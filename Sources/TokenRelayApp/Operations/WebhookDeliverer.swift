@@ -1,0 +1,130 @@
+import CryptoBridge
+import Foundation
+import HTTPClientBridge
+import HTTPCommon
+import IdentityCore
+import PostgresBridge
+
+/// Delivers account events to `TOKENRELAY_WEBHOOK_URL` (SPEC §12 Webhooks and events): each event
+/// as a JSON POST signed with `TokenRelay-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`,
+/// in outbox order, at least once (a receiver dedupes on the event `id`, which never changes).
+///
+/// One replica delivers at a time: a batch runs inside one transaction holding a
+/// transaction-scoped advisory lock (works through pgbouncer, SPEC §8), and marks each event
+/// delivered after its 2xx. The first failure ends the batch, so a later event never overtakes
+/// an earlier one; the next batch waits an exponential backoff with jitter (IdentityCore's
+/// `RetryPolicy` caps) for as long as the receiver stays down.
+struct WebhookDeliverer: Sendable {
+    let database: Database
+    let url: String
+    let secret: [UInt8]
+    let http: HTTPClient
+    let policy: RetryPolicy
+    let metrics: Metrics
+    let logger: Logger
+
+    /// Events sent per batch (one transaction).
+    static let batchSize = 50
+    /// Seconds one POST may take.
+    static let attemptTimeout = 10.0
+    /// Seconds between looks for new events while idle.
+    static let pollInterval = 1.0
+
+    init(database: Database, url: String, secret: String, http: HTTPClient, maxBackoffSeconds: Int, metrics: Metrics, logger: Logger) {
+        self.database = database
+        self.url = url
+        self.secret = Array(secret.utf8)
+        self.http = http
+        policy = RetryPolicy(target: .downstream(idempotent: true), maxAttempts: .max, baseDelay: 1, maxDelay: Double(maxBackoffSeconds))
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// How one batch ended.
+    enum BatchResult: Sendable, Equatable {
+        /// Nothing waits, or another replica holds the delivery lock.
+        case idle
+        /// `count` events delivered, all of the batch.
+        case delivered(count: Int)
+        /// The receiver refused or could not be reached after `count` deliveries.
+        case failed(count: Int)
+    }
+
+    /// Runs until the task is cancelled.
+    func run() async {
+        let events = AccountEventStore(database: database)
+        var failures = 0
+        while !Task.isCancelled {
+            var wait = Self.pollInterval
+            do {
+                if try await events.hasUndelivered() {
+                    switch try await deliverBatch() {
+                    case .idle: break
+                    case .delivered(let count):
+                        failures = 0
+                        if count == Self.batchSize { wait = 0 }
+                    case .failed:
+                        failures += 1
+                        // Equal jitter: never less than half the cap, so a down receiver is not hammered.
+                        let cap = policy.backoffCap(afterAttempt: failures)
+                        wait = cap / 2 + Double.random(in: 0..<1) * cap / 2
+                    }
+                }
+            } catch {
+                logger.warn("webhook.batch_failed", ["error": String(describing: type(of: error))])
+            }
+            if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }
+        }
+    }
+
+    /// Delivers undelivered events in order until one fails or the batch is done.
+    func deliverBatch() async throws -> BatchResult {
+        let service = self
+        return try await database.transaction { connection -> BatchResult in
+            let locked = try connection.query("SELECT pg_try_advisory_xact_lock(hashtextextended('tokenrelay.webhook', 0)) AS locked").rows.first?.bool(
+                "locked")
+            guard locked == true else { return .idle }
+            let pending = try AccountEventStore.undelivered(in: connection, limit: Self.batchSize)
+            guard !pending.isEmpty else { return .idle }
+            var delivered = 0
+            for event in pending {
+                let accepted = try blockingWait { await service.post(event) }
+                guard accepted else { return .failed(count: delivered) }
+                try AccountEventStore.markDelivered(in: connection, seq: event.seq)
+                delivered += 1
+            }
+            return .delivered(count: delivered)
+        }
+    }
+
+    /// One signed POST; true on a 2xx answer.
+    private func post(_ event: AccountEvent) async -> Bool {
+        let body = JSONWriter.encode(event.json)
+        let timestamp = Int(Date().timeIntervalSince1970)
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", "application/json")
+        headers.set("TokenRelay-Signature", Self.signature(body: body, timestamp: timestamp, secret: secret))
+        headers.set("TokenRelay-Event-Id", event.id)
+        headers.set("TokenRelay-Event-Type", event.type)
+        let outcome: String
+        do {
+            let response = try await http.execute(HTTPClientRequest(method: "POST", url: url, headers: headers, body: body, timeout: Self.attemptTimeout))
+            outcome = (200..<300).contains(response.status) ? "delivered" : "refused"
+            if outcome != "delivered" { logger.warn("webhook.delivery_refused", ["event.id": event.id, "http.status": String(response.status)]) }
+        } catch {
+            outcome = "unreachable"
+            logger.warn("webhook.delivery_unreachable", ["event.id": event.id])
+        }
+        metrics.increment("tokenrelay_webhook_deliveries_total", ["outcome": outcome])
+        return outcome == "delivered"
+    }
+
+    /// `t=<unix>,v1=<hex HMAC-SHA256 of "t.body">` (the scheme Stripe and others use).
+    /// - Parameters:
+    ///   - body: the exact bytes sent.
+    ///   - timestamp: unix seconds, also signed so a receiver can refuse old replays.
+    static func signature(body: [UInt8], timestamp: Int, secret: [UInt8]) -> String {
+        let mac = HMACSHA256.authenticationCode(for: Array("\(timestamp).".utf8) + body, key: secret)
+        return "t=\(timestamp),v1=" + mac.map { String(format: "%02x", $0) }.joined()
+    }
+}

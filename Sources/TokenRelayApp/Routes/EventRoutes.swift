@@ -1,0 +1,48 @@
+import CryptoBridge
+import HTTPCommon
+import IdentityCore
+
+/// `GET /v1/events?cursor=&limit=` (SPEC §12 Webhooks and events): account events in the order
+/// they happened, paged by an opaque cursor.
+enum EventRoutes {
+    static let parameters: Set<String> = ["cursor", "limit"]
+
+    static func register(on router: inout Router, _ services: AppServices) {
+        router.add("GET", "/v1/events", access: .requires(.accountsRead)) { request in
+            for item in request.http.query where !parameters.contains(item.name) {
+                throw Problem.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use cursor or limit.")
+            }
+            let limit = request.http.queryValue("limit").map { Int($0) ?? -1 } ?? 50
+            guard (1...200).contains(limit) else {
+                throw Problem.invalidRequest(field: "limit", "'limit' must be an integer from 1 to 200.")
+            }
+            var after: Int64 = 0
+            let cursor = request.http.queryValue("cursor").flatMap { $0.isEmpty ? nil : $0 }
+            if let cursor {
+                guard let decoded = Cursor.decode(cursor) else {
+                    throw Problem.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
+                }
+                after = decoded
+            }
+            let access = request.context.access
+            let page = try await AccountEventStore(database: services.store.database).page(
+                afterSeq: after, limit: limit, visibleTenants: access.limitsTenants ? access.tenants.sorted() : nil)
+            // The position after the last event returned: polling with it yields only newer events,
+            // so a consumer keeps it even when a page comes back empty.
+            let next: JSONValue = page.last.map { .string(Cursor.encode($0.seq)) } ?? cursor.map(JSONValue.string) ?? .null
+            return .json(200, .object(["events": .array(page.map(\.json)), "next_cursor": next]))
+        }
+    }
+
+    /// Opaque cursor: base64url of the last event position seen.
+    enum Cursor {
+        static func encode(_ seq: Int64) -> String { Base64URL.encode(Array("e:\(seq)".utf8)) }
+
+        static func decode(_ cursor: String) -> Int64? {
+            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("e:"),
+                let seq = Int64(text.dropFirst(2)), seq >= 0
+            else { return nil }
+            return seq
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import HTTPCommon
+import IdentityCore
+
+/// `POST /v1/tokens/app` and `POST /v1/tokens/on-behalf-of` (SPEC §2, §12 Token requests).
+enum GrantTokenRoutes {
+    static let appFields: Set<String> = ["scopes", "resource", "tenant_id", "authority", "force_refresh", "min_ttl_s", "correlation_id"]
+    static let onBehalfOfFields: Set<String> = ["assertion", "scopes", "resource", "authority", "force_refresh", "min_ttl_s", "correlation_id"]
+
+    static func register(on router: inout Router, _ services: AppServices) {
+        router.add("POST", "/v1/tokens/app", access: .requires(.tokensAcquire)) { request in
+            let body = try JSONBody(request.http)
+            try body.rejectUnknown(allowed: appFields)
+            let parsed = try parse(body, services: services, tenantField: true)
+            return try await answer(body, request.context) { context in
+                try await services.grants.acquireApp(parsed, context: context)
+            }
+        }
+        router.add("POST", "/v1/tokens/on-behalf-of", access: .requires(.tokensAcquire)) { request in
+            let body = try JSONBody(request.http)
+            try body.rejectUnknown(allowed: onBehalfOfFields)
+            let assertion = try body.requiredString("assertion")
+            let parsed = try parse(body, services: services, tenantField: false)
+            return try await answer(body, request.context) { context in
+                try await services.grants.acquireOnBehalfOf(assertion: assertion, parsed, context: context)
+            }
+        }
+    }
+
+    /// Scopes, authority (or `tenant_id` on the configured authority's host), `force_refresh`,
+    /// `min_ttl_s`; every error names its field.
+    static func parse(_ body: JSONBody, services: AppServices, tenantField: Bool) throws(Problem) -> GrantTokenService.Request {
+        let scopes = try TokenRoutes.requestedScopes(body)
+        var authority: Authority?
+        if let text = try body.string("authority") {
+            if tenantField && body.has("tenant_id") {
+                throw Problem.invalidRequest(field: "tenant_id", "Give 'tenant_id' or 'authority', not both.")
+            }
+            authority = try validated(text, field: "authority", services: services)
+        } else if tenantField, let tenant = try body.string("tenant_id") {
+            guard !tenant.isEmpty,
+                tenant.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || "0123456789.-_".unicodeScalars.contains($0)) })
+            else {
+                throw Problem.invalidRequest(field: "tenant_id", "'tenant_id' must be a tenant id or domain.")
+            }
+            let base = services.grants.defaultAuthority
+            let candidate = Authority(scheme: base.scheme, host: base.host, port: base.port, tenant: tenant, policy: nil, type: base.type)
+            authority = try validated(candidate.url, field: "tenant_id", services: services)
+        }
+        let minTTL = try body.int("min_ttl_s") ?? 0
+        guard minTTL >= 0 && minTTL <= 86_400 else {
+            throw Problem.invalidRequest(field: "min_ttl_s", "'min_ttl_s' must be between 0 and 86400 seconds.")
+        }
+        return GrantTokenService.Request(scopes: scopes, authority: authority, forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL)
+    }
+
+    private static func validated(_ url: String, field: String, services: AppServices) throws(Problem) -> Authority {
+        do {
+            return try services.authorities.validate(url)
+        } catch {
+            throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string(field)])
+        }
+    }
+
+    /// Runs `acquire` under the body's correlation id and writes the token answer.
+    private static func answer(
+        _ body: JSONBody, _ requestContext: RequestContext, _ acquire: (RequestContext) async throws -> GrantTokenService.Result
+    ) async throws -> HTTPResponse {
+        var context = requestContext
+        if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
+            context = RequestContext(correlationId: correlationId, deadline: context.deadline, caller: context.caller)
+        }
+        do {
+            let result = try await acquire(context)
+            var response = HTTPResponse.json(200, tokenBody(result, correlationId: context.correlationId))
+            response.headers.set("client-request-id", context.correlationId)
+            response.headers.set("Cache-Control", "no-store")
+            return response
+        } catch var problem as Problem {
+            problem.correlationId = context.correlationId
+            throw problem
+        }
+    }
+
+    /// The answer: `access_token`, `token_type`, `expires_on`, `ext_expires_on` (unix seconds),
+    /// `scopes` (canonical), `source`, `correlation_id`; no account (none is involved).
+    static func tokenBody(_ result: GrantTokenService.Result, correlationId: String) -> JSONValue {
+        let token = result.token
+        return .object([
+            "access_token": .string(token.secret), "token_type": .string("Bearer"), "expires_on": .number(Double(token.expiresOn)),
+            "ext_expires_on": .number(Double(token.extExpiresOn ?? token.expiresOn)), "scopes": .array(token.scopes.map(JSONValue.string)),
+            "source": .string(result.source.rawValue), "correlation_id": .string(correlationId),
+        ])
+    }
+}

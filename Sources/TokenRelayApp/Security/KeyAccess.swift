@@ -1,0 +1,121 @@
+import IdentityCore
+
+/// What an API key may reach besides its permissions (SPEC §7, §12 Permissions): the tenants
+/// whose accounts it sees and the scopes it may ask for. Empty lists mean no limit.
+///
+/// An account outside the key's tenants is invisible (404, `DELETE` 204 no-op, left out of
+/// lists); a tenant, authority or scope the caller names explicitly and may not use is 403
+/// `forbidden`.
+struct KeyAccess: Sendable, Equatable {
+    /// Allowed tenant ids or domains, lower-cased; empty: every tenant.
+    let tenants: Set<String>
+    /// Case-insensitive globs (`*` any run of characters, `?` one character) over scopes,
+    /// lower-cased; empty: every scope.
+    let scopePatterns: [String]
+
+    init(tenants: [String] = [], scopePatterns: [String] = []) {
+        self.tenants = Set(tenants.map { $0.lowercased() })
+        self.scopePatterns = scopePatterns.map { $0.lowercased() }
+    }
+
+    /// No limit: the bootstrap key, keys created without `--tenants`/`--scopes`, open routes.
+    static let unrestricted = KeyAccess()
+
+    var limitsTenants: Bool { !tenants.isEmpty }
+
+    /// The tenants an account belongs to for the key's tenant limit.
+    ///
+    /// The one place to extend when accounts carry several tenant profiles (a guest in several
+    /// tenants, SPEC §12 Accounts: "per-key tenant limits match any profile"); today it is the
+    /// account's realm.
+    static func tenants(of account: AccountRecord) -> [String] {
+        [account.realm]
+    }
+
+    /// Whether the key sees `account` at all.
+    func sees(_ account: AccountRecord) -> Bool {
+        tenants.isEmpty || Self.tenants(of: account).contains { tenants.contains($0.lowercased()) }
+    }
+
+    /// Whether the key may name `tenant` (a `tenant_id` filter, an authority's tenant).
+    func allows(tenant: String) -> Bool {
+        tenants.isEmpty || tenants.contains(tenant.lowercased())
+    }
+
+    /// Whether every scope of `scopes` matches one of the key's patterns.
+    func allows(_ scopes: ScopeSet) -> Bool {
+        scopePatterns.isEmpty || scopes.canonical.allSatisfy(allows(scope:))
+    }
+
+    /// Whether `scope` (canonical: Graph scopes short, others full URIs) matches a pattern, in its
+    /// canonical or full-URI form (`User.Read` and `https://graph.microsoft.com/User.Read` are one
+    /// scope, SPEC §1).
+    func allows(scope: String) -> Bool {
+        if scopePatterns.isEmpty { return true }
+        let short = scope.lowercased()
+        let full = short.contains("://") ? short : "https://graph.microsoft.com/" + short
+        return scopePatterns.contains { Self.glob($0, matches: short) || Self.glob($0, matches: full) }
+    }
+
+    /// 403 `forbidden` naming `field` unless the key may name `tenant`.
+    func check(tenant: String, field: String) throws(Problem) {
+        guard allows(tenant: tenant) else {
+            throw Problem(.forbidden, "This API key may not use tenant '\(tenant)'.", extensions: ["field": .string(field)])
+        }
+    }
+
+    /// 403 `forbidden` naming `field` unless the key may ask for every scope of `scopes`.
+    func check(_ scopes: ScopeSet, field: String) throws(Problem) {
+        guard allows(scopes) else {
+            let refused = scopes.canonical.filter { !allows(scope: $0) }
+            throw Problem(
+                .forbidden, "This API key may not request the scope(s) \(refused.joined(separator: ", ")).",
+                extensions: ["field": .string(field), "scopes": .array(refused.map(JSONValue.string))])
+        }
+    }
+
+    /// 403 `forbidden` unless the key may use the authority's tenant.
+    func check(authority: Authority, field: String = "authority") throws(Problem) {
+        guard allows(tenant: authority.tenant) else {
+            throw Problem(.forbidden, "This API key may not use the authority's tenant '\(authority.tenant)'.", extensions: ["field": .string(field)])
+        }
+    }
+
+    /// 403 `forbidden` for what a token request names and the key may not use: a `tenant_id`,
+    /// an authority's tenant, a scope outside the patterns.
+    func check(_ request: SilentTokenRequest) throws(Problem) {
+        if tenants.isEmpty && scopePatterns.isEmpty { return }
+        if case .username(_, let tenantId?) = request.account { try check(tenant: tenantId, field: "tenant_id") }
+        if let authority = request.authority { try check(authority: authority) }
+        try check(request.scopes, field: "scopes")
+    }
+
+    /// Glob match over lower-cased UTF-8: `*` any run (also empty, also `/`), `?` one byte.
+    /// - Complexity: O(pattern × text) worst case, linear for the usual one-star pattern.
+    static func glob(_ pattern: String, matches text: String) -> Bool {
+        let p = Array(pattern.utf8)
+        let t = Array(text.utf8)
+        var pi = 0
+        var ti = 0
+        var star = -1
+        var resume = 0
+        while ti < t.count {
+            if pi < p.count && (p[pi] == UInt8(ascii: "?") || p[pi] == t[ti]) {
+                pi += 1
+                ti += 1
+            } else if pi < p.count && p[pi] == UInt8(ascii: "*") {
+                star = pi
+                resume = ti
+                pi += 1
+            } else if star >= 0 {
+                pi = star + 1
+                resume += 1
+                ti = resume
+            } else {
+                return false
+            }
+        }
+        while pi < p.count && p[pi] == UInt8(ascii: "*") { pi += 1 }
+        return pi == p.count
+    }
+}

@@ -1,0 +1,77 @@
+import IdentityCore
+import PostgresBridge
+
+/// The transactional outbox of account events: written inside the transaction of the change it
+/// reports, read in `seq` order by `GET /v1/events` and the webhook deliverer.
+struct AccountEventStore: Sendable {
+    let database: Database
+
+    /// Appends an event inside the caller's transaction; call it as the transaction's last
+    /// statement. The advisory lock makes inserts commit in `seq` order (see the migration).
+    /// - Parameter realm: the account's tenant; nil reads it from the account row.
+    static func append(
+        in connection: PostgresConnection, _ kind: AccountEvent.Kind, accountId: String, realm: String? = nil, data: [String: JSONValue] = [:]
+    ) throws {
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended('tokenrelay.account_events', 0))")
+        let dataText = String(decoding: JSONWriter.encode(.object(data)), as: UTF8.self)
+        try connection.query(
+            """
+            INSERT INTO account_events (account_id, event_id, type, realm, data)
+            VALUES ($1, $2, $3, COALESCE($5, (SELECT realm FROM accounts WHERE account_id = $1)), $4::jsonb)
+            """,
+            [.text(accountId), .text("evt_" + RandomToken.make(bytes: 16)), .text(kind.rawValue), .text(dataText), TokenStore.optional(realm)])
+    }
+
+    /// Appends an event in a transaction of its own (an event that reports no state change).
+    func append(_ kind: AccountEvent.Kind, accountId: String, data: [String: JSONValue] = [:]) async throws {
+        try await database.transaction { connection in
+            try Self.append(in: connection, kind, accountId: accountId, data: data)
+        }
+    }
+
+    static let columns = """
+        seq, event_id, type, account_id, data::text AS data,
+        to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS occurred_at
+        """
+
+    /// Up to `limit` events after `afterSeq`, oldest first.
+    /// - Parameter visibleTenants: lower-cased tenants an API key is limited to (`KeyAccess`);
+    ///   nil = every tenant. Matches the realm the event recorded.
+    func page(afterSeq: Int64, limit: Int, visibleTenants: [String]? = nil) async throws -> [AccountEvent] {
+        try await database.run { connection in
+            try connection.query(
+                """
+                SELECT \(Self.columns) FROM account_events
+                WHERE seq > $1 AND ($3::text[] IS NULL OR lower(realm) = ANY($3::text[]))
+                ORDER BY seq LIMIT $2
+                """,
+                [.int(afterSeq), .int(Int64(limit)), visibleTenants.map { .text(APIKeyStore.arrayLiteral($0)) } ?? .null]
+            ).rows.map(Self.event(from:))
+        }
+    }
+
+    /// Up to `limit` events the webhook receiver has not acknowledged, oldest first.
+    static func undelivered(in connection: PostgresConnection, limit: Int) throws -> [AccountEvent] {
+        try connection.query(
+            "SELECT \(columns) FROM account_events WHERE delivered_at IS NULL ORDER BY seq LIMIT $1", [.int(Int64(limit))]
+        ).rows.map(event(from:))
+    }
+
+    static func markDelivered(in connection: PostgresConnection, seq: Int64) throws {
+        try connection.query("UPDATE account_events SET delivered_at = now() WHERE seq = $1", [.int(seq)])
+    }
+
+    /// Whether any event waits for delivery (a cheap poll on the partial index).
+    func hasUndelivered() async throws -> Bool {
+        try await database.run { connection in
+            !(try connection.query("SELECT 1 FROM account_events WHERE delivered_at IS NULL LIMIT 1").rows.isEmpty)
+        }
+    }
+
+    static func event(from row: PostgresRow) -> AccountEvent {
+        AccountEvent(
+            seq: row.int("seq") ?? 0, id: row.string("event_id") ?? "", type: row.string("type") ?? "",
+            occurredAt: row.string("occurred_at") ?? "", accountId: row.string("account_id") ?? "",
+            data: JSONValue.parse(row.string("data") ?? "{}") ?? .object([:]))
+    }
+}

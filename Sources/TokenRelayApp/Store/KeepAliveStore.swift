@@ -1,0 +1,69 @@
+import PostgresBridge
+
+/// SQL of the refresh-token keep-alive job: which accounts to refresh, with which scopes, and the
+/// lease that lets one replica at a time run a pass.
+///
+/// "Last refreshed" is `refresh_tokens.updated_at`: it changes whenever the refresh token is
+/// redeemed and rotated (or stored by a sign-in), which is what the STS's inactivity window
+/// counts; `accounts.last_used_at` also moves on cache hits that never reach the STS.
+struct KeepAliveStore: Sendable {
+    let database: Database
+    let clientId: String
+
+    /// Takes or renews the lease on `job` for `seconds`; false when another holder has it.
+    func acquireLease(job: String, holder: String, seconds: Int) async throws -> Bool {
+        try await database.run { connection in
+            !(try connection.query(
+                """
+                INSERT INTO job_leases (job, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3::double precision))
+                ON CONFLICT (job) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+                WHERE job_leases.expires_at < now() OR job_leases.holder = EXCLUDED.holder
+                RETURNING holder
+                """,
+                [.text(job), .text(holder), .int(Int64(seconds))]
+            ).rows.isEmpty)
+        }
+    }
+
+    func releaseLease(job: String, holder: String) async throws {
+        _ = try await database.run { connection in
+            try connection.query("DELETE FROM job_leases WHERE job = $1 AND holder = $2", [.text(job), .text(holder)])
+        }
+    }
+
+    /// Active accounts whose refresh token was last redeemed more than `days` ago, longest idle first.
+    func idleAccountIds(olderThanDays days: Int, limit: Int) async throws -> [String] {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query(
+                """
+                SELECT a.account_id FROM refresh_tokens r JOIN accounts a ON a.account_id = r.account_id
+                WHERE r.client_id = $1 AND a.state = 'active' AND r.updated_at < now() - make_interval(days => $2::int)
+                ORDER BY r.updated_at LIMIT $3
+                """,
+                [.text(clientId), .int(Int64(days)), .int(Int64(limit))]
+            ).rows.compactMap { $0.string("account_id") }
+        }
+    }
+
+    /// The canonical scopes of the account's most recently cached access token in `realm`
+    /// (scopes the account already consented to), or nil when none is cached.
+    func recentScopes(accountId: String, realm: String) async throws -> [String]? {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query(
+                "SELECT scopes FROM access_tokens WHERE account_id = $1 AND client_id = $2 AND realm = $3 ORDER BY cached_at DESC LIMIT 1",
+                [.text(accountId), .text(clientId), .text(realm)]
+            ).rows.first?.string("scopes").map { $0.split(separator: " ").map(String.init) }
+        }
+    }
+
+    /// Records a redemption whose response carried no new refresh token (the old one was still
+    /// used), so the account is not picked again next pass.
+    func markRedeemed(accountId: String) async throws {
+        let clientId = self.clientId
+        _ = try await database.run { connection in
+            try connection.query("UPDATE refresh_tokens SET updated_at = now() WHERE account_id = $1 AND client_id = $2", [.text(accountId), .text(clientId)])
+        }
+    }
+}

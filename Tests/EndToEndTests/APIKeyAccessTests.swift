@@ -1,0 +1,318 @@
+import Foundation
+import Testing
+import TokenRelayTesting
+
+/// API keys through the real binaries (SPEC §7, §11, §12 Permissions): every route refuses a
+/// missing, malformed, revoked or under-privileged key; tenant and scope limits; the per-key rate
+/// limit.
+@Suite("API key access", .serialized)
+struct APIKeyAccessTests {
+    static let allPermissions = ["tokens:acquire", "accounts:read", "accounts:write", "downstream:call", "admin"]
+    static let otherTenant = "22222222-2222-2222-2222-222222222222"
+
+    /// One documented operation: how to call it and what it needs (nil: no API key).
+    struct Operation: Sendable, CustomStringConvertible {
+        let method: String
+        let template: String
+        let permission: String?
+        var description: String { "\(method) \(template)" }
+    }
+
+    /// Every operation of openapi.yaml; `allRoutesCovered` fails when a route is missing here.
+    static let operations: [Operation] = [
+        Operation(method: "POST", template: "/v1/sign-ins", permission: "accounts:write"),
+        Operation(method: "GET", template: "/v1/sign-ins/callback", permission: nil),
+        Operation(method: "GET", template: "/v1/accounts", permission: "accounts:read"),
+        Operation(method: "GET", template: "/v1/accounts/{account_id}", permission: "accounts:read"),
+        Operation(method: "DELETE", template: "/v1/accounts/{account_id}", permission: "accounts:write"),
+        Operation(method: "POST", template: "/v1/tokens/silent", permission: "tokens:acquire"),
+        Operation(method: "POST", template: "/v1/tokens/app", permission: "tokens:acquire"),
+        Operation(method: "POST", template: "/v1/tokens/on-behalf-of", permission: "tokens:acquire"),
+        Operation(method: "GET", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "POST", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "PUT", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "PATCH", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "DELETE", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "GET", template: "/v1/sign-ins/start", permission: nil),
+        Operation(method: "GET", template: "/v1/events", permission: "accounts:read"),
+        Operation(method: "GET", template: "/healthz", permission: nil),
+        Operation(method: "GET", template: "/readyz", permission: nil),
+        Operation(method: "GET", template: "/metrics", permission: nil),
+    ]
+
+    // MARK: Helpers
+
+    /// Creates a key with the CLI; returns (api_key, key_id).
+    static func createKey(
+        _ stack: TokenRelayStack, permissions: [String], tenants: [String] = [], scopes: [String] = []
+    ) throws -> (key: String, keyId: String) {
+        var arguments = ["api-keys", "create", "--name", "test", "--permissions", permissions.joined(separator: ",")]
+        if !tenants.isEmpty { arguments += ["--tenants", tenants.joined(separator: ",")] }
+        if !scopes.isEmpty { arguments += ["--scopes", scopes.joined(separator: ",")] }
+        let (status, output) = try CommandLineTests.run(arguments, environment: cliEnvironment(stack))
+        guard status == 0, let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
+            let key = object["api_key"] as? String, let keyId = object["key_id"] as? String
+        else { throw TestFailure("api-keys create exited \(status): \(output)") }
+        return (key, keyId)
+    }
+
+    static func cliEnvironment(_ stack: TokenRelayStack) -> [String: String] {
+        ["TOKENRELAY_DATABASE_URL": stack.databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
+    }
+
+    /// Sends `operation` with `authorization` (nil: no header) and a body/headers that make sense for it.
+    static func call(_ stack: TokenRelayStack, _ operation: Operation, authorization: String?, accountId: String) async throws -> TestResponse {
+        // DELETE names an account that does not exist (204 too), so the others keep theirs.
+        let path = operation.template.replacingOccurrences(of: "{account_id}", with: operation.method == "DELETE" ? "acc_absent" : accountId)
+            .replacingOccurrences(of: "{api}/{path}", with: "graph/me")
+        var headers: [String: String] = [:]
+        if let authorization { headers["Authorization"] = authorization }
+        var body: Any?
+        switch operation.template {
+        case "/v1/sign-ins": body = ["scopes": ["User.Read"]]
+        case "/v1/tokens/silent": body = ["account_id": accountId, "scopes": ["User.Read"]]
+        case "/v1/tokens/app": body = ["scopes": ["https://graph.microsoft.com/.default"]]
+        case "/v1/tokens/on-behalf-of":
+            // The account's token for TokenRelay's own app: what a caller's API would pass on.
+            let incoming = try await stack.request(
+                "POST", "/v1/tokens/silent", json: ["account_id": accountId, "scopes": ["api://\(TokenRelayStack.clientId)/access_as_user"]])
+            body = ["assertion": incoming.json["access_token"] as? String ?? "", "scopes": ["User.Read"]]
+        case "/v1/downstream/{api}/{path}": headers["X-Account-Id"] = accountId
+        default: break
+        }
+        return try await stack.request(operation.method, path, json: body, headers: headers, authenticated: false)
+    }
+
+    /// Signs `username` in through `authority` (the default one when nil); returns its account id.
+    static func signIn(_ stack: TokenRelayStack, _ username: String, tenant: String) async throws -> String {
+        let started = try await stack.request(
+            "POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": username, "authority": "\(stack.emulator.baseURL)/\(tenant)"])
+        guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
+            throw TestFailure("sign-in start answered \(started.status): \(started.text)")
+        }
+        let redirect = try await stack.http.execute(.init(method: "GET", url: authorize))
+        guard let location = redirect.headers["Location"] else { throw TestFailure("authorize answered \(redirect.status)") }
+        let callback = try await stack.request("GET", location, authenticated: false)
+        guard let id = (callback.json["account"] as? [String: Any])?["account_id"] as? String else {
+            throw TestFailure("callback answered \(callback.status): \(callback.text)")
+        }
+        return id
+    }
+
+    static func bearer(_ key: String) -> [String: String] { ["Authorization": "Bearer \(key)"] }
+
+    // MARK: Tests
+
+    @Test("The table names every operation of openapi.yaml")
+    func allRoutesCovered() throws {
+        let text = try String(contentsOfFile: BuiltProducts.packageRoot() + "/openapi.yaml", encoding: .utf8)
+        var documented = Set<String>()
+        var inPaths = false
+        var path: String?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if !line.hasPrefix(" ") && !line.isEmpty { inPaths = line.hasPrefix("paths:") }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /") && line.hasSuffix(":") {
+                path = String(line.dropFirst(2).dropLast())
+            } else if line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":"), let path {
+                let method = line.trimmingCharacters(in: .whitespaces).dropLast()
+                if ["get", "post", "put", "patch", "delete"].contains(String(method)) { documented.insert("\(method.uppercased()) \(path)") }
+            }
+        }
+        #expect(!documented.isEmpty)
+        #expect(documented == Set(Self.operations.map(\.description)))
+    }
+
+    @Test("Every route: a missing, malformed or revoked key is 401 with WWW-Authenticate; a key without the permission is 403")
+    func everyRouteRefusesBadKeys() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_keys_routes")
+        defer { stack.stop() }
+        let accountId = try await stack.signInAccountId()
+        let revoked = try Self.createKey(stack, permissions: Self.allPermissions)
+        #expect(try CommandLineTests.run(["api-keys", "revoke", revoked.keyId], environment: Self.cliEnvironment(stack)).0 == 0)
+        let revokedSecretForm = revoked.key
+        let malformed = [
+            "Bearer", "Basic dXNlcjpwYXNz", "Bearer not-a-key", "Bearer trk_SHORT_secret", "Bearer trk_abc_secret", "Bearer trk_abcdefgh_",
+            "Bearer trk_\(revoked.keyId)_wrong-secret", "Bearer \(stack.apiKey)x",
+        ]
+        for operation in Self.operations {
+            if operation.permission == nil {
+                let open = try await Self.call(stack, operation, authorization: nil, accountId: accountId)
+                #expect(open.status != 401 && open.status != 403, "\(operation) needs no key: \(open.status)")
+                continue
+            }
+            var cases: [(String, String?)] = [("missing", nil), ("revoked", "Bearer \(revokedSecretForm)")]
+            cases += malformed.map { ("malformed '\($0.prefix(24))'", $0) }
+            for (label, authorization) in cases {
+                let refused = try await Self.call(stack, operation, authorization: authorization, accountId: accountId)
+                #expect(refused.status == 401, "\(operation) \(label): \(refused.status) \(refused.text)")
+                #expect(refused.json["error"] as? String == "unauthenticated", "\(operation) \(label)")
+                #expect(refused.headers["WWW-Authenticate"] == #"Bearer realm="tokenrelay""#, "\(operation) \(label)")
+                #expect(refused.headers["Content-Type"] == "application/problem+json")
+            }
+            let others = Self.allPermissions.filter { $0 != operation.permission && $0 != "admin" }
+            let underPrivileged = try Self.createKey(stack, permissions: others)
+            let forbidden = try await Self.call(stack, operation, authorization: "Bearer \(underPrivileged.key)", accountId: accountId)
+            #expect(forbidden.status == 403, "\(operation) without \(operation.permission!): \(forbidden.status) \(forbidden.text)")
+            #expect(forbidden.json["error"] as? String == "forbidden")
+            let privileged = try Self.createKey(stack, permissions: [operation.permission!])
+            let allowed = try await Self.call(stack, operation, authorization: "Bearer \(privileged.key)", accountId: accountId)
+            if operation.template.hasPrefix("/v1/downstream/") {
+                // The API's own answer to the method (e.g. 405 for PUT /me) is relayed: TokenRelay let the call through.
+                #expect(allowed.headers["TokenRelay-Relayed"] == "true", "\(operation) with \(operation.permission!): \(allowed.status) \(allowed.text)")
+            } else {
+                #expect(allowed.status < 400, "\(operation) with \(operation.permission!): \(allowed.status) \(allowed.text)")
+            }
+        }
+    }
+
+    @Test("A key limited to one tenant cannot see or use another tenant's accounts (list, get, delete, silent, downstream)")
+    func tenantLimits() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_keys_tenants")
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId()
+        let carol = try await Self.signIn(stack, "carol@fabrikam.example", tenant: Self.otherTenant)
+        // Carol's token is in this replica's memory: the server-thread path must refuse it too.
+        let warm = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": carol, "scopes": ["User.Read"]])
+        #expect(warm.json["source"] as? String == "cache")
+        let limited = try Self.createKey(
+            stack, permissions: ["tokens:acquire", "accounts:read", "accounts:write", "downstream:call"], tenants: [stack.tenantId.uppercased()])
+        let headers = Self.bearer(limited.key)
+
+        let list = try await stack.request("GET", "/v1/accounts", headers: headers, authenticated: false)
+        #expect(list.status == 200)
+        #expect((list.json["accounts"] as? [[String: Any]])?.compactMap { $0["account_id"] as? String } == [alice])
+        let foreignFilter = try await stack.request("GET", "/v1/accounts?tenant_id=\(Self.otherTenant)", headers: headers, authenticated: false)
+        #expect(foreignFilter.status == 403)
+        #expect(foreignFilter.json["error"] as? String == "forbidden")
+        #expect(try await stack.request("GET", "/v1/accounts/\(alice)", headers: headers, authenticated: false).status == 200)
+        let hidden = try await stack.request("GET", "/v1/accounts/\(carol)", headers: headers, authenticated: false)
+        #expect(hidden.status == 404)
+        #expect(hidden.json["error"] as? String == "account_not_found")
+
+        for _ in 0..<2 {
+            let silent = try await stack.request(
+                "POST", "/v1/tokens/silent", json: ["account_id": carol, "scopes": ["User.Read"]], headers: headers, authenticated: false)
+            #expect(silent.status == 404, "\(silent.text)")
+        }
+        #expect(
+            try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]], headers: headers, authenticated: false)
+                .status == 200)
+        let byUsername = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["username": "carol@fabrikam.example", "scopes": ["User.Read"]], headers: headers, authenticated: false)
+        #expect(byUsername.status == 404)
+        let namedTenant = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["username": "carol@fabrikam.example", "tenant_id": Self.otherTenant, "scopes": ["User.Read"]],
+            headers: headers, authenticated: false)
+        #expect(namedTenant.status == 403)
+        let foreignAuthority = try await stack.request(
+            "POST", "/v1/tokens/silent",
+            json: ["account_id": alice, "scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/\(Self.otherTenant)"], headers: headers,
+            authenticated: false)
+        #expect(foreignAuthority.status == 403)
+        let foreignSignIn = try await stack.request(
+            "POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/\(Self.otherTenant)"], headers: headers,
+            authenticated: false)
+        #expect(foreignSignIn.status == 403)
+
+        let graphBefore = try await stack.emulatorCount("graph_requests")
+        let downstream = try await stack.request(
+            "GET", "/v1/downstream/graph/me", headers: headers.merging(["X-Account-Id": carol]) { $1 }, authenticated: false)
+        #expect(downstream.status == 404, "\(downstream.text)")
+        #expect(try await stack.emulatorCount("graph_requests") == graphBefore)
+        let ownDownstream = try await stack.request(
+            "GET", "/v1/downstream/graph/me", headers: headers.merging(["X-Account-Id": alice]) { $1 }, authenticated: false)
+        #expect(ownDownstream.status == 200)
+
+        let delete = try await stack.request("DELETE", "/v1/accounts/\(carol)", headers: headers, authenticated: false)
+        #expect(delete.status == 204)
+        #expect(try await stack.request("GET", "/v1/accounts/\(carol)").status == 200, "the invisible account was deleted")
+
+        // Events: the limited key reads only its tenant's account events.
+        #expect(try await stack.request("DELETE", "/v1/accounts/\(carol)").status == 204)
+        #expect(try await stack.request("DELETE", "/v1/accounts/\(alice)", headers: headers, authenticated: false).status == 204)
+        func eventAccounts(_ response: TestResponse) -> [String] {
+            (response.json["events"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String }
+        }
+        let everyEvent = try await stack.request("GET", "/v1/events")
+        #expect(Set(eventAccounts(everyEvent)) == [alice, carol])
+        let ownEvents = try await stack.request("GET", "/v1/events", headers: headers, authenticated: false)
+        #expect(ownEvents.status == 200)
+        #expect(eventAccounts(ownEvents) == [alice], "a tenant-limited key read another tenant's events")
+    }
+
+    @Test("A key limited by scope patterns gets 403 for other scopes (silent, sign-in, downstream)")
+    func scopePatterns() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_keys_scopes")
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId()
+        let userOnly = try Self.createKey(stack, permissions: ["tokens:acquire", "accounts:write", "downstream:call"], scopes: ["user.*"])
+        let mailOnly = try Self.createKey(stack, permissions: ["tokens:acquire", "downstream:call"], scopes: ["Mail.*", "https://vault.azure.net/*"])
+        func silent(_ key: String, _ scopes: [String]) async throws -> TestResponse {
+            try await stack.request(
+                "POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": scopes], headers: Self.bearer(key), authenticated: false)
+        }
+        #expect(try await silent(userOnly.key, ["User.Read"]).status == 200)
+        #expect(try await silent(userOnly.key, ["https://graph.microsoft.com/User.Read"]).status == 200)
+        let mail = try await silent(userOnly.key, ["Mail.Read"])
+        #expect(mail.status == 403)
+        #expect(mail.json["error"] as? String == "forbidden")
+        #expect(mail.json["field"] as? String == "scopes")
+        #expect(try await silent(userOnly.key, ["https://vault.azure.net/user_impersonation"]).status == 403)
+        // User.Read is cached in memory now: the server-thread path refuses it to the other key.
+        // The first use of a key looks it up in the database; the second is answered from memory.
+        for _ in 0..<2 {
+            let cachedButForbidden = try await silent(mailOnly.key, ["User.Read"])
+            #expect(cachedButForbidden.status == 403, "\(cachedButForbidden.text)")
+        }
+
+        let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["Mail.Read"]], headers: Self.bearer(userOnly.key), authenticated: false)
+        #expect(signIn.status == 403)
+        #expect(
+            try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"]], headers: Self.bearer(userOnly.key), authenticated: false)
+                .status == 201)
+        // The graph downstream API is configured with User.Read.
+        func downstream(_ key: String) async throws -> TestResponse {
+            try await stack.request("GET", "/v1/downstream/graph/me", headers: ["Authorization": "Bearer \(key)", "X-Account-Id": alice], authenticated: false)
+        }
+        #expect(try await downstream(userOnly.key).status == 200)
+        let refused = try await downstream(mailOnly.key)
+        #expect(refused.status == 403, "\(refused.text)")
+        #expect(refused.json["error"] as? String == "forbidden")
+
+        let (_, listed) = try CommandLineTests.run(["api-keys", "list"], environment: Self.cliEnvironment(stack))
+        let rows = listed.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.first { $0["key_id"] as? String == mailOnly.keyId }?["scopes"] as? [String] == ["Mail.*", "https://vault.azure.net/*"])
+        #expect(!listed.contains(mailOnly.key))
+    }
+
+    @Test("Past TOKENRELAY_RATE_LIMIT_PER_KEY a key gets 429 rate_limited with Retry-After; other keys are not affected")
+    func rateLimit() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_keys_rate", environment: ["TOKENRELAY_RATE_LIMIT_PER_KEY": "2"])
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId()
+        let key = try Self.createKey(stack, permissions: ["tokens:acquire", "accounts:read"])
+        var statuses: [Int] = []
+        var limited: TestResponse?
+        // Cached silent requests (answered on the server thread) and a database route share the budget.
+        for index in 0..<10 {
+            let response =
+                index % 2 == 0
+                ? try await stack.request(
+                    "POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]], headers: Self.bearer(key.key), authenticated: false)
+                : try await stack.request("GET", "/v1/accounts", headers: Self.bearer(key.key), authenticated: false)
+            statuses.append(response.status)
+            if response.status == 429 { limited = response }
+        }
+        #expect(statuses.filter { $0 == 200 }.count >= 2, "\(statuses)")
+        #expect(statuses.filter { $0 == 200 }.count <= 3, "\(statuses)")
+        let problem = try #require(limited, "\(statuses)")
+        #expect(problem.json["error"] as? String == "rate_limited")
+        #expect(problem.headers["Content-Type"] == "application/problem+json")
+        let retryAfter = try #require(problem.headers["Retry-After"].flatMap { Int($0) })
+        #expect(retryAfter >= 1)
+        #expect(problem.json["retry_after_s"] as? Int == retryAfter)
+        let other = try Self.createKey(stack, permissions: ["accounts:read"])
+        #expect(try await stack.request("GET", "/v1/accounts", headers: Self.bearer(other.key), authenticated: false).status == 200)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Glibc
+import Testing
+import TokenRelayTesting
+
+/// SPEC §7 Limits through the real binary: body size, header size, connection count, and the
+/// inactivity timeout that cuts off a client that stops sending.
+@Suite("Connection limits", .serialized)
+struct ConnectionLimitsTests {
+    /// One blocking TCP connection with a receive timeout, to send partial requests.
+    final class RawSocket {
+        let fd: Int32
+
+        init(port: Int) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard result == 0 else { throw TestFailure("connect: errno \(errno)") }
+        }
+
+        deinit { close(fd) }
+
+        func send(_ text: String) {
+            _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+
+        enum Received: Equatable {
+            case bytes(String)
+            case closed
+            case nothing
+        }
+
+        /// What arrives within `seconds`: bytes, the server closing (EOF or reset), or nothing.
+        func receive(within seconds: Double) -> Received {
+            var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1e6))
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 { return .bytes(String(decoding: buffer[..<count], as: UTF8.self)) }
+            if count == 0 || errno == ECONNRESET { return .closed }
+            return .nothing
+        }
+    }
+
+    static func port(_ stack: TokenRelayStack) throws -> Int {
+        guard let port = stack.baseURL.split(separator: ":").last.flatMap({ Int($0) }) else { throw TestFailure("no port in \(stack.baseURL)") }
+        return port
+    }
+
+    @Test("A body over TOKENRELAY_MAX_BODY_BYTES is 413 payload_too_large; headers past the connection memory are 431")
+    func bodyAndHeaderSize() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_limits_size", environment: ["TOKENRELAY_MAX_BODY_BYTES": "2048"])
+        defer { stack.stop() }
+        let big = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": String(repeating: "a", count: 4096), "scopes": ["User.Read"]])
+        #expect(big.status == 413)
+        #expect(big.json["error"] as? String == "payload_too_large")
+        #expect(big.headers["Content-Type"] == "application/problem+json")
+        let fits = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": String(repeating: "a", count: 1024), "scopes": ["User.Read"]])
+        #expect(fits.status == 404)
+
+        let socket = try RawSocket(port: try Self.port(stack))
+        socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 20000))\r\n\r\n")
+        guard case .bytes(let answer) = socket.receive(within: 5) else {
+            Issue.record("no answer to oversized headers")
+            return
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 431"), "\(answer.prefix(80))")
+        #expect(answer.contains("Connection: close"))
+        // The server goes on serving.
+        #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
+    }
+
+    @Test("A client that stops sending, or trickles its headers, is cut off after TOKENRELAY_CLIENT_TIMEOUT_S")
+    func slowClientTimeout() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_limits_timeout", environment: ["TOKENRELAY_CLIENT_TIMEOUT_S": "1"])
+        defer { stack.stop() }
+        let socket = try RawSocket(port: try Self.port(stack))
+        socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Partial: ")
+        let started = ContinuousClock.now
+        #expect(socket.receive(within: 0.4) == .nothing, "cut off before the timeout")
+        #expect(socket.receive(within: 5) == .closed)
+        #expect(started.duration(to: .now) < .seconds(4))
+        // An idle keep-alive connection is closed the same way.
+        let idle = try RawSocket(port: try Self.port(stack))
+        idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        guard case .bytes(let answer) = idle.receive(within: 5) else {
+            Issue.record("no answer")
+            return
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 200"))
+        #expect(idle.receive(within: 5) == .closed)
+
+        // A client trickling its headers (never silent for a whole second) is cut off too.
+        let trickle = try RawSocket(port: try Self.port(stack))
+        trickle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        let trickleStarted = ContinuousClock.now
+        var outcome = RawSocket.Received.nothing
+        for index in 0..<40 where outcome == .nothing {
+            trickle.send("X-Slow-\(index): y\r\n")
+            outcome = trickle.receive(within: 0.3)
+        }
+        #expect(outcome == .closed, "a trickling client kept its connection: \(outcome)")
+        let elapsed = trickleStarted.duration(to: .now)
+        #expect(elapsed > .milliseconds(900) && elapsed < .seconds(4), "\(elapsed)")
+        #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
+    }
+
+    @Test("Past TOKENRELAY_MAX_CONNECTIONS a new connection waits unserved until one closes")
+    func connectionLimit() async throws {
+        let stack = try await TokenRelayStack(
+            name: "e2e_limits_connections", environment: ["TOKENRELAY_MAX_CONNECTIONS": "3", "TOKENRELAY_SERVER_THREADS": "1"])
+        defer { stack.stop() }
+        let port = try Self.port(stack)
+        var held: [RawSocket] = []
+        for _ in 0..<3 {
+            let socket = try RawSocket(port: port)
+            socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            guard case .bytes(let answer) = socket.receive(within: 5), answer.hasPrefix("HTTP/1.1 200") else {
+                Issue.record("a connection under the limit was not served")
+                return
+            }
+            held.append(socket)
+        }
+        let extra = try RawSocket(port: port)
+        extra.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        let refused = extra.receive(within: 1)
+        #expect(refused == .nothing || refused == .closed, "a fourth connection was served: \(refused)")
+        held.removeAll()
+        if refused == .nothing {
+            guard case .bytes(let answer) = extra.receive(within: 5) else {
+                Issue.record("the waiting connection was not served after others closed")
+                return
+            }
+            #expect(answer.hasPrefix("HTTP/1.1 200"))
+        }
+        let after = try RawSocket(port: port)
+        after.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        guard case .bytes(let answer) = after.receive(within: 5) else {
+            Issue.record("not served after the held connections closed")
+            return
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 200"))
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import TokenRelayTesting
+
+/// The alert rules and the dashboard in deploy/monitoring name only metrics that `/metrics`
+/// really exposes (issue 6: operators' dashboards must not go blank after a rename).
+@Suite("Monitoring contract")
+struct MonitoringContractTests {
+    /// Every `tokenrelay_*` name used by a file of deploy/monitoring, histogram series suffixes
+    /// (`_bucket`, `_sum`, `_count`) included as written.
+    static func namesUsed() throws -> [String: Set<String>] {
+        let directory = BuiltProducts.packageRoot() + "/deploy/monitoring"
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".json") }
+        let pattern = try Regex("tokenrelay_[a-z0-9_]+")
+        var used: [String: Set<String>] = [:]
+        for file in files {
+            let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+            used[file] = Set(text.matches(of: pattern).map { String(text[$0.range]) })
+        }
+        return used
+    }
+
+    /// Metric families announced by a Prometheus text exposition (`# TYPE name type`), with
+    /// the series names each family may have.
+    static func exposedSeries(_ exposition: String) -> Set<String> {
+        var names = Set<String>()
+        for line in exposition.split(separator: "\n") where line.hasPrefix("# TYPE ") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 4 else { continue }
+            let name = String(parts[2])
+            names.insert(name)
+            if parts[3] == "histogram" { names.formUnion(["_bucket", "_sum", "_count"].map { name + $0 }) }
+        }
+        return names
+    }
+
+    @Test("Every metric the alert rules and the Grafana dashboard use is one /metrics exposes")
+    func dashboardAndAlertsUseRealMetrics() async throws {
+        let used = try Self.namesUsed()
+        #expect(used.keys.contains("prometheus-rules.yaml") && used.keys.contains("grafana-dashboard.json"))
+        #expect(used.values.allSatisfy { !$0.isEmpty }, "a monitoring file names no tokenrelay_ metric")
+
+        let stack = try await TokenRelayStack(name: "e2e_monitoring")
+        defer { stack.stop() }
+        _ = try await stack.request("GET", "/readyz", authenticated: false)
+        let metrics = try await stack.request("GET", "/metrics", authenticated: false)
+        #expect(metrics.status == 200)
+        let exposed = Self.exposedSeries(metrics.text)
+        for (file, names) in used.sorted(by: { $0.key < $1.key }) {
+            let missing = names.subtracting(exposed).sorted()
+            #expect(missing.isEmpty, "\(file) uses metrics /metrics does not expose: \(missing.joined(separator: ", "))")
+        }
+        #expect(metrics.text.contains("tokenrelay_ready 1"), "readiness passed, so the readiness gauge is 1")
+    }
+
+    @Test("A name the service does not expose is caught")
+    func unknownNameIsCaught() {
+        let exposed = Self.exposedSeries("# TYPE tokenrelay_a_total counter\n# TYPE tokenrelay_b_seconds histogram\n")
+        #expect(exposed.contains("tokenrelay_b_seconds_bucket"))
+        #expect(!exposed.contains("tokenrelay_c_total"))
+        #expect(!exposed.contains("tokenrelay_a_total_bucket"))
+    }
+}

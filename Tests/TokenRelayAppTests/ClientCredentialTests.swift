@@ -1,0 +1,170 @@
+import CryptoBridge
+import Foundation
+import HTTPCommon
+import IdentityCore
+import Testing
+import TokenRelayTesting
+
+@testable import TokenRelayApp
+
+@Suite("Client credential: secret, certificate assertion, federated assertion file")
+struct ClientCredentialTests {
+    static let clientId = "6731de76-14a6-49ae-97bc-6eba6914391e"
+    static let endpoint = "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token"
+    static let valid: [String: String] = [
+        "TOKENRELAY_CLIENT_ID": clientId,
+        "TOKENRELAY_AUTHORITY": "https://login.microsoftonline.com/contoso.onmicrosoft.com",
+        "TOKENRELAY_DATABASE_URL": "postgresql://localhost/tokenrelay",
+        "TOKENRELAY_ENCRYPTION_KEYS": "k1:" + Data(repeating: 3, count: 32).base64EncodedString(),
+    ]
+
+    static func credential(_ extra: [String: String]) throws -> ClientCredential {
+        try ClientCredential(configuration: ConfigurationLoader(environment: valid.merging(extra) { $1 }).load())
+    }
+
+    static func field(_ fields: [(String, String)], _ name: String) -> String? { fields.first { $0.0 == name }?.1 }
+
+    @Test("A secret is sent as client_secret")
+    func secret() throws {
+        let fields = try Self.credential(["TOKENRELAY_CLIENT_SECRET": "s3cret"]).formFields(tokenEndpoint: Self.endpoint)
+        #expect(fields.map(\.0) == ["client_secret"])
+        #expect(Self.field(fields, "client_secret") == "s3cret")
+        #expect(try Self.credential([:]).formFields(tokenEndpoint: Self.endpoint).isEmpty)
+    }
+
+    @Test(
+        "A certificate signs a fresh client assertion per request (RFC 7523): header thumbprint, aud, iss, sub, jti, 10 minutes", arguments: ["PS256", "RS256"])
+    func certificateAssertion(algorithm: String) throws {
+        let files = try TestCertificate()
+        defer { files.remove() }
+        let credential = try Self.credential([
+            "TOKENRELAY_CLIENT_CERTIFICATE": files.combinedPath, "TOKENRELAY_CLIENT_ASSERTION_ALGORITHM": algorithm.lowercased(),
+        ])
+        let certificate = try X509Certificate(pem: try String(contentsOfFile: files.certificatePath, encoding: .utf8))
+        let fields = try credential.formFields(tokenEndpoint: Self.endpoint, now: 1_800_000_000)
+        #expect(fields.map(\.0) == ["client_assertion_type", "client_assertion"])
+        #expect(Self.field(fields, "client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+        let jwt = try JWT.parse(try #require(Self.field(fields, "client_assertion")))
+        #expect(jwt.algorithm == algorithm)
+        if algorithm == "PS256" {
+            #expect(jwt.header["x5t#S256"]?.stringValue == certificate.sha256Thumbprint)
+            #expect(jwt.header["x5t#S256"]?.stringValue == (try files.sha256Thumbprint()))
+        } else {
+            #expect(jwt.header["x5t"]?.stringValue == certificate.sha1Thumbprint)
+        }
+        #expect(jwt.claims["aud"]?.stringValue == Self.endpoint)
+        #expect(jwt.claims["iss"]?.stringValue == Self.clientId)
+        #expect(jwt.claims["sub"]?.stringValue == Self.clientId)
+        #expect(jwt.claims["nbf"]?.intValue == 1_800_000_000)
+        #expect(jwt.claims["iat"]?.intValue == 1_800_000_000)
+        #expect(jwt.claims["exp"]?.intValue == 1_800_000_600)
+        #expect(certificate.publicKey.verify(signature: jwt.signature, for: jwt.signingInput, algorithm: algorithm == "PS256" ? .ps256 : .rs256))
+        let again = try JWT.parse(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") ?? "")
+        #expect(again.claims["jti"]?.stringValue != jwt.claims["jti"]?.stringValue)
+        #expect(credential.certificateNotAfter ?? 0 > 1_800_000_000 - 10 * 365 * 86_400)
+    }
+
+    @Test("The assertion file is read for every request; an unreadable file falls back to the last good content")
+    func assertionFile() throws {
+        let files = try TestCertificate()
+        defer { files.remove() }
+        let path = files.directory + "/token"
+        try "first.assertion.value".write(toFile: path, atomically: true, encoding: .utf8)
+        let credential = try Self.credential(["TOKENRELAY_CLIENT_ASSERTION_FILE": path])
+        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") == "first.assertion.value")
+        try "second.assertion.value\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") == "second.assertion.value")
+        try FileManager.default.removeItem(atPath: path)
+        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") == "second.assertion.value")
+        let never = ClientCredential(clientId: Self.clientId, kind: .assertionFile(path: path))
+        #expect(throws: Problem.self) { try never.formFields(tokenEndpoint: Self.endpoint) }
+    }
+
+    @Test("Start-up refuses two credentials, an unknown algorithm, a key that is not the certificate's, and an unreadable file")
+    func configurationErrors() throws {
+        let files = try TestCertificate()
+        let other = try TestCertificate()
+        defer {
+            files.remove()
+            other.remove()
+        }
+        func setting(_ extra: [String: String]) -> String? {
+            do {
+                _ = try Self.credential(extra)
+                return nil
+            } catch let error as ConfigurationError {
+                return error.setting
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(setting(["TOKENRELAY_CLIENT_SECRET": "s", "TOKENRELAY_CLIENT_CERTIFICATE": files.combinedPath]) == "TOKENRELAY_CLIENT_CERTIFICATE")
+        #expect(
+            setting(["TOKENRELAY_CLIENT_CERTIFICATE": files.combinedPath, "TOKENRELAY_CLIENT_ASSERTION_ALGORITHM": "ES256"])
+                == "TOKENRELAY_CLIENT_ASSERTION_ALGORITHM")
+        let mismatched = files.directory + "/mismatched.pem"
+        try (String(contentsOfFile: other.keyPath, encoding: .utf8) + String(contentsOfFile: files.certificatePath, encoding: .utf8))
+            .write(toFile: mismatched, atomically: true, encoding: .utf8)
+        #expect(setting(["TOKENRELAY_CLIENT_CERTIFICATE": mismatched]) == "TOKENRELAY_CLIENT_CERTIFICATE")
+        #expect(setting(["TOKENRELAY_CLIENT_CERTIFICATE": files.certificatePath]) == "TOKENRELAY_CLIENT_CERTIFICATE")
+        #expect(setting(["TOKENRELAY_CLIENT_CERTIFICATE": "/nonexistent/cert.pem"]) == "TOKENRELAY_CLIENT_CERTIFICATE")
+        #expect(setting(["TOKENRELAY_CLIENT_ASSERTION_FILE": "/nonexistent/token"]) == "TOKENRELAY_CLIENT_ASSERTION_FILE")
+        // `_FILE` reads the PEM itself.
+        #expect(setting(["TOKENRELAY_CLIENT_CERTIFICATE_FILE": files.combinedPath]) == nil)
+    }
+}
+
+@Suite("Downstream identity headers and grant inputs")
+struct DownstreamIdentityTests {
+    @Test("Exactly one identity header")
+    func identityHeaders() throws {
+        #expect(try DownstreamIdentity.from(["X-Account-Id": "acc_1"]) == .account("acc_1"))
+        #expect(try DownstreamIdentity.from(["x-app-only": "TRUE"]) == .app)
+        #expect(try DownstreamIdentity.from(["X-On-Behalf-Of-Assertion": "Bearer a.b.c"]) == .onBehalfOf(assertion: "a.b.c"))
+        #expect(try DownstreamIdentity.from(["X-On-Behalf-Of-Assertion": "a.b.c"]) == .onBehalfOf(assertion: "a.b.c"))
+        let bad: [HTTPHeaders] = [
+            [:], ["X-App-Only": "false"], ["X-Account-Id": ""], ["X-Account-Id": "a", "X-App-Only": "true"], ["X-On-Behalf-Of-Assertion": "Bearer "],
+        ]
+        for headers in bad {
+            #expect(throws: Problem.self) { try DownstreamIdentity.from(headers) }
+        }
+    }
+
+    @Test("app_scopes default to {origin}/.default of base_url")
+    func appScopes() throws {
+        #expect(
+            DownstreamAPI(baseURL: "https://graph.microsoft.com/v1.0", scopes: ["User.Read"], appScopes: nil).effectiveAppScopes == [
+                "https://graph.microsoft.com/.default"
+            ])
+        #expect(DownstreamAPI(baseURL: "http://127.0.0.1:9090", scopes: ["x"], appScopes: nil).effectiveAppScopes == ["http://127.0.0.1:9090/.default"])
+        #expect(DownstreamAPI(baseURL: "https://api.example/v2", scopes: ["x"], appScopes: ["api://app/.default"]).effectiveAppScopes == ["api://app/.default"])
+        let parsed = try ConfigurationLoader.parseDownstreamAPIs(
+            #"{"a": {"base_url": "https://a.example/", "scopes": ["s"], "app_scopes": ["api://a/.default"]}}"#)
+        #expect(parsed["a"]?.appScopes == ["api://a/.default"])
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.parseDownstreamAPIs(#"{"a": {"base_url": "https://a.example", "scopes": ["s"], "app_scopes": "x"}}"#)
+        }
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.parseDownstreamAPIs(#"{"a": {"base_url": "https://a.example", "scopes": ["s"], "app_scopes": []}}"#)
+        }
+    }
+
+    @Test("An OBO assertion is read for exp and tid only; expired or malformed is 400 on 'assertion'")
+    func assertionInspection() throws {
+        func jwt(_ claims: String) -> String {
+            "eyJhbGciOiJSUzI1NiJ9."
+                + Data(claims.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_") + ".c2ln"
+        }
+        let (exp, tid) = try GrantTokenService.inspect(assertion: jwt(#"{"exp":2000,"tid":"t1"}"#), now: 1000)
+        #expect(exp == 2000 && tid == "t1")
+        for bad in [jwt(#"{"exp":1000}"#), jwt(#"{"tid":"t"}"#), jwt(#"{"exp":"soon"}"#), "a.b", ""] {
+            #expect {
+                try GrantTokenService.inspect(assertion: bad, now: 1000)
+            } throws: { error in
+                (error as? Problem)?.extensions["field"] == .string("assertion") && (error as? Problem)?.status == 400
+            }
+        }
+        #expect(GrantTokenService.hex([0x00, 0xab, 0xff]) == "00abff")
+    }
+}

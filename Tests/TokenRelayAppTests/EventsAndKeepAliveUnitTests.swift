@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+@testable import TokenRelayApp
+
+/// Settings of the keep-alive job and the webhook, the signature format, and the event cursor.
+@Suite("Keep-alive and webhook settings, signature, event cursor")
+struct EventsAndKeepAliveUnitTests {
+    @Test("Keep-alive and webhook defaults")
+    func defaults() throws {
+        let config = try ConfigurationLoader(environment: ConfigurationTests.valid).load()
+        #expect(config.keepAliveAfterDays == 60)
+        #expect(config.keepAliveMaxPerMinute == 30)
+        #expect(config.keepAliveIntervalSeconds == 3600)
+        #expect(config.webhookURL == nil)
+        #expect(config.webhookMaxBackoffSeconds == 300)
+    }
+
+    @Test(
+        "A bad keep-alive or webhook setting stops start-up naming it",
+        arguments: [
+            (["TOKENRELAY_KEEPALIVE_AFTER_DAYS": "90"], "TOKENRELAY_KEEPALIVE_AFTER_DAYS"),
+            (["TOKENRELAY_KEEPALIVE_MAX_PER_MINUTE": "0"], "TOKENRELAY_KEEPALIVE_MAX_PER_MINUTE"),
+            (["TOKENRELAY_WEBHOOK_URL": "https://hooks.example/tokenrelay"], "TOKENRELAY_WEBHOOK_SECRET"),
+            (["TOKENRELAY_WEBHOOK_URL": "http://hooks.example/tokenrelay", "TOKENRELAY_WEBHOOK_SECRET": "s"], "TOKENRELAY_WEBHOOK_URL"),
+            (["TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:9/hook", "TOKENRELAY_WEBHOOK_SECRET": "s"], "TOKENRELAY_WEBHOOK_URL"),
+        ])
+    func invalid(settings: [String: String], named: String) {
+        #expect {
+            try ConfigurationLoader(environment: ConfigurationTests.valid.merging(settings) { $1 }).load()
+        } throws: { error in
+            (error as? ConfigurationError)?.setting == named
+        }
+    }
+
+    @Test("The webhook secret is read from TOKENRELAY_WEBHOOK_SECRET_FILE; loopback http needs TOKENRELAY_ALLOW_HTTP_LOOPBACK")
+    func secretFromFile() throws {
+        let path = NSTemporaryDirectory() + "tokenrelay-webhook-secret-\(UUID().uuidString)"
+        try "from-a-file\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let config = try ConfigurationLoader(
+            environment: ConfigurationTests.valid.merging([
+                "TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:9/hook", "TOKENRELAY_ALLOW_HTTP_LOOPBACK": "true", "TOKENRELAY_WEBHOOK_SECRET_FILE": path,
+            ]) { $1 }
+        ).load()
+        #expect(config.webhookSecret == "from-a-file")
+    }
+
+    @Test("TokenRelay-Signature is t=<unix>,v1=<hex HMAC-SHA256 of \"t.body\">")
+    func signature() {
+        // Expected value from Python: hmac.new(b"Jefe", b"0.do ya want for nothing?", hashlib.sha256).hexdigest()
+        let header = WebhookDeliverer.signature(body: Array("do ya want for nothing?".utf8), timestamp: 0, secret: Array("Jefe".utf8))
+        #expect(header == "t=0,v1=52ddb3ab53c970f3efbfb0e41f2f6d7a88ff6966673d1f56bf3eede5458ba678")
+        let other = WebhookDeliverer.signature(body: Array("do ya want for nothing?".utf8), timestamp: 1, secret: Array("Jefe".utf8))
+        #expect(other.dropFirst(4) != header.dropFirst(4), "the timestamp is signed")
+    }
+
+    @Test("Event cursors round-trip and foreign cursors are refused")
+    func cursor() {
+        #expect(EventRoutes.Cursor.decode(EventRoutes.Cursor.encode(42)) == 42)
+        #expect(EventRoutes.Cursor.decode(AccountRoutes.Cursor.encode("acc_1")) == nil)
+        #expect(EventRoutes.Cursor.decode("%%") == nil)
+    }
+}
