@@ -45,6 +45,8 @@ public final class HTTPServer: Sendable {
         var flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
+            // An inter-thread channel: MHD_quiesce_daemon needs it with internal polling threads.
+            | MHD_USE_ITC.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
 
         try core.state.withLock { state in
@@ -71,6 +73,25 @@ public final class HTTPServer: Sendable {
     /// The bound TCP port after ``start()`` (the kernel's pick when the configuration said 0);
     /// 0 before; the last bound port after ``stop()``.
     public var port: Int { core.state.withLock { $0.port } }
+
+    /// Graceful stop, first half: stops accepting new connections (`MHD_quiesce_daemon`; the
+    /// listening socket is closed, so connecting is refused) and waits until every request
+    /// already begun has been answered, or `timeoutSeconds` passed. Call ``stop()`` afterwards.
+    /// - Parameter timeoutSeconds: the longest wait, seconds.
+    /// - Returns: true when no request was left in flight.
+    @discardableResult
+    public func drain(timeoutSeconds: Double) -> Bool {
+        guard let daemon = core.state.withLock({ $0.daemon }) else { return true }
+        let listening = MHD_quiesce_daemon(daemon)
+        if listening >= 0 { close(listening) }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .milliseconds(Int(max(0, timeoutSeconds) * 1000)))
+        while core.state.withLock({ $0.active }) > 0 {
+            guard clock.now < deadline else { return false }
+            usleep(20_000)
+        }
+        return true
+    }
 
     /// Stops accepting, closes every connection and joins the polling threads. Requests whose
     /// async handler is still running are closed unanswered; their handlers finish but their

@@ -26,6 +26,7 @@ func accessHandler(
         // is already too large: then the early answer and the close are what we want.
         let context = RequestContext(connection: connection)
         requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
+        core.state.withLock { $0.active += 1 }
         headTrack(connection)?.requestStarted()
         guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
         context.bodyExceededLimit = true
@@ -84,6 +85,9 @@ func requestCompleted(
     guard let requestPointer, let existing = requestPointer.pointee else { return }
     Unmanaged<RequestContext>.fromOpaque(existing).release()
     requestPointer.pointee = nil
+    if let serverPointer {
+        Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().state.withLock { $0.active -= 1 }
+    }
 }
 
 /// MHD_NotifyConnectionCallback: a connection opened or is about to close. With request-head

@@ -17,6 +17,8 @@ final class ServerCore: Sendable {
         var wasStarted = false
         var isStopping = false
         var suspended: [ObjectIdentifier: RequestContext] = [:]
+        /// Requests begun (headers read) and not yet completed: what a graceful stop waits for.
+        var active = 0
     }
 
     let handler: any HTTPHandler

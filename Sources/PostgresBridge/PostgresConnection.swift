@@ -7,6 +7,8 @@ import Glibc
 /// don't keep it beyond the `withConnection` body that received it.
 public final class PostgresConnection {
     private let url: String
+    /// libpq connection keywords set before the URL's own (the URL may override them).
+    private let defaults: [(String, String)]
     /// The libpq connection, nil before the first connect and after a failed one.
     private var handle: OpaquePointer?
     /// Set when a statement failed with a connection error, or left the protocol in a state this
@@ -15,8 +17,9 @@ public final class PostgresConnection {
 
     /// Creates an unconnected connection; the first use (or ``connectIfNeeded()``) connects.
     /// - Parameter url: a libpq conninfo string or `postgresql://` URL.
-    init(url: String) {
+    init(url: String, defaults: [(String, String)] = []) {
         self.url = url
+        self.defaults = defaults
     }
 
     deinit {
@@ -130,11 +133,8 @@ public final class PostgresConnection {
         needsReset = false
         // Entries before `dbname` are defaults the URL may override (libpq docs, PQconnectdbParams:
         // "array entries appearing before an expanded dbname entry can be overridden").
-        let options: [(String, String)] = [
-            ("connect_timeout", "5"),
-            ("fallback_application_name", "tokenrelay"),
-            ("dbname", url),
-        ]
+        let options: [(String, String)] =
+            [("connect_timeout", "5"), ("fallback_application_name", "tokenrelay")] + defaults + [("dbname", url)]
         let keywords = options.map { strdup($0.0) }
         let values = options.map { strdup($0.1) }
         defer {
@@ -155,6 +155,41 @@ public final class PostgresConnection {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
         return connection
+    }
+
+    // MARK: Notifications (LISTEN)
+
+    /// Waits up to `timeoutMilliseconds` for the socket to become readable, then reads what the
+    /// server sent and returns the notifications received (`LISTEN`/`NOTIFY`), oldest first.
+    ///
+    /// Uses `poll` on `PQsocket`, `PQconsumeInput` and `PQnotifies` (libpq docs, "Asynchronous
+    /// Notification"): nothing is sent, so an idle listening connection costs the server nothing.
+    /// - Parameter timeoutMilliseconds: longest wait; 0 only checks.
+    /// - Returns: (channel, payload) pairs; empty when nothing arrived.
+    /// - Throws: ``PostgresError`` `connectionFailure` (`PQconsumeInput`) when the connection was
+    ///   lost or closed by the server: the next use reconnects, and notifications sent meanwhile
+    ///   are gone.
+    func waitForNotifications(timeoutMilliseconds: Int32) throws -> [(channel: String, payload: String)] {
+        let handle = try connectIfNeeded()
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, timeoutMilliseconds)
+        if ready < 0 && errno != EINTR {
+            needsReset = true
+            throw PostgresError(code: .connectionFailure, function: "poll")
+        }
+        if ready > 0 {
+            guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
+                needsReset = true
+                throw PostgresError(code: .connectionFailure, function: "PQconsumeInput", serverMessage: Self.message(PQerrorMessage(handle)))
+            }
+        }
+        var received: [(channel: String, payload: String)] = []
+        while let notification = PQnotifies(handle) {
+            let item = notification.pointee
+            received.append((item.relname.map { String(cString: $0) } ?? "", item.extra.map { String(cString: $0) } ?? ""))
+            PQfreemem(notification)
+        }
+        return received
     }
 
     // MARK: Results

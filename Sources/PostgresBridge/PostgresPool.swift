@@ -21,7 +21,7 @@ public final class PostgresPool: Sendable {
     ///   - size: connections and worker threads (at least 1).
     public init(url: String, size: Int) {
         self.size = max(1, size)
-        shared = Shared()
+        shared = Shared(size: self.size)
         for index in 0..<self.size {
             let shared = shared
             let thread = Thread {
@@ -67,7 +67,7 @@ public final class PostgresPool: Sendable {
     /// Current size, busy workers and queued jobs.
     public var statistics: PostgresPoolStatistics {
         shared.state.withLock { state in
-            PostgresPoolStatistics(size: size, inUse: state.inUse, waiting: state.jobs.count)
+            PostgresPoolStatistics(size: size, inUse: state.inUse, waiting: state.jobs.count, totalWaits: state.totalWaits)
         }
     }
 
@@ -101,17 +101,24 @@ extension PostgresPool {
         var jobs: [Job] = []
         var inUse = 0
         var closed = false
+        var totalWaits = 0
+        let size: Int
     }
 
     /// What the pool and its worker threads share: the job queue behind a mutex, and a semaphore
     /// counting queued jobs (plus one wake-up per worker at close).
     final class Shared: Sendable {
-        let state = Mutex(State())
+        let state: Mutex<State>
         let jobsAvailable = DispatchSemaphore(value: 0)
+
+        init(size: Int) {
+            state = Mutex(State(size: size))
+        }
 
         func enqueue(_ job: Job) {
             let accepted = state.withLock { state -> Bool in
                 guard !state.closed else { return false }
+                if state.inUse + state.jobs.count >= state.size { state.totalWaits += 1 }
                 state.jobs.append(job)
                 return true
             }

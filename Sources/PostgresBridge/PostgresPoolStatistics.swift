@@ -6,10 +6,13 @@ public struct PostgresPoolStatistics: Sendable, Equatable {
     public var inUse: Int
     /// Jobs queued for a free worker.
     public var waiting: Int
+    /// Jobs that, since the pool was made, found every worker busy and had to queue.
+    public var totalWaits: Int
 
-    public init(size: Int, inUse: Int, waiting: Int) {
+    public init(size: Int, inUse: Int, waiting: Int, totalWaits: Int = 0) {
         self.size = size
         self.inUse = inUse
         self.waiting = waiting
+        self.totalWaits = totalWaits
     }
 }

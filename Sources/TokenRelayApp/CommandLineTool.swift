@@ -67,10 +67,10 @@ public enum CommandLineTool {
         let hangup = reloadKeyRingOnHangup(service, logger: logger)
         await waitForTermination()
         hangup.cancel()
-        logger.info("service.stopping")
-        await service.drain()
-        await service.flushKeyUsage()
-        service.stop()
+        logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.shutdownTimeoutSeconds)])
+        // Stops accepting, lets requests in flight finish, flushes key usage, closes the pool.
+        let drained = await service.shutdown()
+        logger.info("service.stopped", ["drained": String(drained)])
         return 0
     }
 

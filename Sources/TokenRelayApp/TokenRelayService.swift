@@ -13,6 +13,7 @@ public final class TokenRelayService: Sendable {
     private let http: HTTPClient
     private let logger: Logger
     private let migrator: Migrator?
+    private let invalidation: ReplicaInvalidation
     public let metrics: Metrics
     private let urls: PublicURLs
     private let cipher: TokenCipher
@@ -36,6 +37,7 @@ public final class TokenRelayService: Sendable {
         self.configuration = configuration
         self.logger = logger
         let metrics = Metrics()
+        metrics.describeOperations()
         self.metrics = metrics
         let pool = PostgresPool(url: configuration.databaseURL, size: configuration.databasePoolSize)
         self.pool = pool
@@ -77,7 +79,7 @@ public final class TokenRelayService: Sendable {
             maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
         let memory = MemoryTokenCache()
-        let accounts = AccountCache()
+        let accounts = AccountCache(ttl: TimeInterval(configuration.cacheTTLSeconds))
         let tokens = SilentTokenService(
             store: store, sts: sts, authorities: authorities, memory: memory, accounts: accounts, declinedScopes: DeclinedScopesMemory(),
             coalescer: RefreshCoalescer(),
@@ -111,6 +113,8 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_db_pool_connections", ["state": "in_use"], Double(stats.inUse)),
                 ("tokenrelay_db_pool_connections", ["state": "size"], Double(stats.size)),
                 ("tokenrelay_db_pool_waiting", [:], Double(stats.waiting)),
+                ("tokenrelay_db_pool_waits", [:], Double(stats.totalWaits)),
+                ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
                 + (credential.certificateNotAfter.map {
@@ -128,12 +132,26 @@ public final class TokenRelayService: Sendable {
                 database: database, url: url, secret: configuration.webhookSecret ?? "", http: http,
                 maxBackoffSeconds: configuration.webhookMaxBackoffSeconds, metrics: metrics, logger: logger)
         }
+        let authenticator = APIKeyAuthenticator(
+            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.rateLimitPerKey,
+            cacheTTL: TimeInterval(configuration.cacheTTLSeconds))
+        self.authenticator = authenticator
+        let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
+        self.invalidation = invalidation
+        invalidation.onAccountForgotten(tokens.forgetInMemory)
+        invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
+        invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
+        invalidation.onResynchronise {
+            accounts.removeAll()
+            authenticator.forgetAll()
+            memory.removeAll()
+        }
+        metrics.addGauges {
+            [("tokenrelay_invalidation_listening", [:], invalidation.isListening ? 1 : 0)]
+        }
         let router = Routes.make(services)
         routeTable = router.openAPIOperations
         routeAccess = router.routes.map { ($0.method, $0.template, $0.access) }
-        let authenticator = APIKeyAuthenticator(
-            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.rateLimitPerKey)
-        self.authenticator = authenticator
         let handler = AppHTTPHandler(
             router: router, authenticator: authenticator,
             services: services, logger: logger)
@@ -151,6 +169,7 @@ public final class TokenRelayService: Sendable {
             let applied = try await migrator.apply(on: pool)
             logger.info("migrate.applied", ["migrations.count": String(applied.count)])
         }
+        invalidation.start(url: configuration.databaseListenURL ?? configuration.databaseURL)
         try server.start()
         urls.serverStarted(port: server.port)
         logger.info("service.listening", ["listen.host": configuration.listenHost, "listen.port": String(server.port)])
@@ -202,14 +221,23 @@ public final class TokenRelayService: Sendable {
         _ = try? await ciphertexts.flushUsage()
     }
 
-    /// Stops serving and writes the token issuance counts still in memory; then call ``stop()``.
-    public func drain() async {
-        server.stop()
+    /// Graceful stop (SIGTERM): stops accepting connections, lets in-flight requests finish for
+    /// up to `TOKENRELAY_SHUTDOWN_TIMEOUT_S`, writes the token issuance counts and key usage still
+    /// in memory, then closes the rest, the listener and the pool.
+    /// - Returns: whether every in-flight request finished in time.
+    @discardableResult
+    public func shutdown() async -> Bool {
+        let drained = server.drain(timeoutSeconds: Double(configuration.shutdownTimeoutSeconds))
         await issuance.flush(to: issuanceStore)
+        await flushKeyUsage()
+        stop()
+        return drained
     }
 
     public func stop() {
+        invalidation.stop()
         for job in backgroundJobs.withLock({ $0 }) { job.cancel() }
+
         server.stop()
         http.shutdown()
         pool.close()

@@ -99,6 +99,18 @@ public final class ManagedProcess: Sendable {
         }
     }
 
+    /// Sends SIGTERM without waiting (graceful-shutdown tests); ``waitForExit()`` collects the status.
+    public func terminate() {
+        process.withLock { $0 }?.terminate()
+    }
+
+    /// Waits for the child to exit and returns its exit status (nil when already collected by ``stop()``).
+    public func waitForExit() -> Int32? {
+        guard let process = process.withLock({ $0 }) else { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     /// The child's log so far (for assertions that nothing secret was written).
     public func log() -> String {
         (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""

@@ -23,11 +23,18 @@ public final class TokenRelayStack: Sendable {
     /// The environment `token-relay serve` runs with, for running other sub-commands against the same stack.
     public var environment: [String: String] { relayEnvironment }
 
-    /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings.
-    public init(name: String, environment extra: [String: String] = [:], emulatorArguments: [String] = []) async throws {
+    /// Starts everything. `environment` adds or overrides `TOKENRELAY_*` settings; `databaseURL`
+    /// replaces the fresh database on the shared test server (e.g. a ``PrivatePostgres``).
+    public init(
+        name: String, environment extra: [String: String] = [:], emulatorArguments: [String] = [], databaseURL: String? = nil
+    ) async throws {
         clientSecret = "test-secret-" + UUID().uuidString
         apiKey = "trk_bootstrap0_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-        databaseURL = try await TestPostgres.freshDatabase(named: name)
+        if let databaseURL {
+            self.databaseURL = databaseURL
+        } else {
+            self.databaseURL = try await TestPostgres.freshDatabase(named: name)
+        }
         secretsFile = "\(name)-\(UUID().uuidString.prefix(8))"
         let recording = TestLogs.recordsSecrets ? ["--record-issued", TestLogs.directory + "/" + secretsFile + ".issued"] : []
         emulator = try ManagedProcess(
@@ -37,7 +44,7 @@ public final class TokenRelayStack: Sendable {
             environment: ProcessInfo.processInfo.environment)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENRELAY_") }
         environment["TOKENRELAY_LISTEN"] = "127.0.0.1:0"
-        environment["TOKENRELAY_DATABASE_URL"] = databaseURL
+        environment["TOKENRELAY_DATABASE_URL"] = self.databaseURL
         environment["TOKENRELAY_DATABASE_POOL_SIZE"] = "4"
         environment["TOKENRELAY_CLIENT_ID"] = Self.clientId
         environment["TOKENRELAY_CLIENT_SECRET"] = clientSecret
@@ -114,6 +121,15 @@ public final class TokenRelayStack: Sendable {
     }
 
     public var baseURL: String { relay.baseURL }
+
+    /// Starts one more `token-relay serve` on the same database, emulator and settings (another
+    /// replica), with `extra` settings on top. The caller stops it.
+    public func startReplica(environment extra: [String: String] = [:]) throws -> ManagedProcess {
+        var environment = relayEnvironment
+        environment["TOKENRELAY_MIGRATE_ON_START"] = "false"
+        for (key, value) in extra { environment[key] = value }
+        return try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+    }
 
     /// Sends a request to TokenRelay. `body` is JSON-encoded when given; the API key is sent unless `authenticated` is false.
     public func request(

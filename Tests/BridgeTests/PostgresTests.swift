@@ -136,7 +136,9 @@ struct PostgresTests {
             #expect(results.map(\.0).sorted() == (0..<20).map { Int64($0) * 2 })
             #expect(results.allSatisfy { $0.1 >= 1 && $0.1 <= 2 })
             let statistics = pool.statistics
-            #expect(statistics == PostgresPoolStatistics(size: 2, inUse: 0, waiting: 0))
+            #expect(statistics.size == 2 && statistics.inUse == 0 && statistics.waiting == 0)
+            // At most 18 of 20 jobs found both workers busy; with 20 ms each, most did.
+            #expect((1...18).contains(statistics.totalWaits))
             // Two connections served everything.
             let backends = try await pool.withConnection { connection in
                 try connection.query(

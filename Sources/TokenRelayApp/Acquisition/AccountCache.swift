@@ -16,6 +16,8 @@ final class AccountCache: Sendable {
         /// Removals are numbered; a read that began before an account's last removal is not stored.
         var removals: UInt64 = 0
         var removedAt: [String: UInt64] = [:]
+        /// The removal number of the last ``AccountCache/removeAll()``.
+        var clearedAt: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -45,6 +47,7 @@ final class AccountCache: Sendable {
     func store(_ account: AccountRecord, readMark: UInt64) {
         state.withLock { state in
             if let removed = state.removedAt[account.accountId], removed > readMark { return }
+            if state.clearedAt > readMark { return }
             state.entries[account.accountId] = Entry(account: account, storedAt: Date())
         }
     }
@@ -60,6 +63,17 @@ final class AccountCache: Sendable {
     }
 
     static let touchInterval = 300
+
+    /// Drops every entry (invalidation notifications may have been missed); reads in flight are
+    /// not stored afterwards.
+    func removeAll() {
+        state.withLock { state in
+            state.removals += 1
+            state.entries.removeAll()
+            state.removedAt.removeAll()
+            state.clearedAt = state.removals
+        }
+    }
 
     func remove(id: String) {
         state.withLock { state in

@@ -53,6 +53,12 @@ final class MemoryTokenCache: Sendable {
         }
     }
 
+    /// Drops every entry (cross-replica notifications may have been missed; the persistent
+    /// cache refills memory on the next requests).
+    func removeAll() {
+        entries.withLock { $0.removeAll() }
+    }
+
     /// Removes `token` (a resource refused it); a newer token for the same scopes stays.
     func remove(_ token: StoredAccessToken) {
         entries.withLock { entries in

@@ -25,6 +25,8 @@ struct SilentTokenService: Sendable {
     /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
     /// (SPEC §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
     var allowExtendedLifetime = false
+    /// Rotations the STS returned that could not be stored yet (see ``persistRotation``).
+    var pendingRotations = PendingRotations()
 
     /// How a refresh treats the cache it re-reads under the lock.
     enum RefreshMode: String, Sendable {
@@ -244,7 +246,9 @@ struct SilentTokenService: Sendable {
 
         @Sendable func transactionalRefresh() async throws -> RefreshOutcome {
             try await store.database.transaction { connection -> RefreshOutcome in
+                let lockStarted = Date()
                 try TokenStore.lockRefresh(in: connection, accountId: account.accountId, clientId: clientId)
+                service.metrics.observe("tokenrelay_refresh_lock_wait_seconds", seconds: Date().timeIntervalSince(lockStarted))
                 if mode != .bypass {
                     // Another replica may have refreshed while this one waited for the lock.
                     let stored = try store.accessTokens(in: connection, accountId: account.accountId, environment: account.environment, realm: realm)
@@ -252,17 +256,22 @@ struct SilentTokenService: Sendable {
                         return .token(hit, declined: [], source: .cache)
                     }
                 }
-                guard let refreshToken = try store.refreshToken(in: connection, accountId: account.accountId) else {
+                guard var refreshToken = try store.refreshToken(in: connection, accountId: account.accountId) else {
                     return .problem(
                         Problem(
                             .interactionRequired, "No refresh token is stored for this account; the user must sign in.",
                             extensions: ["account_state": .string("active")]))
                 }
+                if let pending = service.pendingRotations.token(for: account.accountId, replacing: refreshToken.generation) {
+                    // The stored token was superseded by a rotation not yet stored: redeem the newest.
+                    refreshToken.token = pending
+                }
+                let sentToken = refreshToken.token
                 let result: Result<TokenResponse, STSCallError> = try blockingWait {
                     do {
                         return .success(
                             try await sts.redeem(
-                                grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)],
+                                grant: [("grant_type", "refresh_token"), ("refresh_token", sentToken)],
                                 authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId))
                     } catch let error as STSCallError {
                         return .failure(error)
@@ -308,6 +317,10 @@ struct SilentTokenService: Sendable {
                         try connection.execute("ROLLBACK TO SAVEPOINT cache_access_token")
                         service.logger.error("token.cache_write_failed", ["account.id": account.accountId, "error": String(describing: error)])
                     }
+                    if mode == .bypass && ClaimsRequest.bypassesCache(claims: claims) {
+                        // A claims challenge: other replicas must stop serving the token it rejected.
+                        try ReplicaNotifications.send(.accessTokensReplaced(account.accountId), in: connection)
+                    }
                     return .token(token, declined: declined, source: .refresh)
                 }
             }
@@ -317,25 +330,60 @@ struct SilentTokenService: Sendable {
     /// Stores a rotated refresh token whose transaction failed after the STS answered (SPEC:
     /// no refresh token dropped on a transient failure): a few short tries, each a transaction
     /// of its own under the refresh lock, replacing only the token that was sent.
-    /// - Throws: the original error when every try fails (the rotation is then lost, and logged).
+    ///
+    /// When the database stays unreachable, the rotation is held in ``pendingRotations`` (this
+    /// replica's refreshes redeem it rather than the superseded stored token) and a background
+    /// task keeps trying for `persistWindowSeconds`; the caller still gets its token.
+    /// - Throws: the original error when the stored token changed meanwhile in a way that is
+    ///   not a database outage (the rotation is then logged as lost).
     private func persistRotation(_ response: TokenResponse, accountId: String, replacing generation: Int64, after original: any Error) async throws {
         guard let rotated = response.refreshToken, !rotated.isEmpty else { return }
         let store = self.store
         let clientId = self.clientId
-        for delay in [0.1, 0.4, 1.0] {
+        @Sendable func tryStoring() async -> Bool? {
             do {
                 try await store.database.transaction { connection in
                     try TokenStore.lockRefresh(in: connection, accountId: accountId, clientId: clientId)
                     try store.saveRefreshToken(in: connection, accountId: accountId, token: rotated, familyId: response.foci, replacing: generation)
                 }
+                return true
+            } catch let problem as Problem where problem.code == .upstreamUnavailable {
+                return nil  // the database is still away: try again
+            } catch {
+                return false  // a newer token is stored, or the row is gone: nothing to store
+            }
+        }
+        for delay in [0.1, 0.4, 1.0] {
+            switch await tryStoring() {
+            case true?:
                 logger.warn("token.rotation_stored_on_retry", ["account.id": accountId])
                 return
-            } catch {
+            case false?:
+                logger.error("token.rotation_lost", ["account.id": accountId, "error": String(describing: type(of: original))])
+                throw original
+            case nil:
                 try? await Task.sleep(for: .seconds(delay))
             }
         }
-        logger.error("token.rotation_lost", ["account.id": accountId, "error": String(describing: type(of: original))])
-        throw original
+        let pending = pendingRotations
+        pending.hold(.init(token: rotated, familyId: response.foci, replacing: generation), accountId: accountId)
+        logger.warn("token.rotation_pending", ["account.id": accountId])
+        let logger = self.logger
+        Task {
+            let until = Date().addingTimeInterval(pending.persistWindowSeconds)
+            var outcome: Bool?
+            while outcome == nil && Date() < until {
+                try? await Task.sleep(for: .milliseconds(250))
+                outcome = await tryStoring()
+            }
+            pending.release(accountId: accountId, replacing: generation)
+            switch outcome {
+            case true?: logger.warn("token.rotation_stored_on_retry", ["account.id": accountId])
+            // A refresh of this replica redeemed the held token and stored its successor.
+            case false?: logger.info("token.rotation_superseded", ["account.id": accountId])
+            case nil: logger.error("token.rotation_lost", ["account.id": accountId])
+            }
+        }
     }
 
     /// The authority to redeem at and the realm whose tokens it yields (SPEC §1, §12 Accounts:

@@ -76,6 +76,14 @@ public struct Configuration: Sendable {
     public var publicBaseURL: String?
     /// Origins allowed for `redirect_after` (no open redirect). Default none.
     public var redirectAfterOrigins: [String] = []
+    /// libpq URL of a direct connection for LISTEN (cross-replica invalidation; not through
+    /// pgbouncer in transaction mode). Default: `databaseURL`.
+    public var databaseListenURL: String?
+    /// Seconds a replica trusts what it remembers (accounts, API keys) when no invalidation
+    /// notification arrives (SPEC §12). Default 30.
+    public var cacheTTLSeconds: Int = 30
+    /// Seconds in-flight requests get to finish after SIGTERM before the server closes them. Default 10.
+    public var shutdownTimeoutSeconds: Int = 10
     /// Directory of `NNNN_*.sql` migrations. Default: found next to the binary or in the working directory.
     public var migrationsDirectory: String?
     /// Refresh accounts whose refresh token was last redeemed this many days ago, so it does not

@@ -112,6 +112,9 @@ public struct ConfigurationLoader: Sendable {
         config.publicBaseURL = try value("public_base_url")
         config.redirectAfterOrigins = try list("redirect_after_origins") ?? []
         config.migrationsDirectory = try value("migrations_dir")
+        config.databaseListenURL = try value("database_listen_url")
+        config.cacheTTLSeconds = try int("cache_ttl_s", 1...3600) ?? config.cacheTTLSeconds
+        config.shutdownTimeoutSeconds = try int("shutdown_timeout_s", 0...600) ?? config.shutdownTimeoutSeconds
         config.keepAliveAfterDays = try int("keepalive_after_days", 0...89) ?? config.keepAliveAfterDays
         config.keepAliveMaxPerMinute = try int("keepalive_max_per_minute", 1...6000) ?? config.keepAliveMaxPerMinute
         config.keepAliveIntervalSeconds = try int("keepalive_interval_s", 60...604_800) ?? config.keepAliveIntervalSeconds

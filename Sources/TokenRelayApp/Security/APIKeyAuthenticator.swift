@@ -37,8 +37,9 @@ final class APIKeyAuthenticator: Sendable {
     private let bootstrapHash: [UInt8]?
     private let keys: APIKeyStore
     private let cache = Mutex<[String: CachedKey]>([:])
-    /// Seconds a looked-up key (or its absence) is trusted before the database is asked again.
-    static let cacheTTL: TimeInterval = 30
+    /// Seconds a looked-up key (or its absence) is trusted before the database is asked again
+    /// (`TOKENRELAY_CACHE_TTL_S`); a revocation notification drops it sooner (``forget(keyId:)``).
+    let cacheTTL: TimeInterval
     private let bootstrapCaller: Caller
 
     /// Most key ids remembered at once (found or not).
@@ -51,9 +52,11 @@ final class APIKeyAuthenticator: Sendable {
     ///   - keys: the stored keys.
     ///   - cacheLimit: most key ids remembered at once (also bounds the rate buckets).
     ///   - rateLimitPerKey: `TOKENRELAY_RATE_LIMIT_PER_KEY`, requests per second; 0 = no limit.
-    init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0) {
+    ///   - cacheTTL: `TOKENRELAY_CACHE_TTL_S`, seconds a looked-up key is trusted. Default 30.
+    init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30) {
         self.cacheLimit = cacheLimit
         self.rateLimitPerKey = rateLimitPerKey
+        self.cacheTTL = cacheTTL
         bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
         bootstrapCaller = Caller(
             keyId: "bootstrap", permissions: Set(Permission.allCases),
@@ -91,14 +94,14 @@ final class APIKeyAuthenticator: Sendable {
             return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
-            Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
+            Date().timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
             ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash)
         else { return nil }
         return caller
     }
 
     private func lookup(_ keyId: String) async throws -> CachedKey {
-        if let cached = cache.withLock({ $0[keyId] }), Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL {
+        if let cached = cache.withLock({ $0[keyId] }), Date().timeIntervalSince(cached.fetchedAt) < cacheTTL {
             return cached
         }
         let record = try await keys.activeKey(keyId)
@@ -117,7 +120,7 @@ final class APIKeyAuthenticator: Sendable {
             // Bounded: well-formed but unknown key ids must not grow memory without limit.
             if cache[keyId] == nil && cache.count >= cacheLimit {
                 let now = Date()
-                cache = cache.filter { $0.value.caller != nil && now.timeIntervalSince($0.value.fetchedAt) < Self.cacheTTL }
+                cache = cache.filter { $0.value.caller != nil && now.timeIntervalSince($0.value.fetchedAt) < cacheTTL }
                 if cache.count >= cacheLimit { cache.removeAll() }
             }
             cache[keyId] = entry
@@ -129,6 +132,11 @@ final class APIKeyAuthenticator: Sendable {
     /// when the key is revoked or changed (e.g. on a notification from another replica).
     func forget(keyId: String) {
         _ = cache.withLock { $0.removeValue(forKey: keyId) }
+    }
+
+    /// Drops every remembered key (invalidation notifications may have been missed).
+    func forgetAll() {
+        cache.withLock { $0.removeAll() }
     }
 
     /// Key ids remembered now (tests and metrics).

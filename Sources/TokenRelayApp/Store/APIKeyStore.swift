@@ -58,7 +58,14 @@ struct APIKeyStore: Sendable {
     /// Returns whether an active key was revoked.
     func revoke(_ keyId: String) async throws -> Bool {
         try await database.run { connection in
-            try connection.query("UPDATE api_keys SET revoked_at = now() WHERE key_id = $1 AND revoked_at IS NULL", [.text(keyId)]).affectedRows > 0
+            // One statement (its own transaction): every replica drops the key when it commits.
+            try connection.query(
+                """
+                WITH revoked AS (UPDATE api_keys SET revoked_at = now() WHERE key_id = $1 AND revoked_at IS NULL RETURNING key_id)
+                SELECT pg_notify($2, $3 || key_id || ' ' || $4) FROM revoked
+                """,
+                [.text(keyId), .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.apiKeyRevokedPrefix), .text(ReplicaInvalidation.origin)]
+            ).rows.count > 0
         }
     }
 

@@ -135,6 +135,8 @@ extension TokenStore {
             if existing?.string("state") == AccountRecord.State.interactionRequired.rawValue {
                 try AccountEventStore.append(in: connection, .recovered, accountId: record.accountId, data: ["reason": .string("sign_in")])
             }
+            // Other replicas forget their memories of the account (SPEC §12).
+            try ReplicaNotifications.send(.accountSignedIn(record.accountId), in: connection)
             return record
         }
     }

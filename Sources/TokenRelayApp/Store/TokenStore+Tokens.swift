@@ -135,6 +135,7 @@ extension TokenStore {
                 in: connection, .interactionRequired, accountId: accountId,
                 data: ["reason": .string("refresh_token_dead"), "sts_error_codes": .array(stsErrorCodes.map { .number(Double($0)) })])
         }
+        try ReplicaNotifications.send(.accountChanged(accountId), in: connection)
         return true
     }
 }

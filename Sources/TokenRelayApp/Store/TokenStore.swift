@@ -103,6 +103,8 @@ struct TokenStore: Sendable {
         try AccountEventStore.append(
             in: connection, .deleted, accountId: row.string("account_id") ?? id, realm: row.string("realm"),
             data: actor.map { ["actor": .string($0)] } ?? [:])
+        // Every replica forgets the account when this commits (SPEC §12).
+        try ReplicaNotifications.send(.accountDeleted(row.string("account_id") ?? id), in: connection)
         return true
     }
 

@@ -1,0 +1,439 @@
+import Foundation
+import Glibc
+import HTTPClientBridge
+import PostgresBridge
+import Synchronization
+import Testing
+import TokenRelayTesting
+
+/// Several `token-relay serve` processes on one PostgreSQL (SPEC §8, §12 Memories and replicas),
+/// single flight across replicas (§2 step 3, §10), a lost connection between the STS answer and
+/// COMMIT, a database outage (§5) and graceful shutdown.
+@Suite("Replicas, outages and shutdown, end to end", .serialized)
+struct ReplicaTests {
+    static let silentPath = "/v1/tokens/silent"
+
+    /// Polls `probe` every 50 ms until it returns true or `seconds` pass; returns the seconds it took, or nil.
+    static func within(_ seconds: Double, _ probe: () async throws -> Bool) async throws -> Double? {
+        let started = Date()
+        while Date().timeIntervalSince(started) < seconds {
+            if try await probe() { return Date().timeIntervalSince(started) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
+    /// Waits until some session holds a refresh advisory lock (a refresh is between its lock and its
+    /// COMMIT, i.e. waiting for the STS) and returns that backend's pid.
+    static func refreshLockHolder(_ stack: TokenRelayStack) async throws -> Int? {
+        var holder: Int?
+        _ = try await within(10) {
+            holder = try await stack.withDatabase { connection in
+                try connection.query(
+                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                ).rows.first?.int("pid").map(Int.init)
+            }
+            return holder != nil
+        }
+        return holder
+    }
+
+    static func cli(_ arguments: [String], databaseURL: String) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltProducts.path("token-relay"))
+        process.arguments = arguments
+        process.environment = ["TOKENRELAY_DATABASE_URL": databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test("A key revoked by the CLI, a claims refresh and an account deleted on one replica reach another within 2 s")
+    func invalidationReachesOtherReplica() async throws {
+        // A TTL far above the bound: only a notification can explain an answer within 2 s.
+        let stack = try await TokenRelayStack(name: "e2e_invalidate", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
+        defer { stack.stop() }
+        let other = try stack.startReplica()
+        defer { other.stop() }
+        let (status, output) = try Self.cli(
+            ["api-keys", "create", "--name", "replica", "--permissions", "tokens:acquire,accounts:read"], databaseURL: stack.databaseURL)
+        #expect(status == 0)
+        let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        let key = try #require(created["api_key"] as? String)
+        let keyId = try #require(created["key_id"] as? String)
+        let id = try await stack.signInAccountId("alice@contoso.example")
+
+        // The other replica learns the key and the account (both now in its memory).
+        let withKey = ["Authorization": "Bearer \(key)"]
+        let first = try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]], headers: withKey)
+        #expect(first.status == 200, "\(first.text)")
+        #expect(first.json["source"] as? String == "cache")
+
+        // A token refreshed with claims on one replica replaces what the other serves from memory.
+        let claims = #"{"access_token":{"nbf":{"essential":true,"value":"1700000000"}}}"#
+        let challenged = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "claims": claims])
+        #expect(challenged.status == 200, "\(challenged.text)")
+        #expect(challenged.json["source"] as? String == "refresh")
+        let newToken = try #require(challenged.json["access_token"] as? String)
+        #expect(newToken != first.json["access_token"] as? String)
+        let replacedAfter = try await Self.within(2) {
+            let answer = try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+            return answer.json["access_token"] as? String == newToken
+        }
+        #expect(replacedAfter != nil, "the other replica still serves the token the claims challenge replaced")
+
+        #expect(try Self.cli(["api-keys", "revoke", keyId], databaseURL: stack.databaseURL).0 == 0)
+        let keyRefusedAfter = try await Self.within(2) {
+            try await stack.request("GET", other.baseURL + "/v1/accounts/\(id)", headers: withKey).status == 401
+        }
+        #expect(keyRefusedAfter != nil, "the other replica still accepts the revoked key")
+
+        let deleted = try await stack.request("DELETE", "/v1/accounts/\(id)")
+        #expect(deleted.status == 204)
+        let goneAfter = try await Self.within(2) {
+            try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]).status == 404
+        }
+        #expect(goneAfter != nil, "the other replica still serves the deleted account")
+        print(
+            "invalidation: claims token after \(replacedAfter ?? -1) s, key refused after \(keyRefusedAfter ?? -1) s, account gone after \(goneAfter ?? -1) s")
+
+        let metrics = try await stack.request("GET", other.baseURL + "/metrics", authenticated: false).text
+        #expect(metrics.contains(#"tokenrelay_invalidations_received_total{kind="api_key.revoked"} 1"#))
+        #expect(metrics.contains(#"tokenrelay_invalidations_received_total{kind="account.deleted"} 1"#))
+        #expect(metrics.contains(#"tokenrelay_invalidations_received_total{kind="tokens.replaced"} 1"#))
+        #expect(metrics.contains("tokenrelay_invalidation_listening 1"))
+    }
+
+    @Test("Without notifications, the cache TTL bounds staleness: a revoked key and a deleted account are refused within it")
+    func ttlFallback() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_ttl_fallback")
+        defer { stack.stop() }
+        // This replica never hears a notification: only TOKENRELAY_CACHE_TTL_S can bring it news.
+        let deaf = try stack.startReplica(environment: [
+            "TOKENRELAY_DATABASE_LISTEN_URL": "postgresql://nobody@/none?host=/nonexistent", "TOKENRELAY_CACHE_TTL_S": "5",
+        ])
+        defer { deaf.stop() }
+        let (_, output) = try Self.cli(["api-keys", "create", "--name", "ttl", "--permissions", "tokens:acquire"], databaseURL: stack.databaseURL)
+        let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        let key = try #require(created["api_key"] as? String)
+        let id = try await stack.signInAccountId("alice@contoso.example")
+        let withKey = ["Authorization": "Bearer \(key)"]
+        let body: [String: Any] = ["account_id": id, "scopes": ["User.Read"]]
+        #expect(try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 200)
+
+        #expect(try Self.cli(["api-keys", "revoke", try #require(created["key_id"] as? String)], databaseURL: stack.databaseURL).0 == 0)
+        #expect(try await stack.request("DELETE", "/v1/accounts/\(id)").status == 204)
+        // Still remembered at first (this is what notifications fix) ...
+        #expect(try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 200)
+        // ... and forgotten once the TTL has passed.
+        let keyRefused = try await Self.within(15) {
+            try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 401
+        }
+        let accountGone = try await Self.within(15) {
+            try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body).status == 404
+        }
+        #expect(keyRefused != nil)
+        #expect(accountGone != nil)
+        print("ttl fallback (TTL 5 s): key refused \(keyRefused ?? -1) s and account gone \(accountGone ?? -1) s after the last poll began")
+    }
+
+    @Test("1,000 concurrent requests for an expired token over three replicas: one rotation chain, at most three STS calls")
+    func singleFlightAcrossReplicas() async throws {
+        Self.raiseOpenFileLimit()
+        // No rotation grace: a request that used a superseded refresh token would fail.
+        let stack = try await TokenRelayStack(name: "e2e_single_flight", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { stack.stop() }
+        let second = try stack.startReplica()
+        defer { second.stop() }
+        let third = try stack.startReplica()
+        defer { third.stop() }
+        let user = "bob@contoso.example"
+        // expires_in ≤ expiry skew: the sign-in's token is expired on arrival.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
+        let id = try await stack.signInAccountId(user)
+        // The STS answers after 1 s, so all 1,000 requests arrive while the refresh is running.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 1000])
+        let before = try await Self.chain(stack, user)
+        let callsBefore = try await stack.emulatorCount("token_requests")
+
+        let bases = [stack.baseURL, second.baseURL, third.baseURL]
+        let started = Date()
+        let statuses = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<1_000 {
+                group.addTask {
+                    let answer = try await stack.request(
+                        "POST", bases[index % 3] + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+                    return (answer.status, (answer.json["access_token"] as? String)?.isEmpty == false)
+                }
+            }
+            return try await group.reduce(into: [(Int, Bool)]()) { $0.append($1) }
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        let calls = try await stack.emulatorCount("token_requests") - callsBefore
+        let after = try await Self.chain(stack, user)
+        print("single flight: 1000 requests over 3 replicas in \(elapsed) s, \(calls) STS call(s), chain \(after)")
+        #expect(statuses.count == 1_000)
+        #expect(statuses.allSatisfy { $0.0 == 200 && $0.1 }, "statuses: \(Set(statuses.map(\.0)))")
+        #expect(calls >= 1 && calls <= 3)
+        #expect(after["redeemed", default: 0] - before["redeemed", default: 0] == calls)
+        #expect(after["issued", default: 0] - before["issued", default: 0] == calls)
+        // One chain: no redemption presented a refresh token already rotated away.
+        #expect(after["rejected_superseded", default: 0] == before["rejected_superseded", default: 0])
+        #expect(after["reused_within_grace", default: 0] == before["reused_within_grace", default: 0])
+
+        var stsSuccesses = 0.0
+        var coalesced = 0.0
+        var lockAcquisitions = 0.0
+        for base in bases {
+            let text = try await stack.request("GET", base + "/metrics", authenticated: false).text
+            coalesced += Self.sample(text, "tokenrelay_refresh_coalesced_total") ?? 0
+            stsSuccesses += Self.sample(text, #"tokenrelay_sts_requests_total{grant="refresh_token",outcome="success"}"#) ?? 0
+            lockAcquisitions += Self.sample(text, "tokenrelay_refresh_lock_wait_seconds_count") ?? 0
+            #expect(text.contains(#"tokenrelay_db_pool_connections{state="size"} 4"#))
+            #expect(text.contains("tokenrelay_db_pool_waits "))
+        }
+        // Requests joined their replica's refresh. On a loaded machine some reach the coalescer
+        // only after it ended and take the lock once more, to find the new token (no STS call).
+        #expect(coalesced >= 1)
+        #expect(Int(stsSuccesses) == calls)
+        #expect(lockAcquisitions >= Double(calls))
+        print("single flight: \(Int(coalesced)) requests coalesced, \(Int(lockAcquisitions)) refresh-lock acquisitions")
+    }
+
+    @Test("A backend killed after the STS answered and before COMMIT: the rotated refresh token is kept")
+    func lostConnectionBeforeCommit() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_lost_commit", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { stack.stop() }
+        let user = "alice@contoso.example"
+        let id = try await stack.signInAccountId(user)
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 1500])
+        let inFlight = Task {
+            try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        }
+        // The refresh holds its transaction (and advisory lock) open while the STS answers slowly.
+        let pid = try #require(try await Self.refreshLockHolder(stack))
+        let terminated = try await stack.withDatabase { connection in
+            try connection.query("SELECT pg_terminate_backend($1::int) AS done", [.int(Int64(pid))]).rows.first?.string("done")
+        }
+        #expect(terminated == "t")
+        let answer = try await inFlight.value
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(stack.relay.log().contains("token.rotation_stored_on_retry"))
+
+        // With no rotation grace, this works only if the rotated refresh token was stored.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
+        let next = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(next.status == 200, "\(next.text)")
+        #expect(next.json["source"] as? String == "refresh")
+    }
+
+    @Test("The database goes away between the STS answer and COMMIT: the caller gets its token, the rotation is stored when it returns")
+    func outageBeforeCommit() async throws {
+        let postgres = try await PrivatePostgres()
+        do {
+            try await outageBeforeCommit(on: postgres)
+            await postgres.destroy()
+        } catch {
+            await postgres.destroy()
+            throw error
+        }
+    }
+
+    private func outageBeforeCommit(on postgres: PrivatePostgres) async throws {
+        // No rotation grace: redeeming the superseded token afterwards would fail.
+        let stack = try await TokenRelayStack(name: "e2e_outage_commit", emulatorArguments: ["--rotation-grace-seconds", "0"], databaseURL: postgres.url)
+        defer { stack.stop() }
+        let user = "alice@contoso.example"
+        let id = try await stack.signInAccountId(user)
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 1500])
+        let inFlight = Task {
+            try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        }
+        _ = try #require(try await Self.refreshLockHolder(stack))
+        try await postgres.stop()
+        let answer = try await inFlight.value
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(stack.relay.log().contains("token.rotation_pending"))
+
+        try await postgres.start()
+        let stored = try await Self.within(10) { stack.relay.log().contains("token.rotation_stored_on_retry") }
+        #expect(stored != nil, "the held rotation was not stored after the database returned")
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
+        let next = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(next.status == 200, "\(next.text)")
+        #expect(next.json["source"] as? String == "refresh")
+    }
+
+    @Test("Database down under load: readiness 503, 503 with Retry-After and never 500, memory hits served; recovery without restart")
+    func databaseOutage() async throws {
+        let postgres = try await PrivatePostgres()
+        do {
+            try await outage(on: postgres)
+            await postgres.destroy()
+        } catch {
+            await postgres.destroy()
+            throw error
+        }
+    }
+
+    private func outage(on postgres: PrivatePostgres) async throws {
+        let stack = try await TokenRelayStack(name: "e2e_outage", databaseURL: postgres.url)
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId("alice@contoso.example")
+        let cached = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(cached.status == 200)
+
+        // Load: memory hits, database reads (another account) and refreshes, all the time.
+        let outcomes = OutcomeLog()
+        let load = Task {
+            while !Task.isCancelled {
+                await withTaskGroup(of: Void.self) { group in
+                    for (account, force) in [(id, false), ("acc_unknown", false), (id, true)] {
+                        group.addTask {
+                            let body: [String: Any] = ["account_id": account, "scopes": ["User.Read"], "force_refresh": force]
+                            guard let answer = try? await stack.request("POST", Self.silentPath, json: body) else { return }
+                            outcomes.add(status: answer.status, retryAfter: answer.headers["Retry-After"], error: answer.json["error"] as? String)
+                        }
+                    }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try await postgres.stop()
+        let downAt = Date()
+        let ready = try #require(
+            try await Self.within(5) {
+                try await stack.request("GET", "/readyz", authenticated: false).status == 503
+            })
+        let readiness = try await stack.request("GET", "/readyz", authenticated: false)
+        #expect(readiness.headers["Content-Type"] == "application/health+json")
+        #expect(readiness.json["status"] as? String == "fail")
+        let check = ((readiness.json["checks"] as? [String: Any])?["postgresql:responseTime"] as? [[String: Any]])?.first
+        #expect(check?["status"] as? String == "fail")
+        // A key this replica has not seen needs the database: 503, not 401 and not 500.
+        let unknownKey = try await stack.request(
+            "GET", "/v1/accounts", headers: ["Authorization": "Bearer trk_abcdefgh1_c2VjcmV0"], authenticated: false)
+        #expect(unknownKey.status == 503, "\(unknownKey.text)")
+        #expect(unknownKey.headers["Retry-After"] != nil)
+        let listing = try await stack.request("GET", "/v1/accounts")
+        #expect(listing.status == 503)
+        #expect(listing.json["error"] as? String == "upstream_unavailable")
+        let metricsDown = try await stack.request("GET", "/metrics", authenticated: false).text
+        #expect(metricsDown.contains("tokenrelay_ready 0"))
+        #expect(metricsDown.contains("tokenrelay_invalidation_listening 0"))
+        try await Task.sleep(for: .seconds(1.5))
+        let memoryHit = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(memoryHit.status == 200, "a token in memory is served while the database is down")
+
+        try await postgres.start()
+        let upAt = Date()
+        let recovered = try await Self.within(15) {
+            try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true]).status == 200
+        }
+        load.cancel()
+        _ = await load.result
+        #expect(recovered != nil, "the service did not recover without a restart")
+        #expect(try await stack.request("GET", "/readyz", authenticated: false).status == 200)
+        #expect(try await stack.request("GET", "/metrics", authenticated: false).text.contains("tokenrelay_ready 1"))
+        let account = try await stack.request("GET", "/v1/accounts/\(id)")
+        #expect(account.status == 200)
+        print(
+            "outage: readiness 503 after \(ready) s, recovered \(recovered ?? -1) s after start (\(Date().timeIntervalSince(downAt)) s total); "
+                + "\(outcomes.summary) since \(upAt)")
+
+        let seen = outcomes.snapshot
+        #expect(seen.statuses.contains(503), "no request saw the outage")
+        #expect(!seen.statuses.contains(500), "\(outcomes.summary)")
+        #expect(Set(seen.statuses).isSubset(of: [200, 404, 503]), "\(outcomes.summary)")
+        #expect(seen.unavailableWithoutRetryAfter == 0)
+        #expect(seen.unavailableErrors.isSubset(of: ["upstream_unavailable"]))
+    }
+
+    @Test("SIGTERM: new connections are refused, the request in flight completes, exit 0")
+    func gracefulShutdown() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_shutdown")
+        defer { stack.stop() }
+        let user = "alice@contoso.example"
+        let id = try await stack.signInAccountId(user)
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 3000])
+        let inFlight = Task {
+            try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        }
+        _ = try #require(try await Self.refreshLockHolder(stack))
+        stack.relay.terminate()
+        let refusedAfter = try await Self.within(2) {
+            // A client per try: a kept-alive connection made before SIGTERM would still be served.
+            let fresh = HTTPClient()
+            defer { fresh.shutdown() }
+            do {
+                _ = try await fresh.execute(HTTPClientRequest(method: "GET", url: stack.baseURL + "/healthz", timeout: 1))
+                return false
+            } catch {
+                return true
+            }
+        }
+        #expect(refusedAfter != nil, "new connections were still accepted after SIGTERM")
+        let answer = try await inFlight.value
+        #expect(answer.status == 200, "\(answer.text)")
+        let status = await Task.detached { stack.relay.waitForExit() }.value
+        #expect(status == 0)
+        #expect(stack.relay.log().contains(#""drained":"true""#))
+    }
+
+    // MARK: Helpers
+
+    /// The emulator's rotation counters for `user`.
+    static func chain(_ stack: TokenRelayStack, _ user: String) async throws -> [String: Int] {
+        let stats = try await stack.control("GET", "/_control/stats").json
+        return ((stats["refresh_token_chain"] as? [String: Any])?[user.lowercased()] as? [String: Int]) ?? [:]
+    }
+
+    /// The value of an unlabelled sample in Prometheus text, or nil.
+    static func sample(_ text: String, _ name: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1))
+        }
+        return nil
+    }
+
+    /// 1,000 connections on each side need more descriptors than some shells allow (PLATFORM-NOTES).
+    static func raiseOpenFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < 8192 else { return }
+        limit.rlim_cur = min(limit.rlim_max, 65536)
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+/// What the load saw during the outage test.
+final class OutcomeLog: Sendable {
+    struct Snapshot: Sendable {
+        var statuses: [Int] = []
+        var unavailableWithoutRetryAfter = 0
+        var unavailableErrors: Set<String> = []
+    }
+
+    private let state = Mutex(Snapshot())
+
+    func add(status: Int, retryAfter: String?, error: String?) {
+        state.withLock { state in
+            state.statuses.append(status)
+            if status == 503 {
+                if retryAfter.flatMap(Int.init) == nil { state.unavailableWithoutRetryAfter += 1 }
+                state.unavailableErrors.insert(error ?? "none")
+            }
+        }
+    }
+
+    var snapshot: Snapshot { state.withLock { $0 } }
+
+    var summary: String {
+        let snapshot = self.snapshot
+        let counts = Dictionary(grouping: snapshot.statuses, by: { $0 }).mapValues(\.count)
+        return "statuses \(counts.sorted { $0.key < $1.key }), 503 without Retry-After: \(snapshot.unavailableWithoutRetryAfter)"
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+
+@testable import TokenRelayApp
+
+/// The replica and shutdown settings (SPEC §8, §11, §12).
+@Suite("Replica settings")
+struct ReplicaConfigurationTests {
+    @Test("Defaults: LISTEN on the main URL, 30 s cache TTL, 10 s shutdown; each can be set")
+    func defaultsAndValues() throws {
+        let defaults = try ConfigurationLoader(environment: ConfigurationTests.valid).load()
+        #expect(defaults.databaseListenURL == nil)
+        #expect(defaults.cacheTTLSeconds == 30)
+        #expect(defaults.shutdownTimeoutSeconds == 10)
+        var environment = ConfigurationTests.valid
+        environment["TOKENRELAY_DATABASE_LISTEN_URL"] = "postgresql://direct/tokenrelay"
+        environment["TOKENRELAY_CACHE_TTL_S"] = "5"
+        environment["TOKENRELAY_SHUTDOWN_TIMEOUT_S"] = "0"
+        let set = try ConfigurationLoader(environment: environment).load()
+        #expect(set.databaseListenURL == "postgresql://direct/tokenrelay")
+        #expect(set.cacheTTLSeconds == 5)
+        #expect(set.shutdownTimeoutSeconds == 0)
+    }
+
+    @Test("An unusable value stops start-up naming the setting", arguments: [("TOKENRELAY_CACHE_TTL_S", "0"), ("TOKENRELAY_SHUTDOWN_TIMEOUT_S", "-1")])
+    func invalid(name: String, value: String) {
+        var environment = ConfigurationTests.valid
+        environment[name] = value
+        #expect(throws: ConfigurationError.self) { try ConfigurationLoader(environment: environment).load() }
+        do {
+            _ = try ConfigurationLoader(environment: environment).load()
+        } catch let error as ConfigurationError {
+            #expect(error.setting == name)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+}
