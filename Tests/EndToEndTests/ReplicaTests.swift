@@ -222,7 +222,10 @@ struct ReplicaTests {
         #expect(terminated == "t")
         let answer = try await inFlight.value
         #expect(answer.status == 200, "\(answer.text)")
-        #expect(stack.relay.log().contains("token.rotation_stored_on_retry"))
+        // Stored again at once, or (on a loaded machine, after 1.5 s of retries) held in memory
+        // and stored shortly after; either way the next refresh below proves it was kept.
+        let log = stack.relay.log()
+        #expect(log.contains("token.rotation_stored_on_retry") || log.contains("token.rotation_pending"))
 
         // With no rotation grace, this works only if the rotated refresh token was stored.
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
