@@ -244,6 +244,26 @@ struct APIKeyAccessTests {
         #expect(eventAccounts(ownEvents) == [alice], "a tenant-limited key read another tenant's events")
     }
 
+    @Test("App tokens honour the key's tenant and scope limits, also when the body names a correlation_id")
+    func appTokenLimits() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_keys_app")
+        defer { stack.stop() }
+        let limited = try Self.createKey(stack, permissions: ["tokens:acquire"], tenants: [stack.tenantId], scopes: ["https://graph.microsoft.com/*"])
+        func app(_ body: [String: Any]) async throws -> TestResponse {
+            try await stack.request("POST", "/v1/tokens/app", json: body, headers: Self.bearer(limited.key), authenticated: false)
+        }
+        let graph: [String: Any] = ["scopes": ["https://graph.microsoft.com/.default"]]
+        #expect(try await app(graph).status == 200)
+        let correlation: [String: Any] = ["correlation_id": "4b1c3a55-0d4e-4f0e-9a55-2f4f1f7a0c11"]
+        for extra in [[:], correlation] {
+            let foreignTenant = try await app(graph.merging(["tenant_id": Self.otherTenant]) { $1 }.merging(extra) { $1 })
+            #expect(foreignTenant.status == 403, "\(extra): \(foreignTenant.text)")
+            let vault: [String: Any] = ["scopes": ["https://vault.azure.net/.default"]]
+            let foreignScope = try await app(vault.merging(extra) { $1 })
+            #expect(foreignScope.status == 403, "\(extra): \(foreignScope.text)")
+        }
+    }
+
     @Test("A key limited by scope patterns gets 403 for other scopes (silent, sign-in, downstream)")
     func scopePatterns() async throws {
         let stack = try await TokenRelayStack(name: "e2e_keys_scopes")

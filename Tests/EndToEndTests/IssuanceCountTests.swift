@@ -42,9 +42,14 @@ struct IssuanceCountTests {
         // A refused request is no issuance.
         #expect(try await Self.silent(stack, "acc_missing").status == 404)
         #expect(try await Self.stored(stack, id).isEmpty, "no row is written per request")
+        // App tokens are counted under their owner, `app:{tenant}`.
+        for _ in 0..<2 {
+            #expect(try await stack.request("POST", "/v1/tokens/app", json: ["scopes": ["https://graph.microsoft.com/.default"]]).status == 200)
+        }
 
         stack.relay.stop()
         #expect(try await Self.stored(stack, id) == ["bootstrap": 6, other.keyId: 3])
+        #expect(try await Self.stored(stack, "app:\(stack.tenantId)") == ["bootstrap": 2])
         let (status, output) = try CommandLineTests.run(["accounts", "show", id], environment: APIKeyAccessTests.cliEnvironment(stack))
         #expect(status == 0)
         let shown = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])

@@ -78,7 +78,7 @@ struct GrantTokenStoreTests {
             let service = GrantTokenService(
                 store: store, sts: sts, authorities: authorities, defaultAuthority: authority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
                 clientCapabilities: [], expirySkewSeconds: 300, metrics: metrics, logger: logger, now: { now })
-            let context = RequestContext(correlationId: UUID().uuidString, deadline: Date().addingTimeInterval(5), caller: nil)
+            let context = RequestContext(correlationId: UUID().uuidString, deadline: Date().addingTimeInterval(5), caller: nil, access: .unrestricted)
             let result = try await service.acquireApp(.init(scopes: ScopeSet(normalizing: ["https://graph.microsoft.com/.default"])), context: context)
             #expect(result.source == .cache)
             #expect(result.token.secret == "from-replica-a")

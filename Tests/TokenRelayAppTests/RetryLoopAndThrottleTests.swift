@@ -87,7 +87,7 @@ struct RetryLoopAndThrottleTests {
     }
 
     func context(deadline seconds: Double, _ time: VirtualClock) -> RequestContext {
-        RequestContext(correlationId: UUID().uuidString, deadline: time.clock.now().addingTimeInterval(seconds), caller: nil)
+        RequestContext(correlationId: UUID().uuidString, deadline: time.clock.now().addingTimeInterval(seconds), caller: nil, access: .unrestricted)
     }
 
     /// Sends one GET to `peer` under a downstream policy, classifying as DownstreamService does.

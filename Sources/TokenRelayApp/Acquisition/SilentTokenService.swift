@@ -433,7 +433,8 @@ struct SilentTokenService: Sendable {
         let service = self
         Task {
             guard let authority = try? authority ?? service.authorities.validate(account.authority) else { return }
-            let context = RequestContext(correlationId: AppHTTPHandler.newCorrelationId(), deadline: Date().addingTimeInterval(30), caller: nil)
+            let context = RequestContext(
+                correlationId: AppHTTPHandler.newCorrelationId(), deadline: Date().addingTimeInterval(30), caller: nil, access: .unrestricted)
             do {
                 let (outcome, _) = try await service.coalescer.run(key: key) {
                     try await service.refresh(

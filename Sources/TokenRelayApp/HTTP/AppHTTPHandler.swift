@@ -62,7 +62,7 @@ final class AppHTTPHandler: HTTPHandler {
         var response: HTTPResponse
         do {
             let timeout = try Self.requestTimeout(request.headers, default: services.configuration.requestTimeoutSeconds)
-            var context = RequestContext(correlationId: correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil)
+            var context = RequestContext(correlationId: correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil, access: .unrestricted)
             switch router.match(method: request.method, path: request.path) {
             case .notFound:
                 throw Problem(.notFound, "No route matches \(request.method) \(request.path).")

@@ -9,14 +9,21 @@ struct RequestContext: Sendable {
     /// The API key id of the caller, `bootstrap`, or nil on open routes.
     var caller: String?
     /// The caller's tenant and scope limits (SPEC §12 Permissions); unrestricted on open routes.
-    var access: KeyAccess = .unrestricted
+    var access: KeyAccess
+
+    /// `access` has no default: a context copied without it would silently lift the caller's
+    /// tenant and scope limits (use ``renamed(_:)`` to change only the correlation id).
+    init(correlationId: String, deadline: Date, caller: String?, access: KeyAccess) {
+        self.correlationId = correlationId
+        self.deadline = deadline
+        self.caller = caller
+        self.access = access
+    }
 
     /// The same context named by another correlation id (the body's `correlation_id`); keeps
     /// the caller and its limits.
     func renamed(_ correlationId: String) -> RequestContext {
-        var copy = RequestContext(correlationId: correlationId, deadline: deadline, caller: caller)
-        copy.access = access
-        return copy
+        RequestContext(correlationId: correlationId, deadline: deadline, caller: caller, access: access)
     }
 
     /// Seconds left before the deadline (negative once it passed).

@@ -76,7 +76,8 @@ struct KeepAliveJob: Sendable {
     private enum Outcome { case refreshed, failed, deferred }
 
     private func keepAlive(_ account: AccountRecord) async -> Outcome {
-        let context = RequestContext(correlationId: AppHTTPHandler.newCorrelationId(), deadline: Date().addingTimeInterval(30), caller: nil)
+        let context = RequestContext(
+            correlationId: AppHTTPHandler.newCorrelationId(), deadline: Date().addingTimeInterval(30), caller: nil, access: .unrestricted)
         let outcome: Outcome
         do {
             let scopes = try await store.recentScopes(accountId: account.accountId, realm: account.realm) ?? Self.fallbackScopes

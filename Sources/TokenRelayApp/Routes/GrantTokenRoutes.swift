@@ -11,7 +11,7 @@ enum GrantTokenRoutes {
             let body = try JSONBody(request.http)
             try body.rejectUnknown(allowed: appFields)
             let parsed = try parse(body, services: services, tenantField: true)
-            return try await answer(body, request.context) { context in
+            return try await answer(body, request.context, issuance: services.issuance) { context in
                 try await services.grants.acquireApp(parsed, context: context)
             }
         }
@@ -20,7 +20,7 @@ enum GrantTokenRoutes {
             try body.rejectUnknown(allowed: onBehalfOfFields)
             let assertion = try body.requiredString("assertion")
             let parsed = try parse(body, services: services, tenantField: false)
-            return try await answer(body, request.context) { context in
+            return try await answer(body, request.context, issuance: services.issuance) { context in
                 try await services.grants.acquireOnBehalfOf(assertion: assertion, parsed, context: context)
             }
         }
@@ -63,14 +63,17 @@ enum GrantTokenRoutes {
 
     /// Runs `acquire` under the body's correlation id and writes the token answer.
     private static func answer(
-        _ body: JSONBody, _ requestContext: RequestContext, _ acquire: (RequestContext) async throws -> GrantTokenService.Result
+        _ body: JSONBody, _ requestContext: RequestContext, issuance: IssuanceCounter?,
+        _ acquire: (RequestContext) async throws -> GrantTokenService.Result
     ) async throws -> HTTPResponse {
         var context = requestContext
         if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
-            context = RequestContext(correlationId: correlationId, deadline: context.deadline, caller: context.caller)
+            context = requestContext.renamed(correlationId)
         }
         do {
             let result = try await acquire(context)
+            // Counted per (key, owner): `app:{tenant}` or `obo:{sha256}` (SPEC §12 Audit, owners).
+            issuance?.record(keyId: context.caller ?? "", accountId: result.token.accountId)
             var response = HTTPResponse.json(200, tokenBody(result, correlationId: context.correlationId))
             response.headers.set("client-request-id", context.correlationId)
             response.headers.set("Cache-Control", "no-store")
