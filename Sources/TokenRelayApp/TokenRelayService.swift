@@ -74,6 +74,9 @@ public final class TokenRelayService: Sendable {
         // Per replica: each replica learns from its own token-endpoint answers (SPEC §12 Health).
         let credentialHealth = CredentialHealth(metrics: metrics)
         if configuration.clientSecret != nil { credentialHealth.expiresAt(configuration.clientSecretExpiresAt, credential: "client secret") }
+        if let notAfter = credential.certificateNotAfter {
+            credentialHealth.expiresAt(Date(timeIntervalSince1970: TimeInterval(notAfter)), credential: "client certificate")
+        }
         let sts = STSClient(
             http: upstream, clientId: configuration.clientId, credential: credential,
             maxAttempts: configuration.maxAttempts,
@@ -102,7 +105,7 @@ public final class TokenRelayService: Sendable {
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
             health: HealthChecks(
-                database: database, migrator: migrator, keyRing: ring, clientCertificateNotAfter: credential.certificateNotAfter, ciphertexts: ciphertexts,
+                database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts,
                 credential: credentialHealth),
             metrics: metrics, audit: AuditStore(database: database), issuance: IssuanceCounter(metrics: metrics))
         issuance = services.issuance!
@@ -117,9 +120,6 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
-                + (credential.certificateNotAfter.map {
-                    [("tokenrelay_client_certificate_expiry_seconds", [:], Double($0 - Int(Date().timeIntervalSince1970)))]
-                } ?? [])
         }
         keepAlive = KeepAliveJob(
             store: KeepAliveStore(database: database, clientId: configuration.clientId), accounts: store, tokens: tokens,

@@ -131,8 +131,9 @@ struct AppAndOnBehalfOfTests {
         let ready = try await stack.request("GET", "/readyz", authenticated: false)
         #expect(ready.status == 200)
         #expect(ready.json["status"] as? String == "warn")
-        let check = ((ready.json["checks"] as? [String: Any])?["credential:certificateExpiry"] as? [[String: Any]])?.first
+        let check = ((ready.json["checks"] as? [String: Any])?["client:credential"] as? [[String: Any]])?.first { $0["componentId"] as? String == "expiry" }
         #expect(check?["status"] as? String == "warn")
+        #expect((check?["output"] as? String)?.contains("client certificate") == true)
     }
 
     @Test("A certificate the identity provider does not know is 502 upstream_error with AADSTS700027")

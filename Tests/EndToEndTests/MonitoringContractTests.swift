@@ -51,6 +51,46 @@ struct MonitoringContractTests {
             #expect(missing.isEmpty, "\(file) uses metrics /metrics does not expose: \(missing.joined(separator: ", "))")
         }
         #expect(metrics.text.contains("tokenrelay_ready 1"), "readiness passed, so the readiness gauge is 1")
+        #expect(Self.exposition(metrics.text).isEmpty, "\(Self.exposition(metrics.text))")
+    }
+
+    /// Problems with a text exposition: a family announced twice, or its samples not in one group
+    /// (both make Prometheus reject the scrape).
+    static func exposition(_ text: String) -> [String] {
+        var problems: [String] = []
+        var types: [String: String] = [:]
+        var finished = Set<String>()
+        var current: String?
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            var family: String
+            if line.hasPrefix("# TYPE "), parts.count == 4 {
+                family = String(parts[2])
+                if types[family] != nil { problems.append("\(family) announced twice") }
+                types[family] = String(parts[3])
+            } else if line.hasPrefix("#") {
+                continue
+            } else {
+                family = String(line.prefix { $0 != "{" && $0 != " " })
+                for suffix in ["_bucket", "_sum", "_count"] where family.hasSuffix(suffix) {
+                    let base = String(family.dropLast(suffix.count))
+                    if types[base] == "histogram" { family = base }
+                }
+            }
+            if family != current {
+                if let current { finished.insert(current) }
+                if finished.contains(family) { problems.append("\(family) samples are not in one group") }
+                current = family
+            }
+        }
+        return problems
+    }
+
+    @Test("A family announced twice or split in two groups is caught")
+    func badExpositionIsCaught() {
+        #expect(Self.exposition("# TYPE a counter\na 1\n# TYPE b gauge\nb 2\n").isEmpty)
+        #expect(!Self.exposition("# TYPE a gauge\na 1\n# TYPE a gauge\na 2\n").isEmpty)
+        #expect(!Self.exposition("# TYPE a counter\na{x=\"1\"} 1\n# TYPE b gauge\nb 2\na{x=\"2\"} 1\n").isEmpty)
     }
 
     @Test("A name the service does not expose is caught")

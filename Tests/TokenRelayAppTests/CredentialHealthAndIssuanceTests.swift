@@ -84,7 +84,8 @@ struct CredentialHealthAndIssuanceTests {
         #expect(Self.output(health.check().entries).contains("client certificate expires at"))
         health.expiresAt(nil)
         #expect(health.check().status == "pass")
-        #expect(!metrics.render().contains("tokenrelay_client_credential_expiring"))
+        #expect(metrics.render().contains("tokenrelay_client_credential_expiring 0"))
+        #expect(!metrics.render().contains("tokenrelay_client_credential_expiry_timestamp_seconds"))
     }
 
     @Test("TOKENRELAY_CLIENT_SECRET_EXPIRES_AT takes RFC 3339 and names itself when malformed")

@@ -42,7 +42,9 @@ final class CredentialHealth: Sendable {
         metrics.describe("tokenrelay_client_credential_rejections_total", "counter", "Token-endpoint answers rejecting the client credential, by STS code.")
         metrics.set("tokenrelay_client_credential_rejected", value: 0)
         metrics.addGauges { [weak self] in
-            guard let self, let expiresAt = state.withLock({ $0.expiresAt }) else { return [] }
+            guard let self else { return [] }
+            // `expiring` is always exposed (0 while no expiry is known), so alert rules have a series.
+            guard let expiresAt = state.withLock({ $0.expiresAt }) else { return [("tokenrelay_client_credential_expiring", [:], 0)] }
             let remaining = expiresAt.timeIntervalSince(now())
             return [
                 ("tokenrelay_client_credential_expiry_timestamp_seconds", [:], expiresAt.timeIntervalSince1970.rounded()),

@@ -13,12 +13,6 @@ struct HealthChecks: Sendable {
     let database: Database
     let migrator: Migrator?
     let keyRing: KeyRing
-    /// When the client certificate stops being valid (unix seconds); nil without one. Readiness
-    /// warns from 14 days before (SPEC §12 Health).
-    var clientCertificateNotAfter: Int? = nil
-
-    /// How long before a client certificate expires readiness warns, seconds (14 days).
-    static let certificateWarningSeconds = 14 * 86_400
     /// Key usage: each readiness probe flushes the encryption counts and warns past
     /// ``rotationThreshold`` (SPEC §12 Encryption keys).
     var ciphertexts: CiphertextStore? = nil
@@ -82,16 +76,6 @@ struct HealthChecks: Sendable {
             }
         }
         checks["encryption:keys"] = .array([.object(keyCheck)])
-        if let notAfter = clientCertificateNotAfter {
-            let remaining = notAfter - Int(Date().timeIntervalSince1970)
-            let warn = remaining < Self.certificateWarningSeconds
-            if warn && overall == "pass" { overall = "warn" }
-            var check: [String: JSONValue] = [
-                "status": .string(warn ? "warn" : "pass"), "observedValue": .number(Double(remaining)), "observedUnit": .string("s"), "time": .string(time),
-            ]
-            if warn { check["output"] = .string("the client certificate expires in less than 14 days: register a new one") }
-            checks["credential:certificateExpiry"] = .array([.object(check)])
-        }
         if let credential {
             let (status, entries) = credential.check()
             checks["client:credential"] = .array(entries)
