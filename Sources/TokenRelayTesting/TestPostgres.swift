@@ -50,10 +50,16 @@ public enum TestPostgres {
     /// effort, and the databases live on a throwaway server).
     /// - Parameter url: what ``freshDatabase(named:)`` returned.
     public static func dropDatabase(url databaseURL: String) async {
-        guard let serverURL = try? await server.value, let name = databaseName(in: databaseURL) else { return }
-        let pool = PostgresPool(url: serverURL, size: 1)
+        do { try await dropDatabaseOrThrow(url: databaseURL) } catch {}
+    }
+
+    /// Drops a database made by ``freshDatabase(named:)``.
+    /// - Throws: `PostgresError` when the server refuses or cannot be reached.
+    public static func dropDatabaseOrThrow(url databaseURL: String) async throws {
+        guard let name = databaseName(in: databaseURL) else { return }
+        let pool = PostgresPool(url: try await server.value, size: 1)
         defer { pool.close() }
-        _ = try? await pool.withConnection { connection in
+        try await pool.withConnection { connection in
             try connection.execute("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
         }
     }

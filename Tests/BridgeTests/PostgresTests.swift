@@ -258,8 +258,8 @@ extension PostgresTests {
         }
         pool.close()
         #expect(name?.hasPrefix("pg_fresh_name_t") == true)
-        await TestPostgres.dropDatabase(url: first)
-        await TestPostgres.dropDatabase(url: second)
+        try await TestPostgres.dropDatabaseOrThrow(url: first)
+        try await TestPostgres.dropDatabaseOrThrow(url: second)
         let gone = PostgresPool(url: first, size: 1)
         defer { gone.close() }
         let error = await #expect(throws: PostgresError.self) {

@@ -210,7 +210,9 @@ struct ReplicaTests {
         defer { stack.stop() }
         let user = "alice@contoso.example"
         let id = try await stack.signInAccountId(user)
-        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 1500])
+        // A wide window: on a loaded machine finding and killing the backend takes a while, and
+        // the kill must land before the STS answers and the refresh commits.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 5000])
         let inFlight = Task {
             try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         }
