@@ -26,14 +26,19 @@ enum ImportRoutes {
             } catch {
                 throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
             }
+            // A tenant-limited key may not plant an account in another tenant (SPEC §12 Permissions).
+            try request.context.access.check(authority: authority)
             var detail: [String: JSONValue] = ["authority": .string(authority.url)]
             if let resource = try body.string("resource") {
                 // ADAL tokens were issued per resource: checked as `{resource}/.default` (SPEC §1).
+                let scopes: ScopeSet
                 do throws(ScopeError) {
-                    detail["scopes"] = .array(try ScopeRules.requested(scopes: nil, resource: resource).canonical.map(JSONValue.string))
+                    scopes = try ScopeRules.requested(scopes: nil, resource: resource)
                 } catch {
                     throw Problem(.invalidScope, error.detail, extensions: ["field": .string(error.field)])
                 }
+                try request.context.access.check(scopes, field: "resource")
+                detail["scopes"] = .array(scopes.canonical.map(JSONValue.string))
             }
             let (account, created) = try await services.store.importAccount(
                 username: username, authority: authority, refreshToken: refreshToken, actor: request.context.caller ?? "unknown", detail: detail)
