@@ -31,4 +31,17 @@ struct NewUserAttackTests {
         let allowed = try await importing(["authority": "\(stack.emulator.baseURL)/\(otherTenant)"])
         #expect(allowed.status == 201, "\(allowed.text)")
     }
+
+    @Test("An imported username with control characters is 400 (it could never be found by GET /v1/accounts?username=)")
+    func importUsernameControlCharacters() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_nu_import_username")
+        defer { stack.stop() }
+        for username in ["a\nb@contoso.example", "x\u{1}@contoso.example", "tab\t@contoso.example"] {
+            let imported = try await stack.request(
+                "POST", "/v1/accounts/import",
+                json: ["username": username, "refresh_token": "adal-era-test-token", "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"])
+            #expect(imported.status == 400, "\(imported.text)")
+            #expect(imported.json["field"] as? String == "username")
+        }
+    }
 }

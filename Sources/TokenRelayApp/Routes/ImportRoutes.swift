@@ -12,8 +12,11 @@ enum ImportRoutes {
             let body = try JSONBody(request.http)
             try body.rejectUnknown(allowed: fields)
             let username = try body.requiredString("username").trimmingCharacters(in: .whitespaces)
-            guard !username.isEmpty, username.utf8.count <= 512 else {
-                throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes.")
+            // Control characters are refused as `GET /v1/accounts?username=` refuses them, so an
+            // imported account can always be found by its username.
+            guard !username.isEmpty, username.utf8.count <= 512, !username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes without control characters.")
             }
             let refreshToken = try body.requiredString("refresh_token")
             guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384 else {
