@@ -32,6 +32,31 @@ struct NewUserAttackTests {
         #expect(allowed.status == 201, "\(allowed.text)")
     }
 
+    @Test("A body correlation_id that cannot be a header is 400 naming it (a line break was a bare 500, a long one closed the connection)")
+    func correlationIdInBody() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_nu_correlation")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        let bad = ["a\r\nX-Injected: 1", "line\nbreak", String(repeating: "c", count: 5000), "tab\there"]
+        for value in bad {
+            // The usual body shape (answered on the server thread when cached) and the full parser's.
+            for extra in [[:], ["min_ttl_s": 0]] as [[String: Any]] {
+                var body: [String: Any] = ["account_id": id, "scopes": ["User.Read"], "correlation_id": value]
+                body.merge(extra) { $1 }
+                let silent = try await stack.request("POST", "/v1/tokens/silent", json: body)
+                #expect(silent.status == 400, "\(value.prefix(20)): \(silent.text)")
+                #expect(silent.json["field"] as? String == "correlation_id")
+                #expect(silent.headers["Content-Type"]?.hasPrefix("application/problem+json") == true)
+            }
+            let app = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": ["https://graph.microsoft.com/.default"], "correlation_id": value])
+            #expect(app.status == 400, "\(app.text)")
+            #expect(app.json["field"] as? String == "correlation_id")
+        }
+        let fine = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "correlation_id": "my-id-1"])
+        #expect(fine.status == 200)
+        #expect(fine.headers["client-request-id"] == "my-id-1")
+    }
+
     @Test("An imported username with control characters is 400 (it could never be found by GET /v1/accounts?username=)")
     func importUsernameControlCharacters() async throws {
         let stack = try await TokenRelayStack(name: "e2e_nu_import_username")

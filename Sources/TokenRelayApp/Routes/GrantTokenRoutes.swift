@@ -66,7 +66,7 @@ enum GrantTokenRoutes {
         _ body: JSONBody, _ requestContext: RequestContext, _ acquire: (RequestContext) async throws -> GrantTokenService.Result
     ) async throws -> HTTPResponse {
         var context = requestContext
-        if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
+        if let correlationId = try body.correlationId() {
             context = RequestContext(correlationId: correlationId, deadline: context.deadline, caller: context.caller)
         }
         do {
