@@ -69,4 +69,20 @@ struct NewUserAttackTests {
             #expect(imported.json["field"] as? String == "username")
         }
     }
+
+    @Test("api-keys create with an empty --tenants or --scopes refuses instead of creating an unrestricted key")
+    func emptyKeyLimits() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_nu_empty_limits")
+        defer { stack.stop() }
+        let environment = APIKeyAccessTests.cliEnvironment(stack)
+        for limit in [["--tenants", ""], ["--scopes", " , "], ["--tenants"]] {
+            let (status, output) = try CommandLineTests.run(
+                ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire"] + limit, environment: environment)
+            #expect(status == 2, "\(limit): \(output)")
+            #expect(!output.contains("trk_"))
+        }
+        let (status, _) = try CommandLineTests.run(
+            ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire", "--tenants", stack.tenantId], environment: environment)
+        #expect(status == 0)
+    }
 }
