@@ -85,4 +85,27 @@ struct NewUserAttackTests {
             ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire", "--tenants", stack.tenantId], environment: environment)
         #expect(status == 0)
     }
+
+    @Test("A Request-Timeout shorter than the STS's answer never loses the rotated refresh token")
+    func shortDeadlineKeepsRotation() async throws {
+        // No rotation grace: only the newest refresh token works, so a lost rotation shows.
+        let stack = try await TokenRelayStack(name: "e2e_nu_short_deadline", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        let fault = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "latency_ms": 1500, "count": 1])
+        #expect(fault.status == 201)
+        let refresh: [String: Any] = ["account_id": id, "scopes": ["User.Read"], "force_refresh": true]
+        let short = try await stack.request("POST", "/v1/tokens/silent", json: refresh, headers: ["Request-Timeout": "0.3"])
+        #expect([503, 504].contains(short.status), "\(short.text)")
+        #expect(short.json["error"] as? String == "upstream_unavailable")
+        // The redemption the STS answered late was kept: the refresh token it rotated works (this
+        // request may join the redemption still in flight; the next one redeems on its own).
+        for _ in 0..<2 {
+            let next = try await stack.request("POST", "/v1/tokens/silent", json: refresh)
+            #expect(next.status == 200, "\(next.text)")
+        }
+        let chain = try await stack.control("GET", "/_control/stats")
+        let alice = ((chain.json["refresh_token_chain"] as? [String: Any])?["alice@contoso.example"] as? [String: Any]) ?? [:]
+        #expect(alice["rejected_superseded"] as? Int == 0, "\(chain.text)")
+    }
 }

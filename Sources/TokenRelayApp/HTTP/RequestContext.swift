@@ -10,6 +10,11 @@ struct RequestContext: Sendable {
     var caller: String?
     /// The caller's tenant and scope limits (SPEC §12 Permissions); unrestricted on open routes.
     var access: KeyAccess = .unrestricted
+    /// The least time (seconds) one upstream attempt gets, even past `deadline`: a refresh-token
+    /// redemption cut short after it was sent may have rotated the token at the STS, and the
+    /// rotated token would be lost (SPEC §1 strict rotation). The caller still gets its answer
+    /// at `deadline`; the attempt finishes in the background. 0: the deadline bounds every attempt.
+    var minimumAttemptSeconds: Double = 0
 
     /// The same context named by another correlation id (the body's `correlation_id`); keeps
     /// the caller and its limits.
