@@ -123,6 +123,10 @@ public enum CommandLineTool {
             guard !permissions.isEmpty else { return usage("api-keys create needs --permissions") }
             let tenants = listOption("--tenants", in: arguments)
             let scopePatterns = listOption("--scopes", in: arguments)
+            // An empty list means "no limit": `--tenants "$UNSET"` must not create an unrestricted key.
+            for (flag, values) in [("--tenants", tenants), ("--scopes", scopePatterns)] where arguments.contains(flag) && values.isEmpty {
+                return usage("\(flag) names no value; leave the option out for a key without that limit")
+            }
             if let bad = (tenants + scopePatterns).first(where: {
                 $0.utf8.count > 256 || $0.unicodeScalars.contains { $0.properties.generalCategory == .control }
             }) {

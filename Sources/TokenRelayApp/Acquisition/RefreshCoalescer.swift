@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Joins concurrent refreshes of the same (account, scopes, claims) into one STS call per
@@ -11,8 +12,12 @@ final class RefreshCoalescer<Value: Sendable>: Sendable {
     }
 
     /// Runs `work` unless a call with `key` is running; returns its result either way.
+    /// - Parameter deadline: when given, this caller stops waiting then (504 `upstream_unavailable`)
+    ///   while `work` runs on to its end, so what it stores (a rotated refresh token) is not lost.
     /// - Returns: the value, and whether this call joined one already in flight.
-    func run(key: String, _ work: @escaping @Sendable () async throws -> Value) async throws -> (value: Value, joined: Bool) {
+    func run(key: String, until deadline: Date? = nil, _ work: @escaping @Sendable () async throws -> Value) async throws -> (
+        value: Value, joined: Bool
+    ) {
         let (task, joined) = inFlight.withLock { tasks -> (Task<Value, any Error>, Bool) in
             if let running = tasks[key] { return (running, true) }
             let task = Task { try await work() }
@@ -26,6 +31,22 @@ final class RefreshCoalescer<Value: Sendable>: Sendable {
                 _ = self?.inFlight.withLock { $0.removeValue(forKey: key) }
             }
         }
-        return (try await task.value, joined)
+        guard let deadline else { return (try await task.value, joined) }
+        let value = try await withThrowingTaskGroup(of: Value?.self) { group -> Value? in
+            group.addTask { try await task.value }
+            group.addTask {
+                let seconds = deadline.timeIntervalSinceNow
+                if seconds > 0 { try await Task.sleep(for: .milliseconds(Int(seconds * 1000))) }
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        guard let value else {
+            throw Problem(
+                .upstreamUnavailable, "The request deadline passed before the sts answered.", status: 504,
+                extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
+        }
+        return (value, joined)
     }
 }

@@ -126,10 +126,14 @@ struct SilentTokenService: Sendable {
 
         let mode: RefreshMode = bypassCache ? .bypass : .cacheFirst
         let key = [account.accountId, realm, request.scopes.cacheKey, claims ?? "", mode.rawValue, String(minTTL)].joined(separator: "|")
-        let (outcome, joined) = try await coalescer.run(key: key) {
+        // A redemption, once sent, is never cut short by this caller's deadline: the STS may
+        // already have rotated the refresh token. The caller stops waiting at its deadline.
+        var redemption = context
+        redemption.minimumAttemptSeconds = 30
+        let (outcome, joined) = try await coalescer.run(key: key, until: context.deadline) { [redemption] in
             try await refresh(
                 account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims, mode: mode, minTTL: minTTL,
-                context: context)
+                context: redemption)
         }
         if joined { metrics.increment("tokenrelay_refresh_coalesced_total") }
         switch outcome {

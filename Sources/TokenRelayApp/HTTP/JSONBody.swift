@@ -94,6 +94,23 @@ struct JSONBody: Sendable {
         }
     }
 
+    /// The body's `correlation_id` (nil when absent or empty). It becomes the `client-request-id`
+    /// response header, so it must fit one: at most 128 printable ASCII characters, the header's
+    /// own rule (a line break made the HTTP layer answer a bare 500; a long one closed the connection).
+    /// - Throws: `Problem` 400 `invalid_request` naming `correlation_id`.
+    func correlationId() throws(Problem) -> String? {
+        guard let text = try string("correlation_id"), !text.isEmpty else { return nil }
+        guard Self.isUsableCorrelationId(text) else {
+            throw Problem.invalidRequest(field: "correlation_id", "'correlation_id' must be at most 128 printable ASCII characters.")
+        }
+        return text
+    }
+
+    /// At most 128 characters, each printable ASCII (U+0020–U+007E).
+    static func isUsableCorrelationId(_ text: String) -> Bool {
+        text.utf8.count <= 128 && text.utf8.allSatisfy { (0x20...0x7E).contains($0) }
+    }
+
     /// A claims request given as a JSON object or as JSON text (SPEC §1).
     func claims(_ field: String) throws(Problem) -> String? {
         switch members[field] {

@@ -10,6 +10,11 @@ struct RequestContext: Sendable {
     var caller: String?
     /// The caller's tenant and scope limits (SPEC §12 Permissions); unrestricted on open routes.
     var access: KeyAccess
+    /// The least time (seconds) one upstream attempt gets, even past `deadline`: a refresh-token
+    /// redemption cut short after it was sent may have rotated the token at the STS, and the
+    /// rotated token would be lost (SPEC §1 strict rotation). The caller still gets its answer
+    /// at `deadline`; the attempt finishes in the background. 0: the deadline bounds every attempt.
+    var minimumAttemptSeconds: Double = 0
 
     /// `access` has no default: a context copied without it would silently lift the caller's
     /// tenant and scope limits (use ``renamed(_:)`` to change only the correlation id).
@@ -23,7 +28,9 @@ struct RequestContext: Sendable {
     /// The same context named by another correlation id (the body's `correlation_id`); keeps
     /// the caller and its limits.
     func renamed(_ correlationId: String) -> RequestContext {
-        RequestContext(correlationId: correlationId, deadline: deadline, caller: caller, access: access)
+        var copy = RequestContext(correlationId: correlationId, deadline: deadline, caller: caller, access: access)
+        copy.minimumAttemptSeconds = minimumAttemptSeconds
+        return copy
     }
 
     /// Seconds left before the deadline (negative once it passed).

@@ -24,7 +24,8 @@ struct CommonSilentBody {
         else { return nil }
         var correlationId: String?
         if let value = object["correlation_id"] {
-            guard let text = value as? String else { return nil }
+            // An unusable one is worded by the async path (400 naming `correlation_id`).
+            guard let text = value as? String, text.isEmpty || JSONBody.isUsableCorrelationId(text) else { return nil }
             correlationId = text.isEmpty ? nil : text
         }
         return CommonSilentBody(accountId: accountId, scopes: scopes, correlationId: correlationId)

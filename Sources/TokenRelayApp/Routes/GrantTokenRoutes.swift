@@ -67,7 +67,7 @@ enum GrantTokenRoutes {
         _ acquire: (RequestContext) async throws -> GrantTokenService.Result
     ) async throws -> HTTPResponse {
         var context = requestContext
-        if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
+        if let correlationId = try body.correlationId() {
             context = requestContext.renamed(correlationId)
         }
         do {

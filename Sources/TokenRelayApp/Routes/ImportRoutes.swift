@@ -12,8 +12,11 @@ enum ImportRoutes {
             let body = try JSONBody(request.http)
             try body.rejectUnknown(allowed: fields)
             let username = try body.requiredString("username").trimmingCharacters(in: .whitespaces)
-            guard !username.isEmpty, username.utf8.count <= 512 else {
-                throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes.")
+            // Control characters are refused as `GET /v1/accounts?username=` refuses them, so an
+            // imported account can always be found by its username.
+            guard !username.isEmpty, username.utf8.count <= 512, !username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes without control characters.")
             }
             let refreshToken = try body.requiredString("refresh_token")
             guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384 else {
@@ -26,14 +29,19 @@ enum ImportRoutes {
             } catch {
                 throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
             }
+            // A tenant-limited key may not plant an account in another tenant (SPEC §12 Permissions).
+            try request.context.access.check(authority: authority)
             var detail: [String: JSONValue] = ["authority": .string(authority.url)]
             if let resource = try body.string("resource") {
                 // ADAL tokens were issued per resource: checked as `{resource}/.default` (SPEC §1).
+                let scopes: ScopeSet
                 do throws(ScopeError) {
-                    detail["scopes"] = .array(try ScopeRules.requested(scopes: nil, resource: resource).canonical.map(JSONValue.string))
+                    scopes = try ScopeRules.requested(scopes: nil, resource: resource)
                 } catch {
                     throw Problem(.invalidScope, error.detail, extensions: ["field": .string(error.field)])
                 }
+                try request.context.access.check(scopes, field: "resource")
+                detail["scopes"] = .array(scopes.canonical.map(JSONValue.string))
             }
             let (account, created) = try await services.store.importAccount(
                 username: username, authority: authority, refreshToken: refreshToken, actor: request.context.caller ?? "unknown", detail: detail)

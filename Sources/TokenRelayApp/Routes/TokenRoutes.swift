@@ -13,7 +13,7 @@ enum TokenRoutes {
             let body = try JSONBody(request.http)
             let silent = try parseSilent(body, authorities: services.authorities)
             var context = request.context
-            if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
+            if let correlationId = try body.correlationId() {
                 context = context.renamed(correlationId)
             }
             do {

@@ -36,7 +36,7 @@ struct RetryingHTTPClient: Sendable {
                     extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
             }
             var attemptRequest = request
-            attemptRequest.timeout = min(remaining, 30)
+            attemptRequest.timeout = min(max(remaining, context.minimumAttemptSeconds), 30)
             let result: Result<HTTPClientResponse, HTTPClientError>
             do {
                 result = .success(try await http.execute(attemptRequest))
