@@ -129,7 +129,9 @@ struct HTTPClientTests {
         let elapsed = clock.now - start
         #expect(error?.kind == .timedOut)
         #expect(error?.requestSent == true)
-        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(3), "took \(elapsed)")
+        // Not before the timeout; the upper bound only says it did not wait for the peer (which
+        // never answers): generous, because a loaded 2-core machine delays the curl thread.
+        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(15), "took \(elapsed)")
     }
 
     @Test func connectToClosedPortFails() async throws {
