@@ -32,6 +32,10 @@ final class APIKeyAuthenticator: Sendable {
         let secretHash: [UInt8]?
         let caller: Caller?
         let fetchedAt: Date
+        /// SHA-256 of the whole `trk_<keyid>_<secret>` last verified against `secretHash`: the
+        /// presented key's hash (computed anyway for the bootstrap comparison) equal to it proves
+        /// the same secret, so a hot key costs one SHA-256 per request rather than two.
+        var verifiedHash: [UInt8]? = nil
     }
 
     private let bootstrapHash: [UInt8]?
@@ -91,9 +95,14 @@ final class APIKeyAuthenticator: Sendable {
             return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
-            Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
-            ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash)
+            Date().timeIntervalSince(cached.fetchedAt) < Self.cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller
         else { return nil }
+        if let verified = cached.verifiedHash, ConstantTime.equals(presentedHash, verified) { return caller }
+        guard ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash) else { return nil }
+        cache.withLock { cache in
+            // Only onto the entry just checked: a re-read row starts unverified.
+            if cache[keyId]?.fetchedAt == cached.fetchedAt { cache[keyId]?.verifiedHash = presentedHash }
+        }
         return caller
     }
 
@@ -158,7 +167,12 @@ final class APIKeyAuthenticator: Sendable {
         guard let underscore = rest.firstIndex(of: "_") else { return nil }
         let keyId = String(rest[..<underscore])
         let secret = String(rest[rest.index(after: underscore)...])
-        guard keyId.count >= 8, keyId.allSatisfy({ ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") }), !secret.isEmpty else { return nil }
+        // Checked on UTF-8 bytes (all ASCII, so bytes are characters): per-`Character` checks
+        // showed on the cached token path (SPEC §10).
+        guard keyId.utf8.count >= 8,
+            keyId.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }),
+            !secret.isEmpty
+        else { return nil }
         return (keyId, secret)
     }
 
