@@ -143,14 +143,16 @@ final class APIKeyAuthenticator: Sendable {
     /// Key ids remembered now (tests and metrics).
     var cachedKeyCount: Int { cache.withLock { $0.count } }
 
+    private static let bearer = Array("bearer".utf8)
+
     static func bearerToken(_ authorization: String?) -> String? {
         guard let authorization else { return nil }
         // The usual `Bearer <token>` without stray whitespace, read without allocating
         // (the cached token path, SPEC §10); any other spelling takes the general rule below.
         let utf8 = authorization.utf8
-        if utf8.count > 7, utf8.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }),
-            let space = utf8.dropFirst(6).first, space == UInt8(ascii: " "),
-            let first = utf8.dropFirst(7).first, let last = utf8.last, first > 0x20 && first < 0x7F, last > 0x20 && last < 0x7F
+        let bytes = utf8.span
+        if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == Self.bearer[$0] }),
+            bytes[7] > 0x20 && bytes[7] < 0x7F, bytes[bytes.count - 1] > 0x20 && bytes[bytes.count - 1] < 0x7F
         {
             return String(authorization[utf8.index(utf8.startIndex, offsetBy: 7)...])
         }
