@@ -9,6 +9,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
 
     public init() { fields = [] }
 
+    /// An empty list with room for `minimumCapacity` fields before it grows.
+    public init(minimumCapacity: Int) {
+        fields = []
+        fields.reserveCapacity(minimumCapacity)
+    }
+
     public init(_ fields: [(String, String)]) {
         self.fields = fields.map { (name: $0.0, value: $0.1) }
     }
@@ -60,9 +66,12 @@ extension String {
     /// ASCII case-insensitive comparison, as header names and scopes need.
     @inlinable
     public func caseInsensitiveEquals(_ other: String) -> Bool {
-        let a = utf8, b = other.utf8
+        // Indexing two `Span`s: zipping the UTF-8 views was a measurable share of a cached
+        // silent request (SPEC §10), which looks up several headers.
+        let a = utf8.span, b = other.utf8.span
         guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where x != y {
+        for index in 0..<a.count where a[index] != b[index] {
+            let x = a[index], y = b[index]
             let lx = (x >= 65 && x <= 90) ? x + 32 : x
             let ly = (y >= 65 && y <= 90) ? y + 32 : y
             if lx != ly { return false }

@@ -128,7 +128,7 @@ private func headTrack(_ connection: OpaquePointer) -> RequestHeadDeadlines.Trac
 private func makeRequest(
     connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, context: RequestContext
 ) -> HTTPRequest {
-    var headers = HTTPHeaders()
+    var headers = HTTPHeaders(minimumCapacity: 8)
     _ = withUnsafeMutablePointer(to: &headers) {
         MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, $0)
     }

@@ -27,6 +27,24 @@ struct CachedPathTests {
 
     // MARK: JSONWriter
 
+    @Test("A character to escape is found at every position of a long string (the scan works in 64-byte blocks)")
+    func escapesFoundAnywhere() {
+        for length in [1, 63, 64, 65, 128, 200] {
+            for position in [0, length / 2, length - 1] {
+                for special in ["\"", "\\", "\n", "\u{1}"] {
+                    var text = String(repeating: "a", count: length)
+                    let index = text.index(text.startIndex, offsetBy: position)
+                    text.replaceSubrange(index...index, with: special)
+                    let found = JSONWriter.needsEscaping(text.utf8.span)
+                    #expect(found, "\(length) \(position)")
+                }
+            }
+            let plain = String(repeating: "é~/", count: length)
+            let found = JSONWriter.needsEscaping(plain.utf8.span)
+            #expect(!found)
+        }
+    }
+
     @Test("Strings are escaped per RFC 8259 §7")
     func escaping() {
         #expect(Self.written(.string(#"say "hi""#)) == #""say \"hi\"""#)
@@ -124,6 +142,22 @@ struct CachedPathTests {
             return
         }
         #expect(Self.same(fast.0, general.0) && fast.1 == general.1)
+    }
+
+    @Test("A remembered body reads as it did the first time; a correlation id is never remembered")
+    func memoisedBodies() throws {
+        let plain = #"{"account_id":"memo-a","scopes":["User.Read","Mail.Read"]}"#
+        let first = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain), authorities: Self.authorities))
+        let again = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain), authorities: Self.authorities))
+        #expect(Self.same(first.0, again.0) && first.1 == nil && again.1 == nil)
+        for id in ["c-1", "c-2"] {
+            let named = #"{"account_id":"memo-a","scopes":["User.Read"],"correlation_id":"\#(id)"}"#
+            let read = try #require(TokenRoutes.fastParse(JSONBodyTests.request(named), authorities: Self.authorities))
+            #expect(read.1 == id)
+            #expect(try #require(TokenRoutes.fastParse(JSONBodyTests.request(named), authorities: Self.authorities)).1 == id)
+        }
+        let refused = #"{"account_id":"memo-a","scopes":["openid"]}"#
+        for _ in 0..<2 { #expect(TokenRoutes.fastParse(JSONBodyTests.request(refused), authorities: Self.authorities) == nil) }
     }
 
     @Test("Only plain application/json takes the server-thread path")

@@ -136,6 +136,7 @@ final class AppHTTPHandler: HTTPHandler {
     }
 
     private static let correlationRandomness = RandomBytePool()
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// A random version-4 UUID in lower case (RFC 9562 §5.4), as `UUID().uuidString.lowercased()`
     /// gives, but from OpenSSL's DRBG drawn in batches: Foundation's `UUID()` opens, reads and
@@ -144,7 +145,7 @@ final class AppHTTPHandler: HTTPHandler {
         var bytes = correlationRandomness.next16()
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80
-        let hex = Array("0123456789abcdef".utf8)
+        let hex = Self.hexDigits
         var text: [UInt8] = []
         text.reserveCapacity(36)
         for (index, byte) in bytes.enumerated() {

@@ -35,6 +35,8 @@ struct JSONBody: Sendable {
     /// `application/json`, optionally with parameters, without allocating; other spellings
     /// (`+json`, odd case, spaces) are left to the full check.
     static func isPlainJSON(_ contentType: String) -> Bool {
+        // The usual exact value, compared whole (the generic prefix check showed on the cached path).
+        if contentType == "application/json" { return true }
         let expected = "application/json".utf8
         let utf8 = contentType.utf8
         guard utf8.starts(with: expected) else { return false }

@@ -82,12 +82,20 @@ enum JSONWriter {
     }
 
     /// Whether some byte needs escaping. A `Span` (safe, bounds-checked) scan: access tokens run
-    /// to kilobytes and almost never need it, and the generic `contains(where:)` was measurable.
+    /// to kilobytes and almost never need it. Each 64-byte block is folded without branches so
+    /// the compiler can use vector instructions (a byte-at-a-time loop with an early exit was
+    /// about 7 instructions per byte, an eighth of a cached silent request; SPEC §10).
     static func needsEscaping(_ bytes: Span<UInt8>) -> Bool {
-        var index = 0
-        while index < bytes.count {
-            if needsEscaping(bytes[index]) { return true }
-            index += 1
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + 64, bytes.count)
+            var found: UInt8 = 0
+            for index in start..<end {
+                let byte = bytes[index]
+                found |= (byte < 0x20 ? 1 : 0) | (byte == UInt8(ascii: "\"") ? 1 : 0) | (byte == UInt8(ascii: "\\") ? 1 : 0)
+            }
+            if found != 0 { return true }
+            start = end
         }
         return false
     }

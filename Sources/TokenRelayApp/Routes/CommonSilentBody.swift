@@ -14,9 +14,9 @@ struct CommonSilentBody {
 
     static let members: Set<String> = ["account_id", "scopes", "correlation_id"]
 
-    /// The body when its content type is plain `application/json` and it has the usual shape.
-    static func decode(contentType: String?, body: [UInt8]) -> CommonSilentBody? {
-        guard let contentType, JSONBody.isPlainJSON(contentType), !body.isEmpty,
+    /// The body (sent as plain `application/json`) when it has the usual shape.
+    static func decode(body: [UInt8]) -> CommonSilentBody? {
+        guard !body.isEmpty,
             let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
             object.keys.allSatisfy(members.contains),
             let accountId = object["account_id"] as? String, !accountId.isEmpty, !accountId.unicodeScalars.contains("\u{0}"),

@@ -61,10 +61,13 @@ enum TokenRoutes {
     /// async path) when the body has the usual shape and is valid; nil otherwise, for the async
     /// path to answer.
     static func fastParse(_ request: HTTPRequest, authorities: AuthorityValidator) -> (SilentTokenRequest, String?)? {
-        guard let body = CommonSilentBody.decode(contentType: request.headers["Content-Type"], body: request.body),
-            let scopes = try? RequestedScopes.shared.normalize(scopes: body.scopes, resource: nil)
-        else { return nil }
-        return (SilentTokenRequest(account: .accountId(body.accountId), scopes: scopes), body.correlationId)
+        guard let contentType = request.headers["Content-Type"], JSONBody.isPlainJSON(contentType) else { return nil }
+        return SilentBodyMemo.shared.request(body: request.body) { bytes in
+            guard let body = CommonSilentBody.decode(body: bytes),
+                let scopes = try? RequestedScopes.shared.normalize(scopes: body.scopes, resource: nil)
+            else { return nil }
+            return (SilentTokenRequest(account: .accountId(body.accountId), scopes: scopes), body.correlationId)
+        }
     }
 
     /// Validates the body into a request; every error names its field.

@@ -32,6 +32,10 @@ final class APIKeyAuthenticator: Sendable {
         let secretHash: [UInt8]?
         let caller: Caller?
         let fetchedAt: Date
+        /// SHA-256 of the whole `trk_<keyid>_<secret>` last verified against `secretHash`: the
+        /// presented key's hash (computed anyway for the bootstrap comparison) equal to it proves
+        /// the same secret, so a hot key costs one SHA-256 per request rather than two.
+        var verifiedHash: [UInt8]? = nil
     }
 
     private let bootstrapHash: [UInt8]?
@@ -94,9 +98,14 @@ final class APIKeyAuthenticator: Sendable {
             return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
-            Date().timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller,
-            ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash)
+            Date().timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller
         else { return nil }
+        if let verified = cached.verifiedHash, ConstantTime.equals(presentedHash, verified) { return caller }
+        guard ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash) else { return nil }
+        cache.withLock { cache in
+            // Only onto the entry just checked: a re-read row starts unverified.
+            if cache[keyId]?.fetchedAt == cached.fetchedAt { cache[keyId]?.verifiedHash = presentedHash }
+        }
         return caller
     }
 
@@ -142,14 +151,16 @@ final class APIKeyAuthenticator: Sendable {
     /// Key ids remembered now (tests and metrics).
     var cachedKeyCount: Int { cache.withLock { $0.count } }
 
+    private static let bearer = Array("bearer".utf8)
+
     static func bearerToken(_ authorization: String?) -> String? {
         guard let authorization else { return nil }
         // The usual `Bearer <token>` without stray whitespace, read without allocating
         // (the cached token path, SPEC §10); any other spelling takes the general rule below.
         let utf8 = authorization.utf8
-        if utf8.count > 7, utf8.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }),
-            let space = utf8.dropFirst(6).first, space == UInt8(ascii: " "),
-            let first = utf8.dropFirst(7).first, let last = utf8.last, first > 0x20 && first < 0x7F, last > 0x20 && last < 0x7F
+        let bytes = utf8.span
+        if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == Self.bearer[$0] }),
+            bytes[7] > 0x20 && bytes[7] < 0x7F, bytes[bytes.count - 1] > 0x20 && bytes[bytes.count - 1] < 0x7F
         {
             return String(authorization[utf8.index(utf8.startIndex, offsetBy: 7)...])
         }
@@ -166,7 +177,12 @@ final class APIKeyAuthenticator: Sendable {
         guard let underscore = rest.firstIndex(of: "_") else { return nil }
         let keyId = String(rest[..<underscore])
         let secret = String(rest[rest.index(after: underscore)...])
-        guard keyId.count >= 8, keyId.allSatisfy({ ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") }), !secret.isEmpty else { return nil }
+        // Checked on UTF-8 bytes (all ASCII, so bytes are characters): per-`Character` checks
+        // showed on the cached token path (SPEC §10).
+        guard keyId.utf8.count >= 8,
+            keyId.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }),
+            !secret.isEmpty
+        else { return nil }
         return (keyId, secret)
     }
 
