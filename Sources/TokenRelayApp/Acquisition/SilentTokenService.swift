@@ -318,7 +318,7 @@ struct SilentTokenService: Sendable {
     /// no refresh token dropped on a transient failure): a few short tries, each a transaction
     /// of its own under the refresh lock, replacing only the token that was sent.
     /// - Throws: the original error when every try fails (the rotation is then lost, and logged).
-    private func persistRotation(_ response: TokenResponse, accountId: String, replacing generation: Int64, after original: any Error) async throws {
+    func persistRotation(_ response: TokenResponse, accountId: String, replacing generation: Int64, after original: any Error) async throws {
         guard let rotated = response.refreshToken, !rotated.isEmpty else { return }
         let store = self.store
         let clientId = self.clientId

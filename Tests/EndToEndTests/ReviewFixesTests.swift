@@ -1,0 +1,37 @@
+import Foundation
+import PostgresBridge
+import Testing
+import TokenRelayTesting
+
+/// Defects found in review of the merged work; each test failed before its fix.
+@Suite("Review fixes, end to end", .serialized)
+struct ReviewFixesTests {
+    @Test("An import whose first redemption cannot commit keeps the rotated refresh token")
+    func importRotationSurvivesCommitFailure() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_import_commit_fail", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { stack.stop() }
+        let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
+        let adalToken = try #require(minted.json["refresh_token"] as? String)
+        let imported = try await stack.request(
+            "POST", "/v1/accounts/import",
+            json: ["username": "bob@contoso.example", "refresh_token": adalToken, "authority": "\(stack.emulator.baseURL)/organizations"])
+        #expect(imported.status == 201, "\(imported.text)")
+        let id = try #require(imported.json["account_id"] as? String)
+        // A deferred constraint trigger fails the import's transaction at COMMIT, after the STS rotated.
+        try await stack.withDatabase { connection in
+            try connection.execute(
+                """
+                CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$;
+                CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER UPDATE ON accounts
+                  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse();
+                """)
+        }
+        let first = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(first.status != 200, "\(first.text)")
+        try await stack.withDatabase { try $0.execute("DROP TRIGGER refuse_at_commit ON accounts") }
+        // With no rotation grace only the newest refresh token works: the rotated one was stored.
+        let second = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(second.status == 200, "\(second.text)")
+        #expect(stack.relay.log().contains("token.rotation_stored_on_retry"))
+    }
+}
