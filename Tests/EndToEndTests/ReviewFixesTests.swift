@@ -34,4 +34,31 @@ struct ReviewFixesTests {
         #expect(second.status == 200, "\(second.text)")
         #expect(stack.relay.log().contains("token.rotation_stored_on_retry"))
     }
+
+    @Test("A tenant-limited key can neither import into a foreign tenant nor replace a foreign tenant's pending import")
+    func importRespectsTenantLimits() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_import_tenants")
+        defer { stack.stop() }
+        let foreign = "\(stack.emulator.baseURL)/\(APIKeyAccessTests.otherTenant)"
+        let victim = try await stack.request(
+            "POST", "/v1/accounts/import", json: ["username": "victim@fabrikam.example", "refresh_token": "rt-victim", "authority": foreign])
+        #expect(victim.status == 201, "\(victim.text)")
+        let victimId = try #require(victim.json["account_id"] as? String)
+        let limited = try APIKeyAccessTests.createKey(stack, permissions: ["accounts:write", "accounts:read"], tenants: [stack.tenantId])
+        let headers = APIKeyAccessTests.bearer(limited.key)
+
+        let named = try await stack.request(
+            "POST", "/v1/accounts/import", json: ["username": "victim@fabrikam.example", "refresh_token": "rt-attacker", "authority": foreign],
+            headers: headers, authenticated: false)
+        #expect(named.status == 403, "\(named.text)")
+        #expect(named.json["field"] as? String == "authority")
+        let own = try await stack.request(
+            "POST", "/v1/accounts/import",
+            json: ["username": "victim@fabrikam.example", "refresh_token": "rt-attacker", "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"],
+            headers: headers, authenticated: false)
+        #expect(own.status == 201, "\(own.text)")
+        #expect(own.json["account_id"] as? String != victimId)
+        let after = try await stack.request("GET", "/v1/accounts/\(victimId)")
+        #expect(after.json["realm"] as? String == APIKeyAccessTests.otherTenant, "\(after.text)")
+    }
 }

@@ -26,6 +26,8 @@ enum ImportRoutes {
             } catch {
                 throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
             }
+            // A tenant-limited key imports only into its tenants (SPEC §12 Permissions).
+            try request.context.access.check(authority: authority)
             var detail: [String: JSONValue] = ["authority": .string(authority.url)]
             if let resource = try body.string("resource") {
                 // ADAL tokens were issued per resource: checked as `{resource}/.default` (SPEC §1).

@@ -41,7 +41,9 @@ extension TokenStore {
         let clientId = self.clientId
         let accountId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
-            if let pending = try self.lockPendingImport(in: connection, username: username, environment: authority.environment) {
+            if let pending = try self.lockPendingImport(
+                in: connection, username: username, environment: authority.environment, realm: authority.tenant.lowercased())
+            {
                 _ = try connection.query(
                     "UPDATE accounts SET realm = $2, authority = $3, authority_type = $4, state = 'active' WHERE account_id = $1",
                     [.text(pending), .text(authority.tenant.lowercased()), .text(authority.url), .text(authority.type.rawValue)])
@@ -64,16 +66,18 @@ extension TokenStore {
         }
     }
 
-    /// The pending import of `username` in `environment`, with its refresh lock taken (the lock
-    /// before the row, as in every transaction), or nil when there is none.
-    func lockPendingImport(in connection: PostgresConnection, username: String, environment: String) throws -> String? {
+    /// The pending import of `username` in `environment` and `realm` (the import's tenant: an
+    /// import into one tenant never replaces another tenant's), with its refresh lock taken (the
+    /// lock before the row, as in every transaction), or nil when there is none.
+    func lockPendingImport(in connection: PostgresConnection, username: String, environment: String, realm: String) throws -> String? {
         guard
             let pending = try connection.query(
                 """
                 SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id IS NULL AND lower(username) = lower($3)
+                  AND lower(realm) = lower($4)
                 ORDER BY account_id LIMIT 1
                 """,
-                [.text(clientId), .text(environment), .text(username)]
+                [.text(clientId), .text(environment), .text(username), .text(realm)]
             ).rows.first?.string("account_id")
         else { return nil }
         try Self.lockRefresh(in: connection, accountId: pending, clientId: clientId)
