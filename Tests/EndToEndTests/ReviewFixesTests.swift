@@ -135,4 +135,25 @@ struct ReviewFixesTests {
         let newLink = try #require(again.json["sign_in_url"] as? String)
         #expect(try await stack.request("GET", newLink, authenticated: false).status == 302)
     }
+
+    @Test("A body correlation_id does not lift API-key limits on app and on-behalf-of tokens")
+    func correlationIdKeepsKeyLimits() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_grant_correlation_limits")
+        defer { stack.stop() }
+        let tenantLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], tenants: [APIKeyAccessTests.otherTenant])
+        let scopeLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
+        func post(_ path: String, _ key: String, _ body: [String: Any]) async throws -> TestResponse {
+            try await stack.request("POST", path, json: body, headers: APIKeyAccessTests.bearer(key), authenticated: false)
+        }
+        let app = try await post("/v1/tokens/app", tenantLimited.key, ["scopes": [AppAndOnBehalfOfTests.graphDefault], "correlation_id": "c-1"])
+        #expect(app.status == 403, "\(app.text)")
+        let management = try await post(
+            "/v1/tokens/app", scopeLimited.key, ["scopes": ["https://management.azure.com/.default"], "correlation_id": "c-2"])
+        #expect(management.status == 403, "\(management.text)")
+        let assertion = try await AppAndOnBehalfOfTests.incomingUserToken(stack)
+        let obo = try await post(
+            "/v1/tokens/on-behalf-of", scopeLimited.key,
+            ["assertion": assertion, "scopes": ["https://management.azure.com/user_impersonation"], "correlation_id": "c-3"])
+        #expect(obo.status == 403, "\(obo.text)")
+    }
 }

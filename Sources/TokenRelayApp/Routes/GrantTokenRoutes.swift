@@ -67,7 +67,8 @@ enum GrantTokenRoutes {
     ) async throws -> HTTPResponse {
         var context = requestContext
         if let correlationId = try body.string("correlation_id"), !correlationId.isEmpty {
-            context = RequestContext(correlationId: correlationId, deadline: context.deadline, caller: context.caller)
+            // Renamed, never rebuilt: the caller's tenant and scope limits must stay with it.
+            context = context.renamed(correlationId)
         }
         do {
             let result = try await acquire(context)
