@@ -156,4 +156,27 @@ struct ReviewFixesTests {
             ["assertion": assertion, "scopes": ["https://management.azure.com/user_impersonation"], "correlation_id": "c-3"])
         #expect(obo.status == 403, "\(obo.text)")
     }
+
+    @Test("An imported account whose refresh token is dead answers interaction_required with a sign_in_url")
+    func deadImportCarriesSignInURL() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_import_sign_in_url")
+        defer { stack.stop() }
+        let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
+        let imported = try await stack.request(
+            "POST", "/v1/accounts/import",
+            json: [
+                "username": "bob@contoso.example", "refresh_token": try #require(minted.json["refresh_token"] as? String),
+                "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)",
+            ])
+        let id = try #require(imported.json["account_id"] as? String)
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: ["endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token"])
+        let dead = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(dead.status == 409, "\(dead.text)")
+        let link = try #require(dead.json["sign_in_url"] as? String, "\(dead.text)")
+        #expect(link.contains("login_hint=bob%40contoso.example"))
+        let again = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(again.json["sign_in_url"] as? String != nil, "\(again.text)")
+    }
 }

@@ -108,7 +108,13 @@ extension SilentTokenService {
         forgetInMemory(imported.accountId)
         let (completion, declined): (ImportCompletion, [String])
         switch outcome {
-        case .failure(let problem): throw problem
+        case .failure(var problem):
+            // SPEC §12: every problem that asks for interaction carries a sign_in_url.
+            if problem.code == .interactionRequired {
+                problem.signInHint = SignInHint(
+                    account: imported, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            }
+            throw problem
         case .success(nil): return nil
         case .success(let done?): (completion, declined) = done
         }
