@@ -179,4 +179,27 @@ struct ReviewFixesTests {
         let again = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
         #expect(again.json["sign_in_url"] as? String != nil, "\(again.text)")
     }
+
+    @Test("A key limited to a guest's other tenant sees that account's events, as it sees the account")
+    func guestEventsFollowTenantProfiles() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_guest_events")
+        defer { stack.stop() }
+        let fabrikam = AuthorityAndImportTests.fabrikam
+        let home = try await AuthorityAndImportTests.signIn(
+            stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(stack.tenantId)", scopes: ["User.Read"])
+        let id = try #require(home["account_id"] as? String)
+        _ = try await AuthorityAndImportTests.signIn(stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(fabrikam)", scopes: ["User.Read"])
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: ["endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token"])
+        let dead = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(dead.json["account_state"] as? String == "interaction_required", "\(dead.text)")
+
+        let limited = try APIKeyAccessTests.createKey(stack, permissions: ["accounts:read"], tenants: [fabrikam])
+        let headers = APIKeyAccessTests.bearer(limited.key)
+        #expect(try await stack.request("GET", "/v1/accounts/\(id)", headers: headers, authenticated: false).status == 200)
+        let page = try await stack.request("GET", "/v1/events", headers: headers, authenticated: false)
+        let types = (page.json["events"] as? [[String: Any]] ?? []).filter { $0["account_id"] as? String == id }.compactMap { $0["type"] as? String }
+        #expect(types == ["account.interaction_required"], "\(page.text)")
+    }
 }
