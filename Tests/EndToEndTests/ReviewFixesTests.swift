@@ -202,4 +202,30 @@ struct ReviewFixesTests {
         let types = (page.json["events"] as? [[String: Any]] ?? []).filter { $0["account_id"] as? String == id }.compactMap { $0["type"] as? String }
         #expect(types == ["account.interaction_required"], "\(page.text)")
     }
+
+    @Test("A key limited to a guest's other tenant gets no token of the account's home tenant, from memory or the STS")
+    func guestTokensStayInTheKeysTenants() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_guest_key_realm")
+        defer { stack.stop() }
+        let fabrikam = AuthorityAndImportTests.fabrikam
+        let home = try await AuthorityAndImportTests.signIn(
+            stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(stack.tenantId)", scopes: ["User.Read"])
+        let id = try #require(home["account_id"] as? String)
+        _ = try await AuthorityAndImportTests.signIn(stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(fabrikam)", scopes: ["User.Read"])
+        // The home tenant's token is in this replica's memory: the server-thread path must refuse it too.
+        let warm = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        #expect(warm.json["source"] as? String == "cache", "\(warm.text)")
+
+        let limited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], tenants: [fabrikam])
+        func silent(_ body: [String: Any]) async throws -> TestResponse {
+            try await stack.request("POST", "/v1/tokens/silent", json: body, headers: APIKeyAccessTests.bearer(limited.key), authenticated: false)
+        }
+        for scopes in [["User.Read"], ["Mail.Read"]] {
+            let implicit = try await silent(["account_id": id, "scopes": scopes])
+            #expect(implicit.status == 403, "\(implicit.text)")
+            #expect(implicit.json["field"] as? String == "authority")
+        }
+        let named = try await silent(["account_id": id, "scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/\(fabrikam)"])
+        #expect(named.status == 200, "\(named.text)")
+    }
 }

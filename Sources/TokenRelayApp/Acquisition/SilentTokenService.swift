@@ -83,6 +83,8 @@ struct SilentTokenService: Sendable {
             return try await acquire(request, for: try await resolve(.accountId(account.accountId)), context: context)
         }
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
+        // A key that sees a guest through another tenant's profile gets no home-tenant token.
+        try context.access.check(realm: realm)
         let claims: String?
         do {
             claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
