@@ -80,7 +80,6 @@ public enum STSErrorMapping {
         row(.code(.aadb2c(90080)), .refreshTokenDead, "B2C: the provided grant has expired"),
         row(.code(.aadb2c(90129)), .refreshTokenDead, "B2C: the provided grant has been revoked"),
         row(.code(.aadsts(50085)), .refreshTokenDead, "refresh token needs a new sign-in at the social identity provider"),
-        row(.code(.aadb2c(90088)), .refreshTokenDead, "B2C: the grant was not issued for this endpoint (policy)"),
         // Policy for this resource: keep the refresh token.
         row(.code(.aadsts(50076)), .interactionRequired, "MFA required (configuration change or new location)"),
         row(.code(.aadsts(50079)), .interactionRequired, "MFA registration required"),
@@ -111,6 +110,9 @@ public enum STSErrorMapping {
         row(.code(.aadsts(50143)), .interactionRequired, "session mismatch: the user must choose the session"),
         row(.code(.aadb2c(90077)), .interactionRequired, "B2C: no existing session and prompt=none"),
         row(.code(.aadb2c(90118)), .interactionRequired, "B2C: user asked to reset the password"),
+        // Another policy than the one that issued the grant: that policy needs a sign-in, the grant
+        // stays good for its own (a request naming another policy must not kill the account).
+        row(.code(.aadb2c(90088)), .interactionRequired, "B2C: the grant was not issued for this endpoint (another policy)"),
         // The user said no.
         row(.code(.aadsts(65004)), .userCanceled, "user declined consent"),
         row(.code(.aadb2c(90091)), .userCanceled, "B2C: user cancelled the flow"),

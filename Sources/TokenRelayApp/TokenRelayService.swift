@@ -98,7 +98,7 @@ public final class TokenRelayService: Sendable {
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
             clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
-            links: SignInStartLinks(ring: ring, baseURL: { urls.baseURL }, now: now))
+            links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
             apis: configuration.downstreamAPIs, tokens: tokens, grants: grants, http: upstream, maxAttempts: configuration.maxAttempts,
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)

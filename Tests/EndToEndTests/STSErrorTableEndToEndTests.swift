@@ -114,14 +114,14 @@ struct STSErrorTableEndToEndTests {
     static let table: [Row] =
         rows(
             .dead, aadsts: [700082, 70008, 700081, 700084, 50173, 70043, 50089, 50133, 50132, 70000, 50057, 50034, 50085],
-            aadb2c: [90080, 90129, 90088], suberrors: ["bad_token", "token_expired"], errors: ["invalid_grant"])
+            aadb2c: [90080, 90129], suberrors: ["bad_token", "token_expired"], errors: ["invalid_grant"])
         + rows(
             .policy,
             aadsts: [
                 50076, 50079, 50074, 50072, 50078, 50158, 65001, 53000, 53001, 53002, 53003, 53004, 50055, 50125, 70044, 50058, 16000, 50105,
                 50097, 50199, 50005, 50129, 50020, 90072, 50053, 50140, 50143,
             ],
-            aadb2c: [90077, 90118],
+            aadb2c: [90077, 90118, 90088],
             suberrors: [
                 "basic_action", "additional_action", "message_only", "consent_required", "login_required", "user_password_expired",
                 "protection_policy_required", "client_mismatch",

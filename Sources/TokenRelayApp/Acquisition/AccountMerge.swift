@@ -1,5 +1,6 @@
 import Foundation
 import IdentityCore
+import Synchronization
 
 /// The first silent acquisition of an imported (ADAL) account (SPEC §3 import, §12 Accounts):
 /// its refresh token is redeemed under the account's refresh lock, `home_account_id` comes from
@@ -32,65 +33,88 @@ extension SilentTokenService {
         let now = self.now
         let scopes = request.scopes
         let logger = self.logger
-        let outcome: Result<(ImportCompletion, [String])?, Problem> = try await store.database.transaction { connection in
-            try TokenStore.lockRefresh(in: connection, accountId: imported.accountId, clientId: clientId)
-            guard try store.isPendingImport(in: connection, accountId: imported.accountId) else { return .success(nil) }
-            guard let refreshToken = try store.refreshToken(in: connection, accountId: imported.accountId) else {
-                return .failure(
-                    Problem(
-                        .interactionRequired, "The imported refresh token is gone; the user must sign in.", extensions: ["account_state": .string("active")]))
-            }
-            let result: Result<TokenResponse, STSCallError> = try blockingWait {
-                do {
-                    return .success(
-                        try await sts.redeem(
-                            grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)], authority: authority, scopes: scopes,
-                            claims: claims, context: context))
-                } catch let error as STSCallError {
-                    return .failure(error)
-                } catch {
-                    return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
+        // What the STS answered, kept outside the transaction: if it cannot commit after the
+        // redemption, the rotated refresh token is stored on its own (as `refresh` does).
+        let redeemed = Mutex<(response: TokenResponse, generation: Int64)?>(nil)
+        let outcome: Result<(ImportCompletion, [String])?, Problem>
+        do {
+            outcome = try await importTransaction()
+        } catch {
+            forgetInMemory(imported.accountId)
+            guard let (response, generation) = redeemed.withLock({ $0 }) else { throw error }
+            try await persistRotation(response, accountId: imported.accountId, replacing: generation, after: error)
+            throw error
+        }
+
+        @Sendable func importTransaction() async throws -> Result<(ImportCompletion, [String])?, Problem> {
+            try await store.database.transaction { connection in
+                try TokenStore.lockRefresh(in: connection, accountId: imported.accountId, clientId: clientId)
+                guard try store.isPendingImport(in: connection, accountId: imported.accountId) else { return .success(nil) }
+                guard let refreshToken = try store.refreshToken(in: connection, accountId: imported.accountId) else {
+                    return .failure(
+                        Problem(
+                            .interactionRequired, "The imported refresh token is gone; the user must sign in.", extensions: ["account_state": .string("active")]
+                        ))
                 }
-            }
-            let response: TokenResponse
-            switch result {
-            case .failure(.unavailable(let problem)): return .failure(problem)
-            case .failure(.rejected(let failure)):
-                if failure.disposition == .refreshTokenDead {
-                    try store.markRefreshTokenDead(in: connection, accountId: imported.accountId, generation: refreshToken.generation)
+                let result: Result<TokenResponse, STSCallError> = try blockingWait {
+                    do {
+                        return .success(
+                            try await sts.redeem(
+                                grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)], authority: authority, scopes: scopes,
+                                claims: claims, context: context))
+                    } catch let error as STSCallError {
+                        return .failure(error)
+                    } catch {
+                        return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
+                    }
                 }
-                return .failure(Problem(failure, requestedScopes: scopes))
-            case .success(let tokens): response = tokens
+                let response: TokenResponse
+                switch result {
+                case .failure(.unavailable(let problem)): return .failure(problem)
+                case .failure(.rejected(let failure)):
+                    if failure.disposition == .refreshTokenDead {
+                        try store.markRefreshTokenDead(in: connection, accountId: imported.accountId, generation: refreshToken.generation)
+                    }
+                    return .failure(Problem(failure, requestedScopes: scopes))
+                case .success(let tokens): response = tokens
+                }
+                redeemed.withLock { $0 = (response, refreshToken.generation) }
+                // The rotated token first: the imported one may already be superseded at the STS.
+                if let rotated = response.refreshToken, !rotated.isEmpty {
+                    try store.saveRefreshToken(
+                        in: connection, accountId: imported.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
+                }
+                guard let identity = Self.identity(of: response, environment: authority.environment) else {
+                    // Kept as an import: the rotated refresh token is stored, the next request tries again.
+                    return .failure(Problem(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502))
+                }
+                let granted = ScopeRules.granted(response.scope, requested: scopes)
+                let issuedAt = now()
+                let realm = authority.isMultiTenant ? identity.realm : authority.tenant.lowercased()
+                let token = StoredAccessToken(
+                    accountId: imported.accountId, environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
+                    secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
+                    refreshOn: response.refreshIn.map { issuedAt + $0 })
+                let completion = try store.completeImport(
+                    in: connection, importedId: imported.accountId, identity: identity, refreshToken: response.refreshToken ?? refreshToken.token,
+                    familyId: response.foci, accessToken: token)
+                logger.info(
+                    completion.merged ? "account.import_merged" : "account.import_completed",
+                    ["account.id": completion.account.accountId, "import.account_id": imported.accountId, "correlation.id": context.correlationId])
+                return .success((completion, ScopeRules.declined(requested: scopes, granted: granted)))
             }
-            // The rotated token first: the imported one may already be superseded at the STS.
-            if let rotated = response.refreshToken, !rotated.isEmpty {
-                try store.saveRefreshToken(
-                    in: connection, accountId: imported.accountId, token: rotated, familyId: response.foci, replacing: refreshToken.generation)
-            }
-            guard let identity = Self.identity(of: response, environment: authority.environment) else {
-                // Kept as an import: the rotated refresh token is stored, the next request tries again.
-                return .failure(Problem(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502))
-            }
-            let granted = ScopeRules.granted(response.scope, requested: scopes)
-            let issuedAt = now()
-            let realm = authority.isMultiTenant ? identity.realm : authority.tenant.lowercased()
-            let token = StoredAccessToken(
-                accountId: imported.accountId, environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
-                secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-                refreshOn: response.refreshIn.map { issuedAt + $0 })
-            let completion = try store.completeImport(
-                in: connection, importedId: imported.accountId, identity: identity, refreshToken: response.refreshToken ?? refreshToken.token,
-                familyId: response.foci, accessToken: token)
-            logger.info(
-                completion.merged ? "account.import_merged" : "account.import_completed",
-                ["account.id": completion.account.accountId, "import.account_id": imported.accountId, "correlation.id": context.correlationId])
-            return .success((completion, ScopeRules.declined(requested: scopes, granted: granted)))
         }
         // Whatever happened, this replica's view of the imported account is stale now.
         forgetInMemory(imported.accountId)
         let (completion, declined): (ImportCompletion, [String])
         switch outcome {
-        case .failure(let problem): throw problem
+        case .failure(var problem):
+            // SPEC §12: every problem that asks for interaction carries a sign_in_url.
+            if problem.code == .interactionRequired {
+                problem.signInHint = SignInHint(
+                    account: imported, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            }
+            throw problem
         case .success(nil): return nil
         case .success(let done?): (completion, declined) = done
         }

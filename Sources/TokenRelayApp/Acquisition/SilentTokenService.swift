@@ -85,6 +85,8 @@ struct SilentTokenService: Sendable {
             return try await acquire(request, for: try await resolve(.accountId(account.accountId)), context: context)
         }
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
+        // A key that sees a guest through another tenant's profile gets no home-tenant token.
+        try context.access.check(realm: realm)
         let claims: String?
         do {
             claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
@@ -340,7 +342,7 @@ struct SilentTokenService: Sendable {
     /// task keeps trying for `persistWindowSeconds`; the caller still gets its token.
     /// - Throws: the original error when the stored token changed meanwhile in a way that is
     ///   not a database outage (the rotation is then logged as lost).
-    private func persistRotation(_ response: TokenResponse, accountId: String, replacing generation: Int64, after original: any Error) async throws {
+    func persistRotation(_ response: TokenResponse, accountId: String, replacing generation: Int64, after original: any Error) async throws {
         guard let rotated = response.refreshToken, !rotated.isEmpty else { return }
         let store = self.store
         let clientId = self.clientId

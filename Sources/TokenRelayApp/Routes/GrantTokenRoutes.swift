@@ -68,6 +68,7 @@ enum GrantTokenRoutes {
     ) async throws -> HTTPResponse {
         var context = requestContext
         if let correlationId = try body.correlationId() {
+            // Renamed, never rebuilt: the caller's tenant and scope limits must stay with it.
             context = requestContext.renamed(correlationId)
         }
         do {

@@ -3,7 +3,7 @@ import IdentityCore
 
 /// `POST /v1/accounts/import` (SPEC §3, §12 Accounts): one-time migration of an ADAL-era refresh
 /// token. The account is known by username only until its first silent acquisition. 201 for a
-/// new account; 200 when a pending import of the same username (and cloud) took the new token.
+/// new account; 200 when a pending import of the same username (same cloud and tenant) took the new token.
 enum ImportRoutes {
     static let fields: Set<String> = ["username", "refresh_token", "authority", "resource"]
 

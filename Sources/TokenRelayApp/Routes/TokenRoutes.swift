@@ -54,7 +54,8 @@ enum TokenRoutes {
     private static func visible(_ selector: SilentTokenRequest.AccountSelector, to access: KeyAccess, services: AppServices) -> Bool {
         guard access.limitsTenants else { return true }
         guard case .accountId(let id) = selector, let account = services.tokens.accounts.account(id: id) else { return false }
-        return access.sees(account)
+        // The memory path serves the account's own realm: that tenant must be the key's too.
+        return access.sees(account) && access.allows(tenant: account.realm)
     }
 
     /// The request and the body's non-empty `correlation_id` (which names the answer, as on the

@@ -79,6 +79,17 @@ struct KeyAccess: Sendable, Equatable {
         }
     }
 
+    /// 403 `forbidden` on `authority` unless the key may use `realm`, the tenant a token would
+    /// come from: a key that sees a guest account through one tenant profile gets tokens of
+    /// that tenant only (named with `authority`), never of the account's home tenant.
+    func check(realm: String) throws(Problem) {
+        guard allows(tenant: realm) else {
+            throw Problem(
+                .forbidden, "This API key may not use tenant '\(realm)'; name one of its tenants in 'authority'.",
+                extensions: ["field": .string("authority")])
+        }
+    }
+
     /// 403 `forbidden` for what a token request names and the key may not use: a `tenant_id`,
     /// an authority's tenant, a scope outside the patterns.
     func check(_ request: SilentTokenRequest) throws(Problem) {

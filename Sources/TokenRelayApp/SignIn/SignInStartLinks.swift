@@ -16,19 +16,30 @@ struct SignInStartLinks: Sendable {
     /// The parameters a link may carry besides `sig`.
     static let parameters: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "expires", "nonce"]
 
-    /// Derived HMAC keys; the first signs.
-    private let keys: [[UInt8]]
+    /// The key ring in use now (SIGHUP replaces it, SPEC §11): a key dropped from it stops
+    /// signing and verifying links at once.
+    private let ring: @Sendable () -> KeyRing
     private let baseURL: @Sendable () -> String
     private let now: @Sendable () -> Int
 
     /// - Parameters:
-    ///   - ring: the encryption key ring; each key yields one link key.
+    ///   - ring: the encryption key ring in use; each key yields one link key.
     ///   - baseURL: `TOKENRELAY_PUBLIC_BASE_URL` or the bound address, without a trailing slash.
     ///   - now: unix seconds.
-    init(ring: KeyRing, baseURL: @escaping @Sendable () -> String, now: @escaping @Sendable () -> Int) {
-        keys = ring.keys.map { HMACSHA256.authenticationCode(for: Array("sign-in-start".utf8), key: $0.bytes) }
+    init(ring: @escaping @Sendable () -> KeyRing, baseURL: @escaping @Sendable () -> String, now: @escaping @Sendable () -> Int) {
+        self.ring = ring
         self.baseURL = baseURL
         self.now = now
+    }
+
+    /// Links under a fixed ring.
+    init(ring: KeyRing, baseURL: @escaping @Sendable () -> String, now: @escaping @Sendable () -> Int) {
+        self.init(ring: { ring }, baseURL: baseURL, now: now)
+    }
+
+    /// The derived HMAC keys of the current ring; the first signs.
+    private var keys: [[UInt8]] {
+        ring().keys.map { HMACSHA256.authenticationCode(for: Array("sign-in-start".utf8), key: $0.bytes) }
     }
 
     /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`.

@@ -36,13 +36,15 @@ struct AccountEventStore: Sendable {
 
     /// Up to `limit` events after `afterSeq`, oldest first.
     /// - Parameter visibleTenants: lower-cased tenants an API key is limited to (`KeyAccess`);
-    ///   nil = every tenant. Matches the realm the event recorded.
+    ///   nil = every tenant. Matches the realm the event recorded or any tenant profile of the
+    ///   account (SPEC §12: per-key tenant limits match any profile, as `KeyAccess.sees` does).
     func page(afterSeq: Int64, limit: Int, visibleTenants: [String]? = nil) async throws -> [AccountEvent] {
         try await database.run { connection in
             try connection.query(
                 """
                 SELECT \(Self.columns) FROM account_events
-                WHERE seq > $1 AND ($3::text[] IS NULL OR lower(realm) = ANY($3::text[]))
+                WHERE seq > $1 AND ($3::text[] IS NULL OR lower(realm) = ANY($3::text[]) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
+                  WHERE tp.account_id = account_events.account_id AND lower(tp.realm) = ANY($3::text[])))
                 ORDER BY seq LIMIT $2
                 """,
                 [.int(afterSeq), .int(Int64(limit)), visibleTenants.map { .text(APIKeyStore.arrayLiteral($0)) } ?? .null]

@@ -41,12 +41,16 @@ extension TokenStore {
         let clientId = self.clientId
         let accountId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
-            if let pending = try self.lockPendingImport(in: connection, username: username, environment: authority.environment) {
+            if let pending = try self.lockPendingImport(
+                in: connection, username: username, environment: authority.environment, realm: authority.tenant.lowercased())
+            {
+                let wasDead = try self.isInteractionRequired(in: connection, accountId: pending)
                 _ = try connection.query(
                     "UPDATE accounts SET realm = $2, authority = $3, authority_type = $4, state = 'active' WHERE account_id = $1",
                     [.text(pending), .text(authority.tenant.lowercased()), .text(authority.url), .text(authority.type.rawValue)])
                 try self.saveRefreshToken(in: connection, accountId: pending, token: refreshToken, familyId: nil, replacing: nil)
                 try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: pending, outcome: "replaced", detail: detail)
+                if wasDead { try AccountEventStore.append(in: connection, .recovered, accountId: pending, data: ["reason": .string("import")]) }
                 return (try self.account(in: connection, id: pending), false)
             }
             _ = try connection.query(
@@ -64,21 +68,30 @@ extension TokenStore {
         }
     }
 
-    /// The pending import of `username` in `environment`, with its refresh lock taken (the lock
-    /// before the row, as in every transaction), or nil when there is none.
-    func lockPendingImport(in connection: PostgresConnection, username: String, environment: String) throws -> String? {
+    /// The pending import of `username` in `environment` and `realm` (the import's tenant: an
+    /// import into one tenant never replaces another tenant's), with its refresh lock taken (the
+    /// lock before the row, as in every transaction), or nil when there is none.
+    func lockPendingImport(in connection: PostgresConnection, username: String, environment: String, realm: String) throws -> String? {
         guard
             let pending = try connection.query(
                 """
                 SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id IS NULL AND lower(username) = lower($3)
+                  AND lower(realm) = lower($4)
                 ORDER BY account_id LIMIT 1
                 """,
-                [.text(clientId), .text(environment), .text(username)]
+                [.text(clientId), .text(environment), .text(username), .text(realm)]
             ).rows.first?.string("account_id")
         else { return nil }
         try Self.lockRefresh(in: connection, accountId: pending, clientId: clientId)
         // Its first redemption may have finished while this transaction waited for the lock.
         return try isPendingImport(in: connection, accountId: pending) ? pending : nil
+    }
+
+    /// Whether the account is in `interaction_required` (read under its refresh lock).
+    func isInteractionRequired(in connection: PostgresConnection, accountId: String) throws -> Bool {
+        try connection.query(
+            "SELECT 1 FROM accounts WHERE account_id = $1 AND state = 'interaction_required'", [.text(accountId)]
+        ).rows.first != nil
     }
 
     /// Whether an imported account still waits for its first redemption (read under its lock).
@@ -131,6 +144,7 @@ extension TokenStore {
 
         try Self.lockRefresh(in: connection, accountId: survivorId, clientId: clientId)
         let survivorHasToken = try self.refreshToken(in: connection, accountId: survivorId) != nil
+        let revived = try !survivorHasToken && refreshToken != nil && isInteractionRequired(in: connection, accountId: survivorId)
         if !survivorHasToken, let refreshToken {
             try saveRefreshToken(in: connection, accountId: survivorId, token: refreshToken, familyId: familyId, replacing: nil)
             _ = try connection.query("UPDATE accounts SET state = 'active' WHERE account_id = $1", [.text(survivorId)])
@@ -147,6 +161,8 @@ extension TokenStore {
         try AuditStore.record(
             in: connection, .importMerged, actor: "import", accountId: survivorId, outcome: "merged",
             detail: ["alias_account_id": .string(importedId), "refresh_token": .string(survivorHasToken ? "kept" : "imported")])
+        // Last, as every event append (SPEC §12: in the transaction of the change it reports).
+        if revived { try AccountEventStore.append(in: connection, .recovered, accountId: survivorId, data: ["reason": .string("import")]) }
         return ImportCompletion(account: try account(in: connection, id: survivorId), accessToken: moved, merged: true)
     }
 
