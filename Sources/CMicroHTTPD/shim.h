@@ -9,9 +9,13 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+/// The MHD_OPTION_UNESCAPE_CALLBACK function type (libmicrohttpd documents it, but names no type).
+typedef size_t (*cmhd_unescape_callback)(void *cls, struct MHD_Connection *connection, char *text);
+
 /// MHD_start_daemon bound to `address`, with a thread pool, connection limit, idle timeout
-/// (seconds), per-connection memory (bytes), a request-completed callback and a connection
-/// started/closed callback. Returns NULL on failure (errno may say why).
+/// (seconds), per-connection memory (bytes), a request-completed callback, a connection
+/// started/closed callback and the percent-decoder of paths and query arguments. Returns NULL on
+/// failure (errno may say why).
 static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                                                    const struct sockaddr *address,
                                                    unsigned int thread_pool_size,
@@ -23,7 +27,8 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                                                    MHD_RequestCompletedCallback completed,
                                                    void *completed_context,
                                                    MHD_NotifyConnectionCallback connection_notify,
-                                                   void *connection_notify_context) {
+                                                   void *connection_notify_context,
+                                                   cmhd_unescape_callback unescape) {
     return MHD_start_daemon(flags, 0, NULL, NULL, access_handler, access_handler_context,
                             MHD_OPTION_SOCK_ADDR, address,
                             MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
@@ -32,6 +37,7 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
                             MHD_OPTION_NOTIFY_CONNECTION, connection_notify, connection_notify_context,
+                            MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                             MHD_OPTION_END);
 }
 

@@ -58,7 +58,7 @@ public final class HTTPServer: Sendable {
                 cmhd_start_daemon(
                     flags, sockaddr, UInt32(config.threadCount), UInt32(config.maxConnections),
                     UInt32(config.connectionTimeoutSeconds), config.connectionMemoryLimitBytes, accessHandler, context, requestCompleted,
-                    context, connectionNotified, context)
+                    context, connectionNotified, context, percentDecode)
             }
             guard let daemon else {
                 throw HTTPServerError.cFunctionFailed("MHD_start_daemon", errno: errno, address: "\(config.host):\(config.port)")

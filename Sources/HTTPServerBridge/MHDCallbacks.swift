@@ -192,3 +192,36 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
     guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection) }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
 }
+
+/// MHD_UnescapeCallback: decodes `%XX` in the URL path and in query arguments in place, like
+/// libmicrohttpd's own `MHD_http_unescape`, except `%00`, which stays as the three characters:
+/// libmicrohttpd hands the path to the access handler as a C string, so a decoded NUL would cut
+/// it short (`/v1/accounts/<id>%00anything` would name `<id>`). `+` in query arguments is turned
+/// into a space by libmicrohttpd before this runs.
+/// - Returns: the decoded length (bytes), without the terminating NUL.
+func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ text: UnsafeMutablePointer<CChar>?) -> Int {
+    guard let text else { return 0 }
+    func hexValue(_ character: CChar) -> UInt8? {
+        switch UInt8(bitPattern: character) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(bitPattern: character) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(bitPattern: character) - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt8(bitPattern: character) - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+    var read = 0
+    var write = 0
+    while text[read] != 0 {
+        // `text[read + 1]` is read only when it is not the terminator (hexValue(0) is nil).
+        if text[read] == CChar(UInt8(ascii: "%")), let high = hexValue(text[read + 1]), let low = hexValue(text[read + 2]), high | low != 0 {
+            text[write] = CChar(bitPattern: high << 4 | low)
+            read += 3
+        } else {
+            text[write] = text[read]
+            read += 1
+        }
+        write += 1
+    }
+    text[write] = 0
+    return write
+}

@@ -143,6 +143,27 @@ struct HTTPServerTests {
         #expect(request.remoteAddress == "127.0.0.1")
     }
 
+    @Test("%00 stays three characters in the path and the query (a decoded NUL would cut the C string short)")
+    func percentZeroIsKept() async throws {
+        let log = RequestLog()
+        let server = try startServer(
+            ClosureHandler(async: { request in
+                log.record(request)
+                return HTTPResponse(status: 200)
+            }))
+        defer { server.stop() }
+        let port = server.port
+        let response = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send("GET /v1/accounts/abc%00garbage%41%4?q=x%00y&r=%41%2 HTTP/1.1\r\nHost: x\r\n\r\n")
+            return try connection.readResponse()
+        }
+        #expect(response.status == 200)
+        let request = try #require(log.all.first)
+        #expect(request.path == "/v1/accounts/abc%00garbageA%4")
+        #expect(request.query.map(\.value) == ["x%00y", "A%2"])
+    }
+
     @Test("a body over maxBodyBytes: handler sees bodyExceededLimit and an empty body, a declared one answered before it is read")
     func bodyLimit() async throws {
         let log = RequestLog()

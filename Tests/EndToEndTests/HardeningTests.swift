@@ -42,6 +42,18 @@ struct HardeningTests {
         #expect(stack.relay.log().contains("token.cache_write_failed"))
     }
 
+    @Test("%00 in a path does not cut it short: no account or Graph resource is reached through it")
+    func percentZeroInPaths() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_percent_zero")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        #expect(try await stack.request("GET", "/v1/accounts/\(id)").status == 200)
+        let truncated = try await stack.request("GET", "/v1/accounts/\(id)%00garbage")
+        #expect(truncated.status == 404, "\(truncated.text)")
+        let me = try await stack.request("GET", "/v1/downstream/graph/me%00x", headers: ["X-Account-Id": id])
+        #expect(me.json["userPrincipalName"] == nil, "the relay called /me: \(me.status) \(me.text)")
+    }
+
     @Test("NUL characters in input are 400 naming the field, never 500")
     func nulCharacters() async throws {
         let stack = try await TokenRelayStack(name: "e2e_nul")
