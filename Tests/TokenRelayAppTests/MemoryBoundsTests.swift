@@ -25,6 +25,33 @@ struct MemoryBoundsTests {
         #expect(cache.lookup(accountId: "acc_1", environment: "login.microsoftonline.com", realm: "t", scopes: .init(normalizing: ["Mail.Read"])) == nil)
     }
 
+    @Test("Declined-scopes answers stay within their limit: expired ones go first, then new ones are not kept")
+    func declinedScopesBounded() {
+        let memory = DeclinedScopesMemory(limit: 3)
+        func answer(expiresOn: Int) -> DeclinedScopesMemory.Answer {
+            let token = StoredAccessToken(
+                accountId: "acc", environment: "login.microsoftonline.com", realm: "tid", clientId: "client", scopes: ["User.Read"],
+                secret: "t", expiresOn: expiresOn, extExpiresOn: nil, refreshOn: nil)
+            return .init(token: token, declined: ["Mail.Read"])
+        }
+        memory.remember(answer(expiresOn: 150), accountId: "a", key: "k1", now: 100)
+        memory.remember(answer(expiresOn: 500), accountId: "a", key: "k2", now: 100)
+        memory.remember(answer(expiresOn: 500), accountId: "b", key: "k1", now: 100)
+        memory.remember(answer(expiresOn: 500), accountId: "b", key: "k1", now: 100)  // replaces, does not count twice
+        #expect(memory.count == 3)
+        // Full: the expired answer (k1 of a, at 200) makes room.
+        memory.remember(answer(expiresOn: 500), accountId: "c", key: "k1", now: 200)
+        #expect(memory.count == 3)
+        #expect(memory.recall(accountId: "a", key: "k1", now: 200) == nil)
+        #expect(memory.recall(accountId: "c", key: "k1", now: 200) != nil)
+        // Full of live answers: a new one is not kept.
+        memory.remember(answer(expiresOn: 500), accountId: "d", key: "k1", now: 200)
+        #expect(memory.count == 3)
+        #expect(memory.recall(accountId: "d", key: "k1", now: 200) == nil)
+        memory.forget(accountId: "b")
+        #expect(memory.count == 2)
+    }
+
     @Test("Unknown API key ids do not grow the key cache past its limit")
     func apiKeyCacheBounded() async throws {
         let url = try await TestPostgres.freshDatabase(named: "key_cache")

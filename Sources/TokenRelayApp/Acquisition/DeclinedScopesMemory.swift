@@ -1,3 +1,4 @@
+import Foundation
 import IdentityCore
 import Synchronization
 
@@ -12,20 +13,42 @@ final class DeclinedScopesMemory: Sendable {
         let declined: [String]
     }
 
-    private let answers = Mutex<[String: [String: Answer]]>([:])  // account id → key → answer
+    private let answers = Mutex<(entries: [String: [String: Answer]], count: Int)>(([:], 0))  // account id → key → answer
+    /// Most answers kept: callers choose the scope sets, so the memory must not grow with them.
+    let limit: Int
+
+    /// - Parameter limit: most answers kept (default 10,000); when full, expired answers go first,
+    ///   and a new answer is not remembered if none has expired (the STS is asked again).
+    init(limit: Int = 10_000) { self.limit = limit }
 
     static func key(realm: String, scopes: ScopeSet) -> String { realm + "|" + scopes.cacheKey }
 
-    func remember(_ answer: Answer, accountId: String, key: String) {
-        answers.withLock { $0[accountId, default: [:]][key] = answer }
+    /// Number of answers held (tests, metrics).
+    var count: Int { answers.withLock { $0.count } }
+
+    func remember(_ answer: Answer, accountId: String, key: String, now: Int = Int(Date().timeIntervalSince1970)) {
+        answers.withLock { state in
+            let replacing = state.entries[accountId]?[key] != nil
+            if !replacing && state.count >= limit {
+                for (account, keys) in state.entries {
+                    let live = keys.filter { $0.value.token.expiresOn > now }
+                    state.count -= keys.count - live.count
+                    state.entries[account] = live.isEmpty ? nil : live
+                }
+                guard state.count < limit else { return }
+            }
+            state.entries[accountId, default: [:]][key] = answer
+            if !replacing { state.count += 1 }
+        }
     }
 
     /// The remembered answer while its token has not expired (`now` in unix seconds).
     func recall(accountId: String, key: String, now: Int) -> Answer? {
-        answers.withLock { answers in
-            guard let answer = answers[accountId]?[key] else { return nil }
+        answers.withLock { state in
+            guard let answer = state.entries[accountId]?[key] else { return nil }
             guard answer.token.expiresOn > now else {
-                answers[accountId]?[key] = nil
+                state.entries[accountId]?[key] = nil
+                state.count -= 1
                 return nil
             }
             return answer
@@ -34,6 +57,8 @@ final class DeclinedScopesMemory: Sendable {
 
     /// Forgets an account's answers (new sign-in, deletion, dead refresh token).
     func forget(accountId: String) {
-        _ = answers.withLock { $0.removeValue(forKey: accountId) }
+        answers.withLock { state in
+            if let removed = state.entries.removeValue(forKey: accountId) { state.count -= removed.count }
+        }
     }
 }
