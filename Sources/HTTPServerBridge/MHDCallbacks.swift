@@ -194,13 +194,17 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
 }
 
 /// MHD_UnescapeCallback: decodes `%XX` in the URL path and in query arguments in place, like
-/// libmicrohttpd's own `MHD_http_unescape`, except `%00`, which stays as the three characters:
-/// libmicrohttpd hands the path to the access handler as a C string, so a decoded NUL would cut
-/// it short (`/v1/accounts/<id>%00anything` would name `<id>`). `+` in query arguments is turned
-/// into a space by libmicrohttpd before this runs.
+/// libmicrohttpd's own `MHD_http_unescape`, except `%00` in the path, which stays as the three
+/// characters: libmicrohttpd hands the path to the access handler as a C string, so a decoded
+/// NUL would cut it short (`/v1/accounts/<id>%00anything` would name `<id>`). Query arguments
+/// reach the handler with their lengths, so a NUL there survives and is refused by the
+/// application, naming the field. The path is the one string that starts with `/` (origin form);
+/// a query value starting with `/` keeps a literal `%00` too, which is harmless. `+` in query
+/// arguments is turned into a space by libmicrohttpd before this runs.
 /// - Returns: the decoded length (bytes), without the terminating NUL.
 func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ text: UnsafeMutablePointer<CChar>?) -> Int {
     guard let text else { return 0 }
+    let keepsNUL = text[0] == CChar(UInt8(ascii: "/"))
     func hexValue(_ character: CChar) -> UInt8? {
         switch UInt8(bitPattern: character) {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(bitPattern: character) - UInt8(ascii: "0")
@@ -213,7 +217,7 @@ func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePoin
     var write = 0
     while text[read] != 0 {
         // `text[read + 1]` is read only when it is not the terminator (hexValue(0) is nil).
-        if text[read] == CChar(UInt8(ascii: "%")), let high = hexValue(text[read + 1]), let low = hexValue(text[read + 2]), high | low != 0 {
+        if text[read] == CChar(UInt8(ascii: "%")), let high = hexValue(text[read + 1]), let low = hexValue(text[read + 2]), high | low != 0 || !keepsNUL {
             text[write] = CChar(bitPattern: high << 4 | low)
             read += 3
         } else {
