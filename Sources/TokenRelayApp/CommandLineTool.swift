@@ -64,7 +64,7 @@ public enum CommandLineTool {
         let port = try await service.start()
         // One machine-readable line for scripts and tests that start the binary on port 0.
         FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.listenHost):\#(port)"}"#.utf8 + [10]))
-        let hangup = reloadKeyRingOnHangup(service, logger: logger)
+        let hangup = reloadOnHangup(service, logger: logger)
         await waitForTermination()
         hangup.cancel()
         logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.shutdownTimeoutSeconds)])
@@ -235,17 +235,30 @@ public enum CommandLineTool {
 
     /// On SIGHUP, reads the key ring again (`TOKENRELAY_ENCRYPTION_KEYS` or its `_FILE`, SPEC §11);
     /// a ring that does not parse is logged and the current one kept.
-    private static func reloadKeyRingOnHangup(_ service: TokenRelayService, logger: Logger) -> any DispatchSourceSignal {
+    private static func reloadOnHangup(_ service: TokenRelayService, logger: Logger) -> any DispatchSourceSignal {
         signal(SIGHUP, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "token-relay.sighup"))
         source.setEventHandler {
+            let configuration: Configuration
             do {
-                let configuration = try ConfigurationLoader().load(requireIdentity: false)
+                configuration = try ConfigurationLoader().load(requireIdentity: false)
+            } catch {
+                logger.error("configuration.reload_failed", ["error": String(describing: error)])
+                return
+            }
+            do {
                 service.reloadKeyRing(try KeyRing(parsing: configuration.encryptionKeys))
             } catch let error as KeyRingError {
                 logger.error("encryption.key_ring_reload_failed", ["setting": "TOKENRELAY_ENCRYPTION_KEYS", "error": error.description])
             } catch {
                 logger.error("encryption.key_ring_reload_failed", ["error": String(describing: error)])
+            }
+            do {
+                try service.reloadCredential(configuration)
+            } catch let error as ConfigurationError {
+                logger.error("credential.reload_failed", ["setting": error.setting, "error": error.description])
+            } catch {
+                logger.error("credential.reload_failed", ["error": String(describing: error)])
             }
         }
         source.resume()

@@ -18,6 +18,8 @@ public final class TokenRelayService: Sendable {
     private let urls: PublicURLs
     private let cipher: TokenCipher
     private let ciphertexts: CiphertextStore
+    private let credential: ClientCredential
+    private let credentialHealth: CredentialHealth
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
     public let routeTable: [(method: String, path: String)]
     /// API-key authentication; `authenticator.forget(keyId:)` drops a revoked key from this replica's memory.
@@ -71,12 +73,11 @@ public final class TokenRelayService: Sendable {
         self.ciphertexts = ciphertexts
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
         let credential = try ClientCredential(configuration: configuration)
+        self.credential = credential
         // Per replica: each replica learns from its own token-endpoint answers (SPEC §12 Health).
         let credentialHealth = CredentialHealth(metrics: metrics)
-        if configuration.clientSecret != nil { credentialHealth.expiresAt(configuration.clientSecretExpiresAt, credential: "client secret") }
-        if let notAfter = credential.certificateNotAfter {
-            credentialHealth.expiresAt(Date(timeIntervalSince1970: TimeInterval(notAfter)), credential: "client certificate")
-        }
+        self.credentialHealth = credentialHealth
+        Self.noteExpiry(of: credential, secretExpiresAt: configuration.clientSecretExpiresAt, in: credentialHealth)
         let sts = STSClient(
             http: upstream, clientId: configuration.clientId, credential: credential,
             maxAttempts: configuration.maxAttempts,
@@ -213,6 +214,27 @@ public final class TokenRelayService: Sendable {
     public func reloadKeyRing(_ ring: KeyRing) {
         cipher.reload(ring)
         logger.info("encryption.key_ring_reloaded", ["key_id": ring.primary.id, "keys.count": String(ring.keys.count)])
+    }
+
+    /// Takes the client credential the configuration names now (SIGHUP, SPEC §11: a rotated
+    /// secret or certificate file is used without a restart).
+    /// - Throws: `ConfigurationError` naming the setting that cannot be used; the credential in
+    ///   use stays.
+    public func reloadCredential(_ configuration: Configuration) throws {
+        try credential.reload(from: configuration)
+        Self.noteExpiry(of: credential, secretExpiresAt: configuration.clientSecretExpiresAt, in: credentialHealth)
+        logger.info("credential.reloaded", [:])
+    }
+
+    /// Tells readiness when the credential in use expires (SPEC §12 Health: warn 14 days before):
+    /// the certificate's notAfter, or `TOKENRELAY_CLIENT_SECRET_EXPIRES_AT` for a secret.
+    private static func noteExpiry(of credential: ClientCredential, secretExpiresAt: Date?, in health: CredentialHealth) {
+        switch credential.kind {
+        case .secret: health.expiresAt(secretExpiresAt, credential: "client secret")
+        case .certificate(_, let certificate, _):
+            health.expiresAt(Date(timeIntervalSince1970: TimeInterval(certificate.notAfter)), credential: "client certificate")
+        case .none, .assertionFile: health.expiresAt(nil)
+        }
     }
 
     /// Writes this process's encryption counts to the database (at shutdown; readiness probes

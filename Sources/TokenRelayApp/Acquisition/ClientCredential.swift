@@ -38,12 +38,26 @@ final class ClientCredential: Sendable {
     static let assertionLifetime = 600
 
     let clientId: String
-    let kind: Kind
+    /// Replaced by ``reload(from:)`` (SIGHUP, SPEC §11); every token request reads the current one.
+    private let current: Mutex<Kind>
     private let lastAssertion = Mutex<String?>(nil)
+
+    var kind: Kind { current.withLock { $0 } }
 
     init(clientId: String, kind: Kind) {
         self.clientId = clientId
-        self.kind = kind
+        current = Mutex(kind)
+    }
+
+    /// Takes the credential `configuration` names now (SIGHUP re-reads the secret, certificate
+    /// or assertion-file setting and their `_FILE` forms); token requests already sent keep
+    /// the old one.
+    /// - Throws: `ConfigurationError` naming the setting that cannot be used; the credential in
+    ///   use stays.
+    func reload(from configuration: Configuration) throws {
+        let fresh = try ClientCredential(configuration: configuration)
+        let kind = fresh.kind
+        current.withLock { $0 = kind }
     }
 
     /// The credential the configuration names: at most one of secret, certificate, assertion file.
