@@ -21,12 +21,7 @@ extension SilentTokenService {
                 .interactionRequired, "The imported account's authority is no longer accepted (\(error.detail)); sign the user in.",
                 extensions: ["account_state": .string(imported.state.rawValue)])
         }
-        let claims: String?
-        do {
-            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
-        } catch {
-            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
-        }
+        let claims = try mergedClaims(request.claims)
         let store = self.store
         let sts = self.sts
         let clientId = self.clientId
@@ -120,15 +115,7 @@ extension SilentTokenService {
         }
         if completion.merged { forgetInMemory(completion.account.accountId) }
         memory.store(completion.accessToken)
-        if !declined.isEmpty && !request.allowPartial {
-            throw Problem(
-                .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
-                extensions: [
-                    "granted_scopes": .array(completion.accessToken.scopes.map(JSONValue.string)),
-                    "declined_scopes": .array(declined.map(JSONValue.string)),
-                ])
-        }
-        return SilentTokenResult(token: completion.accessToken, account: completion.account, source: .refresh, declinedScopes: declined)
+        return try answer(completion.accessToken, declined: declined, account: completion.account, source: .refresh, allowPartial: request.allowPartial)
     }
 
     /// `home_account_id` from `client_info`; realm, oid, username and name from the id_token's

@@ -87,12 +87,7 @@ struct SilentTokenService: Sendable {
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         // A key that sees a guest through another tenant's profile gets no home-tenant token.
         try context.access.check(realm: realm)
-        let claims: String?
-        do {
-            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
-        } catch {
-            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
-        }
+        let claims = try mergedClaims(request.claims)
         let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
         let minTTL = request.minTTLSeconds
         let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
@@ -165,7 +160,7 @@ struct SilentTokenService: Sendable {
 
     /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not
     /// accept a partial grant (SPEC §4).
-    private func answer(
+    func answer(
         _ token: StoredAccessToken, declined: [String], account: AccountRecord, source: SilentTokenResult.Source, allowPartial: Bool
     ) throws -> SilentTokenResult {
         if !declined.isEmpty && !allowPartial {
@@ -177,6 +172,16 @@ struct SilentTokenService: Sendable {
                 ])
         }
         return SilentTokenResult(token: token, account: account, source: source, declinedScopes: declined)
+    }
+
+    /// The caller's claims merged with the client capabilities (the STS `claims` parameter).
+    /// - Throws: `Problem` 400 `invalid_request` field `claims` when they are not a JSON object.
+    func mergedClaims(_ claims: String?) throws -> String? {
+        do {
+            return try ClaimsRequest.merged(claims: claims, capabilities: clientCapabilities)
+        } catch {
+            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
+        }
     }
 
     /// Finds the account named by `selector`.
