@@ -84,12 +84,10 @@ extension SilentTokenService {
                     return .failure(Problem(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502))
                 }
                 let granted = ScopeRules.granted(response.scope, requested: scopes)
-                let issuedAt = now()
                 let realm = authority.isMultiTenant ? identity.realm : authority.tenant.lowercased()
                 let token = StoredAccessToken(
-                    accountId: imported.accountId, environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
-                    secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-                    refreshOn: response.refreshIn.map { issuedAt + $0 })
+                    response, accountId: imported.accountId, environment: authority.environment, realm: realm, clientId: clientId,
+                    scopes: granted.canonical, issuedAt: now())
                 let completion = try store.completeImport(
                     in: connection, importedId: imported.accountId, identity: identity, refreshToken: response.refreshToken ?? refreshToken.token,
                     familyId: response.foci, accessToken: token)

@@ -198,13 +198,10 @@ struct GrantTokenService: Sendable {
     private func stored(
         _ response: TokenResponse, owner: String, environment: String, realm: String, requested: ScopeSet, ownerExpiresOn: Int?
     ) async throws -> Outcome {
-        let issuedAt = now()
         let granted = response.scope.map { ScopeRules.granted($0, requested: requested) } ?? requested
         let token = StoredAccessToken(
-            accountId: owner, environment: environment, realm: realm, clientId: store.clientId,
-            scopes: granted.isEmpty ? requested.canonical : granted.canonical,
-            secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-            refreshOn: response.refreshIn.map { issuedAt + $0 })
+            response, accountId: owner, environment: environment, realm: realm, clientId: store.clientId,
+            scopes: granted.isEmpty ? requested.canonical : granted.canonical, issuedAt: now())
         do {
             try await store.saveGrantAccessToken(token, ownerExpiresOn: ownerExpiresOn)
             if let ownerExpiresOn, let refreshToken = response.refreshToken, !refreshToken.isEmpty {

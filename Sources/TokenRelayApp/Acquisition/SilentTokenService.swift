@@ -306,11 +306,9 @@ struct SilentTokenService: Sendable {
                 case .success(let response):
                     let granted = ScopeRules.granted(response.scope, requested: scopes)
                     let declined = ScopeRules.declined(requested: scopes, granted: granted)
-                    let issuedAt = now()
                     let token = StoredAccessToken(
-                        accountId: account.accountId, environment: account.environment, realm: realm, clientId: clientId,
-                        scopes: granted.canonical, secret: response.accessToken, expiresOn: issuedAt + response.expiresIn,
-                        extExpiresOn: response.extExpiresIn.map { issuedAt + $0 }, refreshOn: response.refreshIn.map { issuedAt + $0 })
+                        response, accountId: account.accountId, environment: account.environment, realm: realm, clientId: clientId,
+                        scopes: granted.canonical, issuedAt: now())
                     redeemed.withLock { $0 = (response, token, declined, refreshToken.generation) }
                     // The rotated refresh token is written first: the old one may already be
                     // superseded at the STS, so losing the new one would lose the account. Never

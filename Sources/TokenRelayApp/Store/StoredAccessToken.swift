@@ -19,3 +19,17 @@ struct StoredAccessToken: Sendable, Equatable {
 
     var scopeSet: ScopeSet { ScopeSet(normalizing: scopes) }
 }
+
+extension StoredAccessToken {
+    /// The cache entry for the access token in `response`, its lifetimes counted from `issuedAt`.
+    /// - Parameters:
+    ///   - scopes: the granted scopes, canonical.
+    ///   - issuedAt: unix seconds when the response arrived; `expires_in`, `ext_expires_in` and
+    ///     `refresh_in` are seconds from then.
+    init(_ response: TokenResponse, accountId: String, environment: String, realm: String, clientId: String, scopes: [String], issuedAt: Int) {
+        self.init(
+            accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: response.accessToken,
+            expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
+            refreshOn: response.refreshIn.map { issuedAt + $0 })
+    }
+}
