@@ -162,7 +162,7 @@ struct GrantTokenService: Sendable {
                 return Result(token: hit, source: .cache)
             }
             let stored = try await store.grantAccessTokens(owner: owner, environment: environment, realm: realm)
-            if let hit = stored.filter({ $0.scopeSet.isSuperset(of: request.scopes) && usable($0) }).max(by: { $0.expiresOn < $1.expiresOn }) {
+            if let hit = stored.best(covering: request.scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
                 memory.store(hit)
                 metrics.increment("tokenrelay_grant_token_cache_total", ["outcome": "hit", "layer": "database", "grant": grant])
                 return Result(token: hit, source: .cache)
@@ -228,10 +228,7 @@ struct GrantTokenService: Sendable {
 
     /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
     private func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
-        switch TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
-        case .fresh, .refreshDue: return true
-        case .expired, .extendedOnly: return false
-        }
+        token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
     }
 
     /// Deletes OBO rows of expired assertions, at most once a minute per replica, in the background.

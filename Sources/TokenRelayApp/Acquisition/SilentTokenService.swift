@@ -507,19 +507,12 @@ struct SilentTokenService: Sendable {
 
     /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
     func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
-        switch TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
-        case .fresh, .refreshDue: return true
-        case .expired, .extendedOnly: return false
-        }
+        token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
     }
 
     /// The longest-lived usable token covering `scopes`; with `acceptRefreshDue` false, only one
     /// whose `refresh_on` has not passed.
     func best(_ tokens: [StoredAccessToken], covering scopes: ScopeSet, minTTL: Int, acceptRefreshDue: Bool = true) -> StoredAccessToken? {
-        tokens.filter { token in
-            guard token.scopeSet.isSuperset(of: scopes) else { return false }
-            let freshness = TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
-            return freshness == .fresh || (acceptRefreshDue && freshness == .refreshDue)
-        }.max { $0.expiresOn < $1.expiresOn }
+        tokens.best(covering: scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL, acceptRefreshDue: acceptRefreshDue)
     }
 }

@@ -33,3 +33,25 @@ extension StoredAccessToken {
             refreshOn: response.refreshIn.map { issuedAt + $0 })
     }
 }
+
+extension StoredAccessToken {
+    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12); all in seconds.
+    func isServable(now: Int, expirySkew: Int, minTTL: Int) -> Bool {
+        switch TokenFreshness.evaluate(times, now: now, expirySkew: expirySkew, minTTL: minTTL) {
+        case .fresh, .refreshDue: return true
+        case .expired, .extendedOnly: return false
+        }
+    }
+}
+
+extension Sequence<StoredAccessToken> {
+    /// The longest-lived servable token covering `scopes`; with `acceptRefreshDue` false, only
+    /// one whose `refresh_on` has not passed. Times in seconds.
+    func best(covering scopes: ScopeSet, now: Int, expirySkew: Int, minTTL: Int, acceptRefreshDue: Bool = true) -> StoredAccessToken? {
+        filter { token in
+            guard token.scopeSet.isSuperset(of: scopes) else { return false }
+            let freshness = TokenFreshness.evaluate(token.times, now: now, expirySkew: expirySkew, minTTL: minTTL)
+            return freshness == .fresh || (acceptRefreshDue && freshness == .refreshDue)
+        }.max { $0.expiresOn < $1.expiresOn }
+    }
+}
