@@ -51,20 +51,8 @@ extension SilentTokenService {
                             .interactionRequired, "The imported refresh token is gone; the user must sign in.", extensions: ["account_state": .string("active")]
                         ))
                 }
-                let result: Result<TokenResponse, STSCallError> = try blockingWait {
-                    do {
-                        return .success(
-                            try await sts.redeem(
-                                grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)], authority: authority, scopes: scopes,
-                                claims: claims, context: context))
-                    } catch let error as STSCallError {
-                        return .failure(error)
-                    } catch {
-                        return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
-                    }
-                }
                 let response: TokenResponse
-                switch result {
+                switch try sts.redeemWaiting(refreshToken: refreshToken.token, authority: authority, scopes: scopes, claims: claims, context: context) {
                 case .failure(.unavailable(let problem)): return .failure(problem)
                 case .failure(.rejected(let failure)):
                     if failure.disposition == .refreshTokenDead {

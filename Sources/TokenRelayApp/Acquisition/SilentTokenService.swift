@@ -277,19 +277,8 @@ struct SilentTokenService: Sendable {
                     // The stored token was superseded by a rotation not yet stored: redeem the newest.
                     refreshToken.token = pending
                 }
-                let sentToken = refreshToken.token
-                let result: Result<TokenResponse, STSCallError> = try blockingWait {
-                    do {
-                        return .success(
-                            try await sts.redeem(
-                                grant: [("grant_type", "refresh_token"), ("refresh_token", sentToken)],
-                                authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId))
-                    } catch let error as STSCallError {
-                        return .failure(error)
-                    } catch {
-                        return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
-                    }
-                }
+                let result = try sts.redeemWaiting(
+                    refreshToken: refreshToken.token, authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId)
                 switch result {
                 case .failure(.unavailable(let problem)):
                     return .problem(problem)
