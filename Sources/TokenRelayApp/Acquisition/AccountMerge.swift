@@ -100,7 +100,7 @@ extension SilentTokenService {
         case .success(let done?): (completion, declined) = done
         }
         if completion.merged { forgetInMemory(completion.account.accountId) }
-        memory.store(completion.accessToken)
+        memory.store(completion.accessToken, now: now())
         return try answer(completion.accessToken, declined: declined, account: completion.account, source: .refresh, allowPartial: request.allowPartial)
     }
 

@@ -163,7 +163,7 @@ struct GrantTokenService: Sendable {
             }
             let stored = try await store.grantAccessTokens(owner: owner, environment: environment, realm: realm)
             if let hit = stored.best(covering: request.scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
-                memory.store(hit)
+                memory.store(hit, now: now())
                 metrics.increment("tokenrelay_grant_token_cache_total", ["outcome": "hit", "layer": "database", "grant": grant])
                 return Result(token: hit, source: .cache)
             }
@@ -188,7 +188,7 @@ struct GrantTokenService: Sendable {
         switch outcome {
         case .problem(let problem): throw problem
         case .token(let token, let source):
-            memory.store(token)
+            memory.store(token, now: now())
             return Result(token: token, source: source)
         }
     }

@@ -115,7 +115,7 @@ struct SilentTokenService: Sendable {
             }
             let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
             if let hit = best(stored, covering: request.scopes, minTTL: minTTL) {
-                memory.store(hit)
+                memory.store(hit, now: now())
                 return cacheHit(hit, layer: "database")
             }
             metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
@@ -149,10 +149,10 @@ struct SilentTokenService: Sendable {
             }
             throw problem
         case .token(let token, let declined, let source):
-            memory.store(token)
+            memory.store(token, now: now())
             touch(account.accountId)
             if !declined.isEmpty {
-                declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey)
+                declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey, now: now())
             }
             return try answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial)
         }
@@ -441,7 +441,7 @@ struct SilentTokenService: Sendable {
                 }
                 switch outcome {
                 case .token(let fresh, _, _):
-                    service.memory.store(fresh)
+                    service.memory.store(fresh, now: service.now())
                 case .problem(let problem):
                     if problem.extensions["account_state"] == .string("interaction_required") {
                         service.forgetInMemory(account.accountId)
@@ -469,7 +469,7 @@ struct SilentTokenService: Sendable {
                 context: context)
         }
         switch outcome {
-        case .token(let token, _, _): memory.store(token)
+        case .token(let token, _, _): memory.store(token, now: now())
         case .problem(let problem) where problem.extensions["account_state"] == .string("interaction_required"): forgetInMemory(account.accountId)
         case .problem: break
         }
