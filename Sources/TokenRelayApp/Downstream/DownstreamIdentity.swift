@@ -76,7 +76,9 @@ enum DownstreamIdentity: Sendable, Equatable {
         }
     }
 
-    private static func scopes(_ configured: [String], api: String) throws(Problem) -> ScopeSet {
+    /// The scopes configured for `api`, parsed.
+    /// - Throws: `Problem` 500 when they are invalid (a configuration error, not the caller's).
+    static func scopes(_ configured: [String], api: String) throws(Problem) -> ScopeSet {
         do {
             return try ScopeRules.requested(scopes: configured, resource: nil)
         } catch {
