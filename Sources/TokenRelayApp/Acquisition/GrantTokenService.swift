@@ -92,7 +92,7 @@ struct GrantTokenService: Sendable {
         try context.access.check(request.scopes, field: "scopes")
         try context.access.check(tenant: authority.tenant, field: "authority")
         let realm = authority.tenant.lowercased()
-        let owner = "obo:" + Self.hex(SHA256.hash(Array(assertion.utf8)))
+        let owner = Self.onBehalfOfOwner(assertion)
         let store = self.store
         let sts = self.sts
         let claims = try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)
@@ -245,6 +245,12 @@ struct GrantTokenService: Sendable {
                 logger.warn("obo.purge_failed", ["error": String(describing: type(of: error))])
             }
         }
+    }
+
+    /// The owner of an assertion's OBO rows and memories: `obo:` and the assertion's SHA-256 in
+    /// hex (never the assertion itself).
+    static func onBehalfOfOwner(_ assertion: String) -> String {
+        "obo:" + hex(SHA256.hash(Array(assertion.utf8)))
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -1,4 +1,3 @@
-import CryptoBridge
 import HTTPCommon
 import IdentityCore
 
@@ -19,7 +18,7 @@ enum DownstreamIdentity: Sendable, Equatable {
         switch self {
         case .account(let id): id
         case .app: "app"
-        case .onBehalfOf(let assertion): "obo:" + GrantTokenService.hex(SHA256.hash(Array(assertion.utf8)))
+        case .onBehalfOf(let assertion): GrantTokenService.onBehalfOfOwner(assertion)
         }
     }
 
