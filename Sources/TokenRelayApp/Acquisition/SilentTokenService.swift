@@ -364,7 +364,7 @@ struct SilentTokenService: Sendable {
             }
         }
         let pending = pendingRotations
-        pending.hold(.init(token: rotated, familyId: response.foci, replacing: generation), accountId: accountId)
+        pending.hold(.init(token: rotated, replacing: generation), accountId: accountId)
         logger.warn("token.rotation_pending", ["account.id": accountId])
         let logger = self.logger
         Task {
