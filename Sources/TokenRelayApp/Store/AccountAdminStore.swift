@@ -17,7 +17,7 @@ struct AccountAdminStore: Sendable {
                 SELECT \(TokenStore.accountColumns) FROM accounts
                 WHERE ($1::text IS NULL OR client_id = $1)
                   AND ($2::text IS NULL OR lower(username) = lower($2))
-                  AND ($3::text IS NULL OR realm = $3)
+                  AND ($3::text IS NULL OR \(TokenStore.inTenant("$3")))
                   AND ($4::text IS NULL OR account_id > $4)
                 ORDER BY account_id LIMIT $5
                 """,
