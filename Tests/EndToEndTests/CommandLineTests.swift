@@ -124,6 +124,28 @@ struct CommandLineTests {
         }
     }
 
+    @Test("accounts show with a merged import's id prints the survivor, as GET /v1/accounts/{id} does")
+    func accountsShowByAlias() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_cli_accounts_alias")
+        defer { stack.stop() }
+        let survivor = try await stack.signInAccountId("alice@contoso.example")
+        let minted = try await stack.control("POST", "/_control/users/alice@contoso.example/adal-refresh-token")
+        let adalToken = try #require(minted.json["refresh_token"] as? String)
+        let imported = try await stack.request(
+            "POST", "/v1/accounts/import",
+            json: ["username": "alice@contoso.example", "refresh_token": adalToken, "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"])
+        let importedId = try #require(imported.json["account_id"] as? String)
+        // The first redemption identifies the import and merges it into the signed-in account.
+        let merged = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": importedId, "scopes": ["Mail.Read"]])
+        #expect(merged.status == 200, "\(merged.text)")
+        #expect(try await stack.request("GET", "/v1/accounts/\(importedId)").json["account_id"] as? String == survivor)
+
+        let (status, text) = try Self.run(["accounts", "show", importedId], environment: ["TOKENRELAY_DATABASE_URL": stack.databaseURL])
+        #expect(status == 0)
+        let shown = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        #expect(shown["account_id"] as? String == survivor, "the CLI resolves the alias like the API")
+    }
+
     @Test("--help on every command and sub-command prints usage and exits 0; an unknown option is usage on stderr and exit 2")
     func help() throws {
         let commands: [[String]] = [
