@@ -100,6 +100,52 @@ struct CommandLineTests {
         #expect((events.first?["data"] as? [String: Any])?["actor"] as? String == "cli")
     }
 
+    @Test("accounts list --tenant-id matches tenants like the API's tenant_id: any tenant profile, any case")
+    func accountsListByTenant() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_cli_accounts_tenant")
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId("alice@contoso.example")
+        _ = try await stack.signInAccountId("bob@contoso.example")
+        let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
+        // Alice is also a guest in another tenant (a profile of her account, SPEC §12 Accounts).
+        try await stack.withDatabase { connection in
+            _ = try connection.query(
+                "INSERT INTO account_tenant_profiles (account_id, realm, local_account_id, is_home) VALUES ($1, 'fabrikam-guest', NULL, false)",
+                [.text(alice)])
+        }
+        for tenant in ["fabrikam-guest", "Fabrikam-Guest"] {
+            let api = try await stack.request("GET", "/v1/accounts?tenant_id=\(tenant)")
+            let apiIds = (api.json["accounts"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String }
+            #expect(apiIds == [alice], "\(tenant)")
+            let (status, text) = try Self.run(["accounts", "list", "--tenant-id", tenant], environment: environment)
+            #expect(status == 0)
+            let listed = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["accounts"] as? [[String: Any]] ?? []
+            #expect(listed.compactMap { $0["account_id"] as? String } == apiIds, "the CLI lists the API's rows for \(tenant)")
+        }
+    }
+
+    @Test("accounts show with a merged import's id prints the survivor, as GET /v1/accounts/{id} does")
+    func accountsShowByAlias() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_cli_accounts_alias")
+        defer { stack.stop() }
+        let survivor = try await stack.signInAccountId("alice@contoso.example")
+        let minted = try await stack.control("POST", "/_control/users/alice@contoso.example/adal-refresh-token")
+        let adalToken = try #require(minted.json["refresh_token"] as? String)
+        let imported = try await stack.request(
+            "POST", "/v1/accounts/import",
+            json: ["username": "alice@contoso.example", "refresh_token": adalToken, "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"])
+        let importedId = try #require(imported.json["account_id"] as? String)
+        // The first redemption identifies the import and merges it into the signed-in account.
+        let merged = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": importedId, "scopes": ["Mail.Read"]])
+        #expect(merged.status == 200, "\(merged.text)")
+        #expect(try await stack.request("GET", "/v1/accounts/\(importedId)").json["account_id"] as? String == survivor)
+
+        let (status, text) = try Self.run(["accounts", "show", importedId], environment: ["TOKENRELAY_DATABASE_URL": stack.databaseURL])
+        #expect(status == 0)
+        let shown = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        #expect(shown["account_id"] as? String == survivor, "the CLI resolves the alias like the API")
+    }
+
     @Test("--help on every command and sub-command prints usage and exits 0; an unknown option is usage on stderr and exit 2")
     func help() throws {
         let commands: [[String]] = [

@@ -21,12 +21,7 @@ extension SilentTokenService {
                 .interactionRequired, "The imported account's authority is no longer accepted (\(error.detail)); sign the user in.",
                 extensions: ["account_state": .string(imported.state.rawValue)])
         }
-        let claims: String?
-        do {
-            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
-        } catch {
-            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
-        }
+        let claims = try mergedClaims(request.claims)
         let store = self.store
         let sts = self.sts
         let clientId = self.clientId
@@ -56,20 +51,8 @@ extension SilentTokenService {
                             .interactionRequired, "The imported refresh token is gone; the user must sign in.", extensions: ["account_state": .string("active")]
                         ))
                 }
-                let result: Result<TokenResponse, STSCallError> = try blockingWait {
-                    do {
-                        return .success(
-                            try await sts.redeem(
-                                grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken.token)], authority: authority, scopes: scopes,
-                                claims: claims, context: context))
-                    } catch let error as STSCallError {
-                        return .failure(error)
-                    } catch {
-                        return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
-                    }
-                }
                 let response: TokenResponse
-                switch result {
+                switch try sts.redeemWaiting(refreshToken: refreshToken.token, authority: authority, scopes: scopes, claims: claims, context: context) {
                 case .failure(.unavailable(let problem)): return .failure(problem)
                 case .failure(.rejected(let failure)):
                     if failure.disposition == .refreshTokenDead {
@@ -89,12 +72,10 @@ extension SilentTokenService {
                     return .failure(Problem(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502))
                 }
                 let granted = ScopeRules.granted(response.scope, requested: scopes)
-                let issuedAt = now()
                 let realm = authority.isMultiTenant ? identity.realm : authority.tenant.lowercased()
                 let token = StoredAccessToken(
-                    accountId: imported.accountId, environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
-                    secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-                    refreshOn: response.refreshIn.map { issuedAt + $0 })
+                    response, accountId: imported.accountId, environment: authority.environment, realm: realm, clientId: clientId,
+                    scopes: granted.canonical, issuedAt: now())
                 let completion = try store.completeImport(
                     in: connection, importedId: imported.accountId, identity: identity, refreshToken: response.refreshToken ?? refreshToken.token,
                     familyId: response.foci, accessToken: token)
@@ -119,16 +100,8 @@ extension SilentTokenService {
         case .success(let done?): (completion, declined) = done
         }
         if completion.merged { forgetInMemory(completion.account.accountId) }
-        memory.store(completion.accessToken)
-        if !declined.isEmpty && !request.allowPartial {
-            throw Problem(
-                .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
-                extensions: [
-                    "granted_scopes": .array(completion.accessToken.scopes.map(JSONValue.string)),
-                    "declined_scopes": .array(declined.map(JSONValue.string)),
-                ])
-        }
-        return SilentTokenResult(token: completion.accessToken, account: completion.account, source: .refresh, declinedScopes: declined)
+        memory.store(completion.accessToken, now: now())
+        return try answer(completion.accessToken, declined: declined, account: completion.account, source: .refresh, allowPartial: request.allowPartial)
     }
 
     /// `home_account_id` from `client_info`; realm, oid, username and name from the id_token's

@@ -92,7 +92,7 @@ struct GrantTokenService: Sendable {
         try context.access.check(request.scopes, field: "scopes")
         try context.access.check(tenant: authority.tenant, field: "authority")
         let realm = authority.tenant.lowercased()
-        let owner = "obo:" + Self.hex(SHA256.hash(Array(assertion.utf8)))
+        let owner = Self.onBehalfOfOwner(assertion)
         let store = self.store
         let sts = self.sts
         let claims = try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)
@@ -162,8 +162,8 @@ struct GrantTokenService: Sendable {
                 return Result(token: hit, source: .cache)
             }
             let stored = try await store.grantAccessTokens(owner: owner, environment: environment, realm: realm)
-            if let hit = stored.filter({ $0.scopeSet.isSuperset(of: request.scopes) && usable($0) }).max(by: { $0.expiresOn < $1.expiresOn }) {
-                memory.store(hit)
+            if let hit = stored.best(covering: request.scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
+                memory.store(hit, now: now())
                 metrics.increment("tokenrelay_grant_token_cache_total", ["outcome": "hit", "layer": "database", "grant": grant])
                 return Result(token: hit, source: .cache)
             }
@@ -188,7 +188,7 @@ struct GrantTokenService: Sendable {
         switch outcome {
         case .problem(let problem): throw problem
         case .token(let token, let source):
-            memory.store(token)
+            memory.store(token, now: now())
             return Result(token: token, source: source)
         }
     }
@@ -198,13 +198,10 @@ struct GrantTokenService: Sendable {
     private func stored(
         _ response: TokenResponse, owner: String, environment: String, realm: String, requested: ScopeSet, ownerExpiresOn: Int?
     ) async throws -> Outcome {
-        let issuedAt = now()
         let granted = response.scope.map { ScopeRules.granted($0, requested: requested) } ?? requested
         let token = StoredAccessToken(
-            accountId: owner, environment: environment, realm: realm, clientId: store.clientId,
-            scopes: granted.isEmpty ? requested.canonical : granted.canonical,
-            secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-            refreshOn: response.refreshIn.map { issuedAt + $0 })
+            response, accountId: owner, environment: environment, realm: realm, clientId: store.clientId,
+            scopes: granted.isEmpty ? requested.canonical : granted.canonical, issuedAt: now())
         do {
             try await store.saveGrantAccessToken(token, ownerExpiresOn: ownerExpiresOn)
             if let ownerExpiresOn, let refreshToken = response.refreshToken, !refreshToken.isEmpty {
@@ -231,10 +228,7 @@ struct GrantTokenService: Sendable {
 
     /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
     private func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
-        switch TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
-        case .fresh, .refreshDue: return true
-        case .expired, .extendedOnly: return false
-        }
+        token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
     }
 
     /// Deletes OBO rows of expired assertions, at most once a minute per replica, in the background.
@@ -251,6 +245,12 @@ struct GrantTokenService: Sendable {
                 logger.warn("obo.purge_failed", ["error": String(describing: type(of: error))])
             }
         }
+    }
+
+    /// The owner of an assertion's OBO rows and memories: `obo:` and the assertion's SHA-256 in
+    /// hex (never the assertion itself).
+    static func onBehalfOfOwner(_ assertion: String) -> String {
+        "obo:" + hex(SHA256.hash(Array(assertion.utf8)))
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -11,7 +11,6 @@ import Synchronization
 final class PendingRotations: Sendable {
     struct Entry: Sendable {
         let token: String
-        let familyId: String?
         /// The generation of the stored refresh token this one replaces.
         let replacing: Int64
     }

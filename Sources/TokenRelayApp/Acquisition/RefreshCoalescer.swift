@@ -42,11 +42,7 @@ final class RefreshCoalescer<Value: Sendable>: Sendable {
             defer { group.cancelAll() }
             return try await group.next() ?? nil
         }
-        guard let value else {
-            throw Problem(
-                .upstreamUnavailable, "The request deadline passed before the sts answered.", status: 504,
-                extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
-        }
+        guard let value else { throw Problem.deadlinePassed(before: "sts") }
         return (value, joined)
     }
 }

@@ -87,12 +87,7 @@ struct SilentTokenService: Sendable {
         let (authority, realm) = try authorityAndRealm(request.authority, for: account)
         // A key that sees a guest through another tenant's profile gets no home-tenant token.
         try context.access.check(realm: realm)
-        let claims: String?
-        do {
-            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
-        } catch {
-            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
-        }
+        let claims = try mergedClaims(request.claims)
         let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
         let minTTL = request.minTTLSeconds
         let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
@@ -120,7 +115,7 @@ struct SilentTokenService: Sendable {
             }
             let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
             if let hit = best(stored, covering: request.scopes, minTTL: minTTL) {
-                memory.store(hit)
+                memory.store(hit, now: now())
                 return cacheHit(hit, layer: "database")
             }
             metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
@@ -154,10 +149,10 @@ struct SilentTokenService: Sendable {
             }
             throw problem
         case .token(let token, let declined, let source):
-            memory.store(token)
+            memory.store(token, now: now())
             touch(account.accountId)
             if !declined.isEmpty {
-                declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey)
+                declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey, now: now())
             }
             return try answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial)
         }
@@ -165,7 +160,7 @@ struct SilentTokenService: Sendable {
 
     /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not
     /// accept a partial grant (SPEC §4).
-    private func answer(
+    func answer(
         _ token: StoredAccessToken, declined: [String], account: AccountRecord, source: SilentTokenResult.Source, allowPartial: Bool
     ) throws -> SilentTokenResult {
         if !declined.isEmpty && !allowPartial {
@@ -177,6 +172,16 @@ struct SilentTokenService: Sendable {
                 ])
         }
         return SilentTokenResult(token: token, account: account, source: source, declinedScopes: declined)
+    }
+
+    /// The caller's claims merged with the client capabilities (the STS `claims` parameter).
+    /// - Throws: `Problem` 400 `invalid_request` field `claims` when they are not a JSON object.
+    func mergedClaims(_ claims: String?) throws -> String? {
+        do {
+            return try ClaimsRequest.merged(claims: claims, capabilities: clientCapabilities)
+        } catch {
+            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
+        }
     }
 
     /// Finds the account named by `selector`.
@@ -272,19 +277,8 @@ struct SilentTokenService: Sendable {
                     // The stored token was superseded by a rotation not yet stored: redeem the newest.
                     refreshToken.token = pending
                 }
-                let sentToken = refreshToken.token
-                let result: Result<TokenResponse, STSCallError> = try blockingWait {
-                    do {
-                        return .success(
-                            try await sts.redeem(
-                                grant: [("grant_type", "refresh_token"), ("refresh_token", sentToken)],
-                                authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId))
-                    } catch let error as STSCallError {
-                        return .failure(error)
-                    } catch {
-                        return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
-                    }
-                }
+                let result = try sts.redeemWaiting(
+                    refreshToken: refreshToken.token, authority: authority, scopes: scopes, claims: claims, context: context, account: account.accountId)
                 switch result {
                 case .failure(.unavailable(let problem)):
                     return .problem(problem)
@@ -301,11 +295,9 @@ struct SilentTokenService: Sendable {
                 case .success(let response):
                     let granted = ScopeRules.granted(response.scope, requested: scopes)
                     let declined = ScopeRules.declined(requested: scopes, granted: granted)
-                    let issuedAt = now()
                     let token = StoredAccessToken(
-                        accountId: account.accountId, environment: account.environment, realm: realm, clientId: clientId,
-                        scopes: granted.canonical, secret: response.accessToken, expiresOn: issuedAt + response.expiresIn,
-                        extExpiresOn: response.extExpiresIn.map { issuedAt + $0 }, refreshOn: response.refreshIn.map { issuedAt + $0 })
+                        response, accountId: account.accountId, environment: account.environment, realm: realm, clientId: clientId,
+                        scopes: granted.canonical, issuedAt: now())
                     redeemed.withLock { $0 = (response, token, declined, refreshToken.generation) }
                     // The rotated refresh token is written first: the old one may already be
                     // superseded at the STS, so losing the new one would lose the account. Never
@@ -372,7 +364,7 @@ struct SilentTokenService: Sendable {
             }
         }
         let pending = pendingRotations
-        pending.hold(.init(token: rotated, familyId: response.foci, replacing: generation), accountId: accountId)
+        pending.hold(.init(token: rotated, replacing: generation), accountId: accountId)
         logger.warn("token.rotation_pending", ["account.id": accountId])
         let logger = self.logger
         Task {
@@ -449,7 +441,7 @@ struct SilentTokenService: Sendable {
                 }
                 switch outcome {
                 case .token(let fresh, _, _):
-                    service.memory.store(fresh)
+                    service.memory.store(fresh, now: service.now())
                 case .problem(let problem):
                     if problem.extensions["account_state"] == .string("interaction_required") {
                         service.forgetInMemory(account.accountId)
@@ -477,7 +469,7 @@ struct SilentTokenService: Sendable {
                 context: context)
         }
         switch outcome {
-        case .token(let token, _, _): memory.store(token)
+        case .token(let token, _, _): memory.store(token, now: now())
         case .problem(let problem) where problem.extensions["account_state"] == .string("interaction_required"): forgetInMemory(account.accountId)
         case .problem: break
         }
@@ -504,19 +496,12 @@ struct SilentTokenService: Sendable {
 
     /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
     func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
-        switch TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
-        case .fresh, .refreshDue: return true
-        case .expired, .extendedOnly: return false
-        }
+        token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
     }
 
     /// The longest-lived usable token covering `scopes`; with `acceptRefreshDue` false, only one
     /// whose `refresh_on` has not passed.
     func best(_ tokens: [StoredAccessToken], covering scopes: ScopeSet, minTTL: Int, acceptRefreshDue: Bool = true) -> StoredAccessToken? {
-        tokens.filter { token in
-            guard token.scopeSet.isSuperset(of: scopes) else { return false }
-            let freshness = TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
-            return freshness == .fresh || (acceptRefreshDue && freshness == .refreshDue)
-        }.max { $0.expiresOn < $1.expiresOn }
+        tokens.best(covering: scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL, acceptRefreshDue: acceptRefreshDue)
     }
 }

@@ -1,4 +1,3 @@
-import CryptoBridge
 import HTTPCommon
 import IdentityCore
 
@@ -19,7 +18,7 @@ enum DownstreamIdentity: Sendable, Equatable {
         switch self {
         case .account(let id): id
         case .app: "app"
-        case .onBehalfOf(let assertion): "obo:" + GrantTokenService.hex(SHA256.hash(Array(assertion.utf8)))
+        case .onBehalfOf(let assertion): GrantTokenService.onBehalfOfOwner(assertion)
         }
     }
 
@@ -76,7 +75,9 @@ enum DownstreamIdentity: Sendable, Equatable {
         }
     }
 
-    private static func scopes(_ configured: [String], api: String) throws(Problem) -> ScopeSet {
+    /// The scopes configured for `api`, parsed.
+    /// - Throws: `Problem` 500 when they are invalid (a configuration error, not the caller's).
+    static func scopes(_ configured: [String], api: String) throws(Problem) -> ScopeSet {
         do {
             return try ScopeRules.requested(scopes: configured, resource: nil)
         } catch {

@@ -67,12 +67,7 @@ struct DownstreamService: Sendable {
             return relayed(try await send(call, api: api, token: token, context: context))
         }
         guard case .account(let accountId) = call.identity else { throw Problem(.internal, "No identity for the downstream call.") }
-        let scopes: ScopeSet
-        do {
-            scopes = try ScopeRules.requested(scopes: api.scopes, resource: nil)
-        } catch {
-            throw Problem(.internal, "The scopes configured for '\(call.api)' are invalid.")
-        }
+        let scopes = try DownstreamIdentity.scopes(api.scopes, api: call.api)
         let account = try await tokens.resolve(.accountId(accountId))
         var request = SilentTokenRequest(account: .accountId(accountId), scopes: scopes)
         let first = try await tokens.acquire(request, for: account, context: context)

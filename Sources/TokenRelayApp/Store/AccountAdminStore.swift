@@ -17,7 +17,7 @@ struct AccountAdminStore: Sendable {
                 SELECT \(TokenStore.accountColumns) FROM accounts
                 WHERE ($1::text IS NULL OR client_id = $1)
                   AND ($2::text IS NULL OR lower(username) = lower($2))
-                  AND ($3::text IS NULL OR realm = $3)
+                  AND ($3::text IS NULL OR \(TokenStore.inTenant("$3")))
                   AND ($4::text IS NULL OR account_id > $4)
                 ORDER BY account_id LIMIT $5
                 """,
@@ -29,11 +29,12 @@ struct AccountAdminStore: Sendable {
         }
     }
 
+    /// The account `id` names: itself, or the survivor a merged import's id stands for (as the API).
     func account(id: String) async throws -> AccountRecord? {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
-                "SELECT \(TokenStore.accountColumns) FROM accounts WHERE account_id = $1 AND ($2::text IS NULL OR client_id = $2)",
+                "SELECT \(TokenStore.accountColumns) FROM accounts WHERE account_id = \(TokenStore.resolvedAccountId) AND ($2::text IS NULL OR client_id = $2)",
                 [.text(id), TokenStore.optional(clientId)]
             ).rows.first.map(TokenStore.account(from:))
         }

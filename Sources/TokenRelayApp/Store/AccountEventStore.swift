@@ -43,8 +43,7 @@ struct AccountEventStore: Sendable {
             try connection.query(
                 """
                 SELECT \(Self.columns) FROM account_events
-                WHERE seq > $1 AND ($3::text[] IS NULL OR lower(realm) = ANY($3::text[]) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
-                  WHERE tp.account_id = account_events.account_id AND lower(tp.realm) = ANY($3::text[])))
+                WHERE seq > $1 AND ($3::text[] IS NULL OR \(TokenStore.inAnyTenant("$3", of: "account_events")))
                 ORDER BY seq LIMIT $2
                 """,
                 [.int(afterSeq), .int(Int64(limit)), visibleTenants.map { .text(APIKeyStore.arrayLiteral($0)) } ?? .null]

@@ -64,7 +64,7 @@ struct CiphertextStore: Sendable {
             var batch = RotationBatch(cursor: rows.last?.string("row_ref"))
             for row in rows {
                 let owner = row.string("owner") ?? ""
-                let old = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
+                let old = SealedSecret(row: row)
                 let context = SealingContext(owner: owner, kind: columns.kind, clientId: row.string("client_id") ?? "")
                 guard let plaintext = try? cipher.open(old, for: context) else {
                     batch.failed.append((owner, old.keyId))

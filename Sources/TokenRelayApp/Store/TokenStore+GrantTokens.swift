@@ -8,7 +8,6 @@ extension TokenStore {
     /// The owner's cached access tokens in (environment, realm); rows that no longer open are skipped.
     func grantAccessTokens(owner: String, environment: String, realm: String) async throws -> [StoredAccessToken] {
         let clientId = self.clientId
-        let cipher = self.cipher
         return try await database.run { connection in
             try connection.query(
                 """
@@ -16,15 +15,7 @@ extension TokenStore {
                 WHERE owner = $1 AND environment = $2 AND realm = $3 AND client_id = $4
                 """,
                 [.text(owner), .text(environment), .text(realm), .text(clientId)]
-            ).rows.compactMap { row in
-                let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
-                guard let secret = try? cipher.open(sealed, for: SealingContext(owner: owner, kind: .accessToken, clientId: clientId)) else { return nil }
-                return StoredAccessToken(
-                    accountId: owner, environment: environment, realm: realm, clientId: clientId,
-                    scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init), secret: secret,
-                    expiresOn: Int(row.int("expires_on") ?? 0), extExpiresOn: row.int("ext_expires_on").map(Int.init),
-                    refreshOn: row.int("refresh_on").map(Int.init))
-            }
+            ).rows.compactMap { row in self.accessToken(in: row, owner: owner, environment: environment, realm: realm) }
         }
     }
 
@@ -65,7 +56,7 @@ extension TokenStore {
                     [.text(owner), .text(environment), .text(clientId)]
                 ).rows.first
             else { return nil }
-            let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
+            let sealed = SealedSecret(row: row)
             return try? cipher.open(sealed, for: SealingContext(owner: owner, kind: .refreshToken, clientId: clientId))
         }
     }

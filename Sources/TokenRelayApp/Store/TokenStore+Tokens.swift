@@ -18,16 +18,21 @@ extension TokenStore {
             """,
             [.text(accountId), .text(environment), .text(realm), .text(clientId)]
         ).rows
-        return rows.compactMap { row in
-            let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
-            // A row that no longer opens (key removed from the ring) is a cache miss, not an error.
-            guard let secret = try? cipher.open(sealed, for: SealingContext(owner: accountId, kind: .accessToken, clientId: clientId)) else { return nil }
-            return StoredAccessToken(
-                accountId: accountId, environment: environment, realm: realm, clientId: clientId,
-                scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init),
-                secret: secret, expiresOn: Int(row.int("expires_on") ?? 0),
-                extExpiresOn: row.int("ext_expires_on").map(Int.init), refreshOn: row.int("refresh_on").map(Int.init))
+        return rows.compactMap { row in accessToken(in: row, owner: accountId, environment: environment, realm: realm) }
+    }
+
+    /// The access token of `owner` in a row of `access_tokens` or `grant_access_tokens` (columns
+    /// `scopes`, `key_id`, `nonce`, `ciphertext`, `expires_on`, `ext_expires_on`, `refresh_on`),
+    /// or nil when the row no longer opens (key removed from the ring): a cache miss, not an error.
+    func accessToken(in row: PostgresRow, owner: String, environment: String, realm: String) -> StoredAccessToken? {
+        guard let secret = try? cipher.open(SealedSecret(row: row), for: SealingContext(owner: owner, kind: .accessToken, clientId: clientId)) else {
+            return nil
         }
+        return StoredAccessToken(
+            accountId: owner, environment: environment, realm: realm, clientId: clientId,
+            scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init),
+            secret: secret, expiresOn: Int(row.int("expires_on") ?? 0),
+            extExpiresOn: row.int("ext_expires_on").map(Int.init), refreshOn: row.int("refresh_on").map(Int.init))
     }
 
     func accessTokens(accountId: String, environment: String, realm: String) async throws -> [StoredAccessToken] {
@@ -70,7 +75,7 @@ extension TokenStore {
                 [.text(accountId), .text(clientId)]
             ).rows.first
         else { return nil }
-        let sealed = SealedSecret(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
+        let sealed = SealedSecret(row: row)
         let token: String
         do {
             token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))

@@ -69,8 +69,7 @@ struct TokenStore: Sendable {
                   AND ($2::text IS NULL OR lower(username) = lower($2))
                   AND ($3::text IS NULL OR \(Self.inTenant("$3")))
                   AND ($4::text IS NULL OR account_id > $4)
-                  AND ($6::text[] IS NULL OR lower(realm) = ANY($6::text[]) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
-                    WHERE tp.account_id = accounts.account_id AND lower(tp.realm) = ANY($6::text[])))
+                  AND ($6::text[] IS NULL OR \(Self.inAnyTenant("$6")))
                 ORDER BY account_id LIMIT $5
                 """,
                 [
@@ -124,6 +123,16 @@ struct TokenStore: Sendable {
         """
         (lower(realm) = lower(\(parameter)::text) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
           WHERE tp.account_id = accounts.account_id AND lower(tp.realm) = lower(\(parameter)::text)))
+        """
+    }
+
+    /// SQL that is true when the row's `realm`, or a tenant profile of the row's account, is one
+    /// of the lower-cased tenants in the `text[]` parameter (an API key's tenant limits, SPEC §12).
+    /// - Parameter table: the table whose `account_id` and `realm` the row has.
+    static func inAnyTenant(_ parameter: String, of table: String = "accounts") -> String {
+        """
+        (lower(realm) = ANY(\(parameter)::text[]) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
+          WHERE tp.account_id = \(table).account_id AND lower(tp.realm) = ANY(\(parameter)::text[])))
         """
     }
 

@@ -30,11 +30,7 @@ struct RetryingHTTPClient: Sendable {
         var attempt = 1
         while true {
             let remaining = context.deadline.timeIntervalSince(clock.now())
-            guard remaining > 0.05 else {
-                throw Problem(
-                    .upstreamUnavailable, "The request deadline passed before the \(target) answered.", status: 504,
-                    extensions: ["retry_after_s": .number(1)], headers: ["Retry-After": "1"])
-            }
+            guard remaining > 0.05 else { throw Problem.deadlinePassed(before: target) }
             var attemptRequest = request
             attemptRequest.timeout = min(max(remaining, context.minimumAttemptSeconds), 30)
             let result: Result<HTTPClientResponse, HTTPClientError>
