@@ -16,14 +16,7 @@ enum SignInRoutes {
             }
             let scopes = try TokenRoutes.requestedScopes(body)
             try request.context.access.check(scopes, field: "scopes")
-            var authority: Authority?
-            if let text = try body.string("authority") {
-                do {
-                    authority = try services.authorities.validate(text)
-                } catch let error as AuthorityError {
-                    throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
-                }
-            }
+            let authority = try body.string("authority").map { text throws(Problem) in try services.authorities.validate(text, field: "authority") }
             if let authority { try request.context.access.check(authority: authority) }
             let prompt = try body.string("prompt")
             if let prompt, !prompts.contains(prompt) {

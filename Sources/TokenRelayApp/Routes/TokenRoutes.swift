@@ -88,18 +88,8 @@ enum TokenRoutes {
             throw Problem.invalidRequest(field: "tenant_id", "'tenant_id' narrows a 'username' lookup; it cannot be used with '\(selectors[0])'.")
         }
         let scopes = try requestedScopes(body)
-        var authority: Authority?
-        if let text = try body.string("authority") {
-            do {
-                authority = try authorities.validate(text)
-            } catch {
-                throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
-            }
-        }
-        let minTTL = try body.int("min_ttl_s") ?? 0
-        guard minTTL >= 0 && minTTL <= 86_400 else {
-            throw Problem.invalidRequest(field: "min_ttl_s", "'min_ttl_s' must be between 0 and 86400 seconds.")
-        }
+        let authority = try body.string("authority").map { text throws(Problem) in try authorities.validate(text, field: "authority") }
+        let minTTL = try body.minTTLSeconds()
         return SilentTokenRequest(
             account: account, scopes: scopes, authority: authority, claims: try body.claims("claims"),
             forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL, allowPartial: try body.bool("allow_partial") ?? false)
