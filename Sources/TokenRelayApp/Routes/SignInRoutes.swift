@@ -11,9 +11,6 @@ enum SignInRoutes {
         router.add("POST", "/v1/sign-ins", access: .requires(.accountsWrite)) { request in
             let body = try JSONBody(request.http)
             try body.rejectUnknown(allowed: startFields)
-            guard body.has("scopes") else {
-                throw Problem(.invalidScope, "'scopes' is required.", extensions: ["field": .string("scopes")])
-            }
             let scopes = try TokenRoutes.requestedScopes(body)
             try request.context.access.check(scopes, field: "scopes")
             let authority = try body.string("authority").map { text throws(Problem) in try services.authorities.validate(text, field: "authority") }
