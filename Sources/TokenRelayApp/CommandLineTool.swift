@@ -128,7 +128,7 @@ public enum CommandLineTool {
                 return usage("\(flag) names no value; leave the option out for a key without that limit")
             }
             if let bad = (tenants + scopePatterns).first(where: {
-                $0.utf8.count > 256 || $0.unicodeScalars.contains { $0.properties.generalCategory == .control }
+                $0.utf8.count > 256 || $0.containsControlCharacter
             }) {
                 return usage("'\(bad.prefix(40))' is not a tenant or scope pattern")
             }

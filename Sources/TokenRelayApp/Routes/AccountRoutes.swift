@@ -14,7 +14,7 @@ enum AccountRoutes {
                 guard listParameters.contains(item.name) else {
                     throw Problem.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use username, tenant_id, cursor or limit.")
                 }
-                guard item.value.utf8.count <= 512, !item.value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                guard item.value.utf8.count <= 512, !item.value.containsControlCharacter else {
                     throw Problem.invalidRequest(field: item.name, "'\(item.name)' must be at most 512 bytes without control characters.")
                 }
             }

@@ -14,7 +14,7 @@ enum ImportRoutes {
             let username = try body.requiredString("username").trimmingCharacters(in: .whitespaces)
             // Control characters are refused as `GET /v1/accounts?username=` refuses them, so an
             // imported account can always be found by its username.
-            guard !username.isEmpty, username.utf8.count <= 512, !username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            guard !username.isEmpty, username.utf8.count <= 512, !username.containsControlCharacter
             else {
                 throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes without control characters.")
             }

@@ -20,7 +20,7 @@ enum SignInRoutes {
                 throw Problem.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
             }
             let loginHint = try body.string("login_hint")
-            if let loginHint, loginHint.utf8.count > 256 || loginHint.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            if let loginHint, loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
                 throw Problem.invalidRequest(field: "login_hint", "'login_hint' must be at most 256 bytes without control characters.")
             }
             let started = try await services.signIns.start(
