@@ -13,18 +13,18 @@ extension CommandLineTool {
         let store = AccountAdminStore(database: Database(pool: pool), clientId: configuration.clientId.isEmpty ? nil : configuration.clientId)
         switch arguments.first {
         case "list":
-            let limitText = value(of: "--limit", in: arguments)
+            let limitText = option("--limit", in: arguments)
             let limit = limitText.map { Int($0) ?? -1 } ?? 50
             guard (1...200).contains(limit) else { return usageError("accounts list: --limit must be an integer from 1 to 200", help: ["accounts", "list"]) }
             var after: String?
-            if let cursor = value(of: "--cursor", in: arguments), !cursor.isEmpty {
+            if let cursor = option("--cursor", in: arguments), !cursor.isEmpty {
                 guard let decoded = AccountRoutes.Cursor.decode(cursor) else {
                     return usageError("accounts list: --cursor is not a cursor this service issued", help: ["accounts", "list"])
                 }
                 after = decoded
             }
             var page = try await store.list(
-                username: value(of: "--username", in: arguments), tenantId: value(of: "--tenant-id", in: arguments), afterAccountId: after,
+                username: option("--username", in: arguments), tenantId: option("--tenant-id", in: arguments), afterAccountId: after,
                 limit: limit + 1)
             var next: JSONValue = .null
             if page.count > limit {
@@ -74,12 +74,8 @@ extension CommandLineTool {
         arguments.dropFirst().first { !$0.hasPrefix("-") }
     }
 
-    private static func value(of name: String, in arguments: [String]) -> String? {
-        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-        return arguments[index + 1]
-    }
-
-    private static func printJSON(_ value: JSONValue) {
+    /// Prints `value` as one line of JSON on standard output.
+    static func printJSON(_ value: JSONValue) {
         print(String(decoding: JSONWriter.encode(value), as: UTF8.self))
     }
 }

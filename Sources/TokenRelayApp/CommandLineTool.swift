@@ -128,7 +128,7 @@ public enum CommandLineTool {
                 return usage("\(flag) names no value; leave the option out for a key without that limit")
             }
             if let bad = (tenants + scopePatterns).first(where: {
-                $0.utf8.count > 256 || $0.unicodeScalars.contains { $0.properties.generalCategory == .control }
+                $0.utf8.count > 256 || $0.containsControlCharacter
             }) {
                 return usage("'\(bad.prefix(40))' is not a tenant or scope pattern")
             }
@@ -195,11 +195,12 @@ public enum CommandLineTool {
         try await AuditStore(database: database).record(
             .encryptionRotated, actor: "cli", accountId: nil, outcome: report.remaining == 0 ? "success" : "incomplete",
             detail: report.json.objectValue ?? [:])
-        print(String(decoding: JSONWriter.encode(report.json), as: UTF8.self))
+        printJSON(report.json)
         return report.remaining == 0 ? 0 : 1
     }
 
-    private static func option(_ name: String, in arguments: [String]) -> String? {
+    /// The value after the option `name` (`--name VALUE`), or nil.
+    static func option(_ name: String, in arguments: [String]) -> String? {
         guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
         return arguments[index + 1]
     }

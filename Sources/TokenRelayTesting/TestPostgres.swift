@@ -69,7 +69,7 @@ public enum TestPostgres {
         if let url = ProcessInfo.processInfo.environment["TOKENRELAY_TEST_DATABASE_URL"], !url.isEmpty {
             return url
         }
-        let script = try packageRoot().appendingPathComponent("scripts/pg-local").path
+        let script = BuiltProducts.packageRoot() + "/scripts/pg-local"
         _ = try await run(script, "start")
         return try await run(script, "url").trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -135,18 +135,6 @@ public enum TestPostgres {
         guard let slash = rest[..<queryStart].firstIndex(of: "/") else { return nil }
         let name = rest[rest.index(after: slash)..<queryStart]
         return name.isEmpty ? nil : String(name)
-    }
-
-    /// The directory holding Package.swift, found from this source file's path.
-    private static func packageRoot() throws -> URL {
-        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while directory.path != "/" {
-            if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
-                return directory
-            }
-            directory.deleteLastPathComponent()
-        }
-        throw TestPostgresError("Package.swift not found above \(#filePath)")
     }
 
     /// Runs a program and returns its standard output; throws on a non-zero exit.

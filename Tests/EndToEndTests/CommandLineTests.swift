@@ -8,17 +8,8 @@ import TokenRelayTesting
 struct CommandLineTests {
     /// Runs the built `token-relay` with `arguments`; returns (exit status, standard output).
     static func run(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltProducts.path("token-relay"))
-        process.arguments = arguments
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+        return (run.status, run.output)
     }
 
     @Test("api-keys create prints the key once; it authenticates with exactly its permissions; list and revoke are audited")

@@ -223,17 +223,8 @@ struct EncryptionRotationTests {
 
     /// Runs the built `token-relay` and returns its exit status and standard error.
     static func runCapturingErrors(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltProducts.path("token-relay"))
-        process.arguments = arguments
-        process.environment = environment
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let data = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+        return (run.status, run.error)
     }
 
     @Test(

@@ -13,19 +13,8 @@ import TokenRelayTesting
 struct KeepAliveAndEventsTests {
     /// Runs the built `token-relay`; returns (exit status, standard output, standard error).
     static func tokenRelay(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltProducts.path("token-relay"))
-        process.arguments = arguments
-        process.environment = environment
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+        return (run.status, run.output, run.error)
     }
 
     /// `keepalive --once` with the stack's settings; returns its summary.

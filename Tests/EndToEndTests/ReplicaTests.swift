@@ -39,17 +39,9 @@ struct ReplicaTests {
     }
 
     static func cli(_ arguments: [String], databaseURL: String) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltProducts.path("token-relay"))
-        process.arguments = arguments
-        process.environment = ["TOKENRELAY_DATABASE_URL": databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let environment = ["TOKENRELAY_DATABASE_URL": databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
+        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+        return (run.status, run.output)
     }
 
     @Test("A key revoked by the CLI, a claims refresh and an account deleted on one replica reach another within 2 s")

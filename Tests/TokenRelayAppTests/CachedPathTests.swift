@@ -128,7 +128,7 @@ struct CachedPathTests {
 
     @Test("The server-thread reader reads the usual bodies as the general readers do", arguments: usualBodies)
     func fastParseAgrees(_ body: String) throws {
-        let fast = try #require(TokenRoutes.fastParse(JSONBodyTests.request(body), authorities: Self.authorities))
+        let fast = try #require(TokenRoutes.fastParse(JSONBodyTests.request(body)))
         let general = try #require(Self.general(body))
         #expect(Self.same(fast.0, general.0))
         #expect(fast.1 == general.1)
@@ -136,7 +136,7 @@ struct CachedPathTests {
 
     @Test("Whatever the server-thread reader accepts, the general readers accept alike; errors are left to them", arguments: unusualBodies)
     func fastParseNeverDisagrees(_ body: String) {
-        guard let fast = TokenRoutes.fastParse(JSONBodyTests.request(body), authorities: Self.authorities) else { return }
+        guard let fast = TokenRoutes.fastParse(JSONBodyTests.request(body)) else { return }
         guard let general = Self.general(body) else {
             Issue.record("accepted a body the general readers refuse: \(body)")
             return
@@ -147,27 +147,27 @@ struct CachedPathTests {
     @Test("A remembered body reads as it did the first time; a correlation id is never remembered")
     func memoisedBodies() throws {
         let plain = #"{"account_id":"memo-a","scopes":["User.Read","Mail.Read"]}"#
-        let first = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain), authorities: Self.authorities))
-        let again = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain), authorities: Self.authorities))
+        let first = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain)))
+        let again = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain)))
         #expect(Self.same(first.0, again.0) && first.1 == nil && again.1 == nil)
         for id in ["c-1", "c-2"] {
             let named = #"{"account_id":"memo-a","scopes":["User.Read"],"correlation_id":"\#(id)"}"#
-            let read = try #require(TokenRoutes.fastParse(JSONBodyTests.request(named), authorities: Self.authorities))
+            let read = try #require(TokenRoutes.fastParse(JSONBodyTests.request(named)))
             #expect(read.1 == id)
-            #expect(try #require(TokenRoutes.fastParse(JSONBodyTests.request(named), authorities: Self.authorities)).1 == id)
+            #expect(try #require(TokenRoutes.fastParse(JSONBodyTests.request(named))).1 == id)
         }
         let refused = #"{"account_id":"memo-a","scopes":["openid"]}"#
-        for _ in 0..<2 { #expect(TokenRoutes.fastParse(JSONBodyTests.request(refused), authorities: Self.authorities) == nil) }
+        for _ in 0..<2 { #expect(TokenRoutes.fastParse(JSONBodyTests.request(refused)) == nil) }
     }
 
     @Test("Only plain application/json takes the server-thread path")
     func plainJSONOnly() {
         let body = #"{"account_id":"a","scopes":["User.Read"]}"#
         for type in ["application/json", "application/json; charset=utf-8"] {
-            #expect(TokenRoutes.fastParse(JSONBodyTests.request(body, contentType: type), authorities: Self.authorities) != nil)
+            #expect(TokenRoutes.fastParse(JSONBodyTests.request(body, contentType: type)) != nil)
         }
         for type in ["Application/JSON", "application/problem+json", "application/jsonx", "text/plain"] {
-            #expect(TokenRoutes.fastParse(JSONBodyTests.request(body, contentType: type), authorities: Self.authorities) == nil)
+            #expect(TokenRoutes.fastParse(JSONBodyTests.request(body, contentType: type)) == nil)
         }
     }
 

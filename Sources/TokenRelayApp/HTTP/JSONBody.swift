@@ -113,6 +113,16 @@ struct JSONBody: Sendable {
         text.utf8.count <= 128 && text.utf8.allSatisfy { (0x20...0x7E).contains($0) }
     }
 
+    /// The body's `min_ttl_s`: seconds the answered token must still be valid, 0 (the default) to 86400.
+    /// - Throws: `Problem` 400 `invalid_request` naming `min_ttl_s`.
+    func minTTLSeconds() throws(Problem) -> Int {
+        let seconds = try int("min_ttl_s") ?? 0
+        guard seconds >= 0 && seconds <= 86_400 else {
+            throw Problem.invalidRequest(field: "min_ttl_s", "'min_ttl_s' must be between 0 and 86400 seconds.")
+        }
+        return seconds
+    }
+
     /// A claims request given as a JSON object or as JSON text (SPEC §1).
     func claims(_ field: String) throws(Problem) -> String? {
         switch members[field] {

@@ -44,17 +44,22 @@ final class IssuanceCounter: Sendable {
     /// Counts one token answer. Cheap: called on the server thread for cached answers.
     func record(keyId: String, accountId: String, at seconds: Double = Date().timeIntervalSince1970) {
         let pair = Pair(accountId: accountId, keyId: keyId)
-        let counted = pending.withLock { tallies -> Bool in
-            if tallies[pair] != nil {
-                tallies[pair]!.count += 1
-                tallies[pair]!.lastAt = max(tallies[pair]!.lastAt, seconds)
-                return true
-            }
-            guard tallies.count < capacity else { return false }
-            tallies[pair] = Tally(count: 1, lastAt: seconds)
+        let counted = pending.withLock { Self.add(Tally(count: 1, lastAt: seconds), for: pair, to: &$0, capacity: capacity) }
+        if !counted { dropped.increment() }
+    }
+
+    /// Adds `tally` to the pair's (one hash lookup), or holds it as a new pair while fewer than
+    /// `capacity` are held.
+    /// - Returns: false when the tallies are full and the pair is new (nothing was added).
+    private static func add(_ tally: Tally, for pair: Pair, to tallies: inout [Pair: Tally], capacity: Int) -> Bool {
+        if let index = tallies.index(forKey: pair) {
+            tallies.values[index].count += tally.count
+            tallies.values[index].lastAt = max(tallies.values[index].lastAt, tally.lastAt)
             return true
         }
-        if !counted { dropped.increment() }
+        guard tallies.count < capacity else { return false }
+        tallies[pair] = tally
+        return true
     }
 
     /// The tallies not yet written (tests, health).
@@ -90,16 +95,8 @@ final class IssuanceCounter: Sendable {
     private func restore(_ rows: [(key: Pair, value: Tally)]) {
         let lost = pending.withLock { tallies -> Int in
             var lost = 0
-            for (pair, tally) in rows {
-                if var current = tallies[pair] {
-                    current.count += tally.count
-                    current.lastAt = max(current.lastAt, tally.lastAt)
-                    tallies[pair] = current
-                } else if tallies.count < capacity {
-                    tallies[pair] = tally
-                } else {
-                    lost += Int(tally.count)
-                }
+            for (pair, tally) in rows where !Self.add(tally, for: pair, to: &tallies, capacity: capacity) {
+                lost += Int(tally.count)
             }
             return lost
         }

@@ -14,15 +14,11 @@ enum AccountRoutes {
                 guard listParameters.contains(item.name) else {
                     throw Problem.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use username, tenant_id, cursor or limit.")
                 }
-                guard item.value.utf8.count <= 512, !item.value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                guard item.value.utf8.count <= 512, !item.value.containsControlCharacter else {
                     throw Problem.invalidRequest(field: item.name, "'\(item.name)' must be at most 512 bytes without control characters.")
                 }
             }
-            let limitText = request.http.queryValue("limit")
-            let limit = limitText.map { Int($0) ?? -1 } ?? 50
-            guard (1...200).contains(limit) else {
-                throw Problem.invalidRequest(field: "limit", "'limit' must be an integer from 1 to 200.")
-            }
+            let limit = try request.http.pageLimit()
             var after: String?
             if let cursor = request.http.queryValue("cursor"), !cursor.isEmpty {
                 guard let decoded = Cursor.decode(cursor) else {
@@ -37,7 +33,7 @@ enum AccountRoutes {
             // One row more than asked tells whether another page exists.
             var page = try await services.store.listAccounts(
                 username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1,
-                visibleTenants: access.limitsTenants ? access.tenants.sorted() : nil)
+                visibleTenants: access.visibleTenants)
             var next: JSONValue = .null
             if page.count > limit {
                 page.removeLast()

@@ -12,10 +12,7 @@ enum EventRoutes {
             for item in request.http.query where !parameters.contains(item.name) {
                 throw Problem.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use cursor or limit.")
             }
-            let limit = request.http.queryValue("limit").map { Int($0) ?? -1 } ?? 50
-            guard (1...200).contains(limit) else {
-                throw Problem.invalidRequest(field: "limit", "'limit' must be an integer from 1 to 200.")
-            }
+            let limit = try request.http.pageLimit()
             var after: Int64 = 0
             let cursor = request.http.queryValue("cursor").flatMap { $0.isEmpty ? nil : $0 }
             if let cursor {
@@ -24,9 +21,8 @@ enum EventRoutes {
                 }
                 after = decoded
             }
-            let access = request.context.access
             let page = try await AccountEventStore(database: services.store.database).page(
-                afterSeq: after, limit: limit, visibleTenants: access.limitsTenants ? access.tenants.sorted() : nil)
+                afterSeq: after, limit: limit, visibleTenants: request.context.access.visibleTenants)
             // The position after the last event returned: polling with it yields only newer events,
             // so a consumer keeps it even when a page comes back empty.
             let next: JSONValue = page.last.map { .string(Cursor.encode($0.seq)) } ?? cursor.map(JSONValue.string) ?? .null

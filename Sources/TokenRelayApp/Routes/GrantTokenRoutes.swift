@@ -35,7 +35,7 @@ enum GrantTokenRoutes {
             if tenantField && body.has("tenant_id") {
                 throw Problem.invalidRequest(field: "tenant_id", "Give 'tenant_id' or 'authority', not both.")
             }
-            authority = try validated(text, field: "authority", services: services)
+            authority = try services.authorities.validate(text, field: "authority")
         } else if tenantField, let tenant = try body.string("tenant_id") {
             guard !tenant.isEmpty,
                 tenant.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || "0123456789.-_".unicodeScalars.contains($0)) })
@@ -44,21 +44,10 @@ enum GrantTokenRoutes {
             }
             let base = services.grants.defaultAuthority
             let candidate = Authority(scheme: base.scheme, host: base.host, port: base.port, tenant: tenant, policy: nil, type: base.type)
-            authority = try validated(candidate.url, field: "tenant_id", services: services)
+            authority = try services.authorities.validate(candidate.url, field: "tenant_id")
         }
-        let minTTL = try body.int("min_ttl_s") ?? 0
-        guard minTTL >= 0 && minTTL <= 86_400 else {
-            throw Problem.invalidRequest(field: "min_ttl_s", "'min_ttl_s' must be between 0 and 86400 seconds.")
-        }
+        let minTTL = try body.minTTLSeconds()
         return GrantTokenService.Request(scopes: scopes, authority: authority, forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL)
-    }
-
-    private static func validated(_ url: String, field: String, services: AppServices) throws(Problem) -> Authority {
-        do {
-            return try services.authorities.validate(url)
-        } catch {
-            throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string(field)])
-        }
     }
 
     /// Runs `acquire` under the body's correlation id and writes the token answer.

@@ -14,7 +14,7 @@ enum ImportRoutes {
             let username = try body.requiredString("username").trimmingCharacters(in: .whitespaces)
             // Control characters are refused as `GET /v1/accounts?username=` refuses them, so an
             // imported account can always be found by its username.
-            guard !username.isEmpty, username.utf8.count <= 512, !username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            guard !username.isEmpty, username.utf8.count <= 512, !username.containsControlCharacter
             else {
                 throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes without control characters.")
             }
@@ -22,13 +22,7 @@ enum ImportRoutes {
             guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384 else {
                 throw Problem.invalidRequest(field: "refresh_token", "'refresh_token' must be a non-empty token of at most 16384 bytes.")
             }
-            let authorityText = try body.requiredString("authority")
-            let authority: Authority
-            do throws(AuthorityError) {
-                authority = try services.authorities.validate(authorityText)
-            } catch {
-                throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
-            }
+            let authority = try services.authorities.validate(try body.requiredString("authority"), field: "authority")
             // A tenant-limited key may not plant an account in another tenant (SPEC §12 Permissions).
             try request.context.access.check(authority: authority)
             var detail: [String: JSONValue] = ["authority": .string(authority.url)]

@@ -11,26 +11,16 @@ enum SignInRoutes {
         router.add("POST", "/v1/sign-ins", access: .requires(.accountsWrite)) { request in
             let body = try JSONBody(request.http)
             try body.rejectUnknown(allowed: startFields)
-            guard body.has("scopes") else {
-                throw Problem(.invalidScope, "'scopes' is required.", extensions: ["field": .string("scopes")])
-            }
             let scopes = try TokenRoutes.requestedScopes(body)
             try request.context.access.check(scopes, field: "scopes")
-            var authority: Authority?
-            if let text = try body.string("authority") {
-                do {
-                    authority = try services.authorities.validate(text)
-                } catch let error as AuthorityError {
-                    throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
-                }
-            }
+            let authority = try body.string("authority").map { text throws(Problem) in try services.authorities.validate(text, field: "authority") }
             if let authority { try request.context.access.check(authority: authority) }
             let prompt = try body.string("prompt")
             if let prompt, !prompts.contains(prompt) {
                 throw Problem.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
             }
             let loginHint = try body.string("login_hint")
-            if let loginHint, loginHint.utf8.count > 256 || loginHint.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            if let loginHint, loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
                 throw Problem.invalidRequest(field: "login_hint", "'login_hint' must be at most 256 bytes without control characters.")
             }
             let started = try await services.signIns.start(

@@ -40,14 +40,7 @@ enum SignInStartRoutes {
         } catch {
             throw Problem(.invalidScope, error.detail, extensions: ["field": .string("scopes")])
         }
-        var authority: Authority?
-        if let text = parameters["authority"] {
-            do {
-                authority = try services.authorities.validate(text)
-            } catch {
-                throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
-            }
-        }
+        let authority = try parameters["authority"].map { text throws(Problem) in try services.authorities.validate(text, field: "authority") }
         if let prompt = parameters["prompt"], !SignInRoutes.prompts.contains(prompt) {
             throw Problem.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
         }

@@ -34,7 +34,7 @@ enum TokenRoutes {
     /// also produces every error answer, so this path never has to).
     static func immediate(_ request: HTTPRequest, services: AppServices, caller: Caller?) -> HTTPResponse? {
         guard let caller, caller.may(.tokensAcquire), !request.bodyExceededLimit, request.headers["Request-Timeout"] == nil,
-            let (silent, bodyCorrelationId) = fastParse(request, authorities: services.authorities), caller.access.allows(silent.scopes),
+            let (silent, bodyCorrelationId) = fastParse(request), caller.access.allows(silent.scopes),
             visible(silent.account, to: caller.access, services: services), (try? caller.takeRequest()) != nil
         else { return nil }
         guard let result = services.tokens.acquireFromMemory(silent) else {
@@ -61,7 +61,7 @@ enum TokenRoutes {
     /// The request and the body's non-empty `correlation_id` (which names the answer, as on the
     /// async path) when the body has the usual shape and is valid; nil otherwise, for the async
     /// path to answer.
-    static func fastParse(_ request: HTTPRequest, authorities: AuthorityValidator) -> (SilentTokenRequest, String?)? {
+    static func fastParse(_ request: HTTPRequest) -> (SilentTokenRequest, String?)? {
         guard let contentType = request.headers["Content-Type"], JSONBody.isPlainJSON(contentType) else { return nil }
         return SilentBodyMemo.shared.request(body: request.body) { bytes in
             guard let body = CommonSilentBody.decode(body: bytes),
@@ -88,18 +88,8 @@ enum TokenRoutes {
             throw Problem.invalidRequest(field: "tenant_id", "'tenant_id' narrows a 'username' lookup; it cannot be used with '\(selectors[0])'.")
         }
         let scopes = try requestedScopes(body)
-        var authority: Authority?
-        if let text = try body.string("authority") {
-            do {
-                authority = try authorities.validate(text)
-            } catch {
-                throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string("authority")])
-            }
-        }
-        let minTTL = try body.int("min_ttl_s") ?? 0
-        guard minTTL >= 0 && minTTL <= 86_400 else {
-            throw Problem.invalidRequest(field: "min_ttl_s", "'min_ttl_s' must be between 0 and 86400 seconds.")
-        }
+        let authority = try body.string("authority").map { text throws(Problem) in try authorities.validate(text, field: "authority") }
+        let minTTL = try body.minTTLSeconds()
         return SilentTokenRequest(
             account: account, scopes: scopes, authority: authority, claims: try body.claims("claims"),
             forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL, allowPartial: try body.bool("allow_partial") ?? false)

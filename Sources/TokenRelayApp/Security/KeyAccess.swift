@@ -23,6 +23,9 @@ struct KeyAccess: Sendable, Equatable {
 
     var limitsTenants: Bool { !tenants.isEmpty }
 
+    /// The key's tenants, sorted, as the stores' `visibleTenants` list filters; nil: every tenant.
+    var visibleTenants: [String]? { limitsTenants ? tenants.sorted() : nil }
+
     /// The tenants an account belongs to for the key's tenant limit: its realm and every tenant
     /// profile (a guest in several tenants; SPEC §12 Accounts: "per-key tenant limits match any
     /// profile"). `TokenStore.listAccounts(visibleTenants:)` matches the same set in SQL.

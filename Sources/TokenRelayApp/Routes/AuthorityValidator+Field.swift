@@ -1,0 +1,17 @@
+import IdentityCore
+
+extension AuthorityValidator {
+    /// Validates an authority a request gave, as the routes answer it.
+    /// - Parameters:
+    ///   - url: the authority URL from the request.
+    ///   - field: the request field it came from, named in the error.
+    /// - Returns: the validated authority.
+    /// - Throws: `Problem` 400 `invalid_authority` naming `field`.
+    func validate(_ url: String, field: String) throws(Problem) -> Authority {
+        do {
+            return try validate(url)
+        } catch {
+            throw Problem(.invalidAuthority, error.detail, extensions: ["field": .string(field)])
+        }
+    }
+}
