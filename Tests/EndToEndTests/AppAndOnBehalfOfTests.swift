@@ -251,6 +251,27 @@ struct AppAndOnBehalfOfTests {
         #expect(try await Self.grantCount(stack, "refresh_token") == refreshesBefore + 1)
     }
 
+    @Test("On-behalf-of: a refused user assertion (AADSTS50013) is 400 on 'assertion'; a refused client (AADSTS50012) is 502 and warns readiness")
+    func onBehalfOfRefusals() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_obo_refusals")
+        defer { stack.stop() }
+        let assertion = try await Self.incomingUserToken(stack)
+        func refused(_ code: Int) async throws -> TestResponse {
+            _ = try await stack.control(
+                "POST", "/_control/faults", json: ["endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [code]])
+            return try await stack.request("POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["User.Read"]])
+        }
+        let userAssertion = try await refused(50013)
+        #expect(userAssertion.status == 400, "\(userAssertion.text)")
+        #expect(userAssertion.json["field"] as? String == "assertion")
+        #expect(try await stack.request("GET", "/readyz", authenticated: false).json["status"] as? String == "pass")
+
+        let client = try await refused(50012)
+        #expect(client.status == 502, "\(client.text)")
+        #expect(client.json["error"] as? String == "upstream_error")
+        #expect(try await stack.request("GET", "/readyz", authenticated: false).json["status"] as? String == "warn")
+    }
+
     @Test("An expired or malformed assertion is 400 on 'assertion' without any STS call")
     func expiredAssertion() async throws {
         let stack = try await TokenRelayStack(name: "e2e_obo_expired")

@@ -128,9 +128,10 @@ struct GrantTokenService: Sendable {
         return (try? authorities.validate(candidate.url)) ?? authority
     }
 
-    /// AADSTS codes saying the assertion itself was refused (signature, audience, lifetime):
-    /// a 400 on `assertion` rather than a sign-in demand.
-    static let assertionRefusedCodes = [50013, 500133, 50027, 50012]
+    /// AADSTS codes saying the caller's assertion itself was refused (signature, audience,
+    /// lifetime, malformed): a 400 on `assertion` rather than a sign-in demand. AADSTS50012 is not
+    /// one: it says TokenRelay's own client authentication failed (502, and the readiness warning).
+    static let assertionRefusedCodes = [50013, 500133, 50027]
 
     /// The assertion's `exp` and `tid`, without verifying its signature.
     /// - Throws: `Problem` 400 `invalid_request` field `assertion` when it is not a JWT with a
