@@ -59,8 +59,17 @@ public enum TestPostgres {
         guard let name = databaseName(in: databaseURL) else { return }
         let pool = PostgresPool(url: try await server.value, size: 1)
         defer { pool.close() }
-        try await pool.withConnection { connection in
-            try connection.execute("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+        // PostgreSQL 15 refuses `WITH (FORCE)` (42501) while an autovacuum worker, a superuser
+        // process, is in the new database; it leaves soon, so try again for a few seconds.
+        for attempt in 1...25 {
+            do {
+                try await pool.withConnection { connection in
+                    try connection.execute("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+                }
+                return
+            } catch let error as PostgresError where error.sqlState == "42501" && attempt < 25 {
+                try await Task.sleep(for: .milliseconds(200))
+            }
         }
     }
 
