@@ -146,9 +146,8 @@ struct SignInService: Sendable {
         let realm = claims.tid ?? clientInfo.utid
         let granted = ScopeRules.granted(response.scope, requested: scopes)
         let accessToken = StoredAccessToken(
-            accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
-            secret: response.accessToken, expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-            refreshOn: response.refreshIn.map { issuedAt + $0 })
+            response, accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
+            issuedAt: issuedAt)
         let account = try await store.saveSignIn(
             SignedInAccount(
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
