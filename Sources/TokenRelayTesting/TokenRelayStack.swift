@@ -180,6 +180,14 @@ public final class TokenRelayStack: Sendable {
         return value
     }
 
+    /// An ADAL-era refresh token the emulator mints for `username` (for `POST /v1/accounts/import`).
+    public func adalRefreshToken(for username: String) async throws -> String {
+        guard let token = try await control("POST", "/_control/users/\(username)/adal-refresh-token").json["refresh_token"] as? String else {
+            throw TestFailure("the emulator minted no ADAL refresh token for \(username)")
+        }
+        return token
+    }
+
     /// Runs `body` on a connection to this stack's database (to look at or break what is stored).
     public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         let pool = PostgresPool(url: databaseURL, size: 1)

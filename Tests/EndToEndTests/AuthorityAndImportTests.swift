@@ -223,8 +223,7 @@ struct AuthorityAndImportTests {
     func importThenIdentify() async throws {
         let stack = try await TokenRelayStack(name: "e2e_import")
         defer { stack.stop() }
-        let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
-        let adalToken = try #require(minted.json["refresh_token"] as? String)
+        let adalToken = try await stack.adalRefreshToken(for: "bob@contoso.example")
         let authority = "\(stack.emulator.baseURL)/organizations"
 
         let bad = try await stack.request("POST", "/v1/accounts/import", json: ["username": "bob@contoso.example", "authority": authority])
@@ -284,8 +283,7 @@ struct AuthorityAndImportTests {
         let stack = try await TokenRelayStack(name: "e2e_import_merge")
         defer { stack.stop() }
         let survivor = try await stack.signInAccountId("alice@contoso.example")
-        let minted = try await stack.control("POST", "/_control/users/alice@contoso.example/adal-refresh-token")
-        let adalToken = try #require(minted.json["refresh_token"] as? String)
+        let adalToken = try await stack.adalRefreshToken(for: "alice@contoso.example")
         let imported = try await stack.request(
             "POST", "/v1/accounts/import",
             json: ["username": "alice@contoso.example", "refresh_token": adalToken, "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"])
@@ -341,11 +339,11 @@ struct AuthorityAndImportTests {
         let dead = try await Self.silent(stack, ["account_id": survivor, "scopes": ["User.Read"], "force_refresh": true])
         #expect(dead.json["account_state"] as? String == "interaction_required")
 
-        let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
+        let adalToken = try await stack.adalRefreshToken(for: "bob@contoso.example")
         let imported = try await stack.request(
             "POST", "/v1/accounts/import",
             json: [
-                "username": "bob@contoso.example", "refresh_token": try #require(minted.json["refresh_token"] as? String),
+                "username": "bob@contoso.example", "refresh_token": adalToken,
                 "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)",
             ])
         let importedId = try #require(imported.json["account_id"] as? String)

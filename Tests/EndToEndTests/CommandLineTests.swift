@@ -120,8 +120,7 @@ struct CommandLineTests {
         let stack = try await TokenRelayStack(name: "e2e_cli_accounts_alias")
         defer { stack.stop() }
         let survivor = try await stack.signInAccountId("alice@contoso.example")
-        let minted = try await stack.control("POST", "/_control/users/alice@contoso.example/adal-refresh-token")
-        let adalToken = try #require(minted.json["refresh_token"] as? String)
+        let adalToken = try await stack.adalRefreshToken(for: "alice@contoso.example")
         let imported = try await stack.request(
             "POST", "/v1/accounts/import",
             json: ["username": "alice@contoso.example", "refresh_token": adalToken, "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"])

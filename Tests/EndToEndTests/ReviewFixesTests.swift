@@ -10,8 +10,7 @@ struct ReviewFixesTests {
     func importRotationSurvivesCommitFailure() async throws {
         let stack = try await TokenRelayStack(name: "e2e_import_commit_fail", emulatorArguments: ["--rotation-grace-seconds", "0"])
         defer { stack.stop() }
-        let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
-        let adalToken = try #require(minted.json["refresh_token"] as? String)
+        let adalToken = try await stack.adalRefreshToken(for: "bob@contoso.example")
         let imported = try await stack.request(
             "POST", "/v1/accounts/import",
             json: ["username": "bob@contoso.example", "refresh_token": adalToken, "authority": "\(stack.emulator.baseURL)/organizations"])
@@ -79,11 +78,11 @@ struct ReviewFixesTests {
             #expect(dead.json["account_state"] as? String == "interaction_required", "\(dead.text)")
         }
         func importBob() async throws -> String {
-            let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
+            let adalToken = try await stack.adalRefreshToken(for: "bob@contoso.example")
             let imported = try await stack.request(
                 "POST", "/v1/accounts/import",
                 json: [
-                    "username": "bob@contoso.example", "refresh_token": try #require(minted.json["refresh_token"] as? String),
+                    "username": "bob@contoso.example", "refresh_token": adalToken,
                     "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)",
                 ])
             return try #require(imported.json["account_id"] as? String)
@@ -161,11 +160,11 @@ struct ReviewFixesTests {
     func deadImportCarriesSignInURL() async throws {
         let stack = try await TokenRelayStack(name: "e2e_import_sign_in_url")
         defer { stack.stop() }
-        let minted = try await stack.control("POST", "/_control/users/bob@contoso.example/adal-refresh-token")
+        let adalToken = try await stack.adalRefreshToken(for: "bob@contoso.example")
         let imported = try await stack.request(
             "POST", "/v1/accounts/import",
             json: [
-                "username": "bob@contoso.example", "refresh_token": try #require(minted.json["refresh_token"] as? String),
+                "username": "bob@contoso.example", "refresh_token": adalToken,
                 "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)",
             ])
         let id = try #require(imported.json["account_id"] as? String)
