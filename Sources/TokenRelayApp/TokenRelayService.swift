@@ -84,12 +84,25 @@ public final class TokenRelayService: Sendable {
             maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
         let memory = MemoryTokenCache()
         let accounts = AccountCache(ttl: TimeInterval(configuration.cacheTTLSeconds))
-        let tokens = SilentTokenService(
-            store: store, sts: sts, authorities: authorities, memory: memory, accounts: accounts, declinedScopes: DeclinedScopesMemory(),
-            coalescer: RefreshCoalescer(),
-            clientId: configuration.clientId,
-            clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics,
-            logger: logger, now: now, uiRequired: UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds),
+        let uiRequired = UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds)
+        let declinedScopes = DeclinedScopesMemory()
+        let leaseWaiters = LeaseWaiters()
+        let redemptionLimiter = RedemptionLimiter(limit: configuration.maxConcurrentRefreshes)
+        var executor = RefreshExecutor(
+            store: store, endpoint: sts, clientId: configuration.clientId, expirySkewSeconds: configuration.expirySkewSeconds,
+            limiter: redemptionLimiter, waiters: leaseWaiters, pendingRotations: PendingRotations(), metrics: metrics, logger: logger, now: now)
+        executor.leaseSeconds = Double(configuration.refreshLeaseSeconds)
+        let refresher = CoalescedRefresher(executor: executor)
+        let tokens = SilentAcquisition(
+            resolver: AccountResolver(store: store, accounts: accounts),
+            cache: TokenCacheReader(store: store, memory: memory, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics, now: now),
+            refresher: refresher,
+            background: BackgroundRefresher(
+                refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: configuration.clientCapabilities, logger: logger,
+                now: now,
+                forget: { SilentAcquisition.forget($0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired) }),
+            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, clientId: configuration.clientId,
+            clientCapabilities: configuration.clientCapabilities, metrics: metrics, logger: logger, now: now,
             allowExtendedLifetime: configuration.allowExtendedLifetime)
         let grants = GrantTokenService(
             store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
@@ -119,6 +132,8 @@ public final class TokenRelayService: Sendable {
                 ("tokenrelay_db_pool_waiting", [:], Double(stats.waiting)),
                 ("tokenrelay_db_pool_waits", [:], Double(stats.totalWaits)),
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
+                ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
+                ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
                 ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
             ]
         }
@@ -142,6 +157,7 @@ public final class TokenRelayService: Sendable {
         invalidation.onAccountForgotten(tokens.forgetInMemory)
         invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
         invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
+        invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
         invalidation.onResynchronise {
             accounts.removeAll()
             authenticator.forgetAll()

@@ -39,7 +39,7 @@ struct HardeningTests {
         // With no rotation grace, only the newest refresh token works: this proves it was stored.
         let second = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(second.status == 200, "\(second.text)")
-        #expect(stack.relay.log().contains("token.cache_write_failed"))
+        #expect(stack.relay.log().contains("token.rotation_write_failed"))
     }
 
     @Test("%00 in a path does not cut it short: no account or Graph resource is reached through it")

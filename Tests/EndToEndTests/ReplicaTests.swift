@@ -23,19 +23,30 @@ struct ReplicaTests {
         return nil
     }
 
-    /// Waits until some session holds a refresh advisory lock (a refresh is between its lock and its
-    /// COMMIT, i.e. waiting for the STS) and returns that backend's pid.
-    static func refreshLockHolder(_ stack: TokenRelayStack) async throws -> Int? {
-        var holder: Int?
-        _ = try await within(10) {
-            holder = try await stack.withDatabase { connection in
-                try connection.query(
-                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                ).rows.first?.int("pid").map(Int.init)
+    /// Waits until a redemption is in flight (some refresh token's lease is held, i.e. a refresh
+    /// is waiting for the STS) and checks that nothing of PostgreSQL is held meanwhile (ADR 0012):
+    /// no session of the relay is inside a transaction and no advisory lock is granted.
+    /// - Returns: true when a redemption was seen in flight within 10 s.
+    static func redemptionInFlight(_ stack: TokenRelayStack) async throws -> Bool {
+        let seen = try await within(10) {
+            try await stack.withDatabase { connection in
+                try connection.query("SELECT 1 FROM refresh_tokens WHERE lease_owner IS NOT NULL AND lease_expires_at > now()").rows.first != nil
             }
-            return holder != nil
         }
-        return holder
+        guard seen != nil else { return false }
+        let held = try await stack.withDatabase { connection in
+            try connection.query(
+                """
+                SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                          AND state IN ('idle in transaction', 'idle in transaction (aborted)', 'active') AND query NOT ILIKE '%LISTEN%') AS busy,
+                       (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+                          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS advisory
+                """
+            ).rows.first
+        }
+        #expect(held?.int("busy") == 0, "a relay session is inside a transaction while the STS answers")
+        #expect(held?.int("advisory") == 0, "an advisory lock is held while the STS answers")
+        return true
     }
 
     static func cli(_ arguments: [String], databaseURL: String) throws -> (Int32, String) {
@@ -179,24 +190,27 @@ struct ReplicaTests {
 
         var stsSuccesses = 0.0
         var coalesced = 0.0
-        var lockAcquisitions = 0.0
+        var claims = 0.0
+        var rotations = 0.0
         for base in bases {
             let text = try await stack.request("GET", base + "/metrics", authenticated: false).text
             coalesced += Self.sample(text, "tokenrelay_refresh_coalesced_total") ?? 0
             stsSuccesses += Self.sample(text, #"tokenrelay_sts_requests_total{grant="refresh_token",outcome="success"}"#) ?? 0
-            lockAcquisitions += Self.sample(text, "tokenrelay_refresh_lock_wait_seconds_count") ?? 0
+            claims += Self.sample(text, #"tokenrelay_refresh_claims_total{result="claimed"}"#) ?? 0
+            rotations += Self.sample(text, #"tokenrelay_refresh_total{outcome="rotated"}"#) ?? 0
             #expect(text.contains(#"tokenrelay_db_pool_connections{state="size"} 4"#))
             #expect(text.contains("tokenrelay_db_pool_waits "))
         }
-        // Requests joined their replica's refresh. On a loaded machine some reach the coalescer
-        // only after it ended and take the lock once more, to find the new token (no STS call).
+        // Requests joined their replica's refresh; replicas took the lease once per STS call (the
+        // others waited and found the new token stored).
         #expect(coalesced >= 1)
         #expect(Int(stsSuccesses) == calls)
-        #expect(lockAcquisitions >= Double(calls))
-        print("single flight: \(Int(coalesced)) requests coalesced, \(Int(lockAcquisitions)) refresh-lock acquisitions")
+        #expect(Int(claims) == calls)
+        #expect(Int(rotations) == calls)
+        print("single flight: \(Int(coalesced)) requests coalesced, \(Int(claims)) lease claims")
     }
 
-    @Test("A backend killed after the STS answered and before COMMIT: the rotated refresh token is kept")
+    @Test("Every relay connection killed while the STS answers: the rotated refresh token is still stored")
     func lostConnectionBeforeCommit() async throws {
         let stack = try await TokenRelayStack(name: "e2e_lost_commit", emulatorArguments: ["--rotation-grace-seconds", "0"])
         defer { stack.stop() }
@@ -208,18 +222,20 @@ struct ReplicaTests {
         let inFlight = Task {
             try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         }
-        // The refresh holds its transaction (and advisory lock) open while the STS answers slowly.
-        let pid = try #require(try await Self.refreshLockHolder(stack))
+        // The refresh holds nothing while the STS answers slowly: kill every connection the
+        // relay has, so the fenced write after the STS answer meets a dead one.
+        #expect(try await Self.redemptionInFlight(stack))
         let terminated = try await stack.withDatabase { connection in
-            try connection.query("SELECT pg_terminate_backend($1::int) AS done", [.int(Int64(pid))]).rows.first?.string("done")
+            try connection.query(
+                """
+                SELECT count(*) AS killed FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend') AS k
+                """
+            ).rows.first?.int("killed")
         }
-        #expect(terminated == "t")
+        #expect((terminated ?? 0) >= 1)
         let answer = try await inFlight.value
         #expect(answer.status == 200, "\(answer.text)")
-        // Stored again at once, or (on a loaded machine, after 1.5 s of retries) held in memory
-        // and stored shortly after; either way the next refresh below proves it was kept.
-        let log = stack.relay.log()
-        #expect(log.contains("token.rotation_stored_on_retry") || log.contains("token.rotation_pending"))
 
         // With no rotation grace, this works only if the rotated refresh token was stored.
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
@@ -250,7 +266,7 @@ struct ReplicaTests {
         let inFlight = Task {
             try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         }
-        _ = try #require(try await Self.refreshLockHolder(stack))
+        #expect(try await Self.redemptionInFlight(stack))
         try await postgres.stop()
         let answer = try await inFlight.value
         #expect(answer.status == 200, "\(answer.text)")
@@ -360,7 +376,7 @@ struct ReplicaTests {
         let inFlight = Task {
             try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         }
-        _ = try #require(try await Self.refreshLockHolder(stack))
+        #expect(try await Self.redemptionInFlight(stack))
         stack.relay.terminate()
         let refusedAfter = try await Self.within(2) {
             // A client per try: a kept-alive connection made before SIGTERM would still be served.

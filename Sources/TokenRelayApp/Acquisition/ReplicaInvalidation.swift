@@ -18,6 +18,7 @@ import Synchronization
 /// - ``onAccessTokensReplaced(_:)``: a token was fetched with claims (a claims challenge): drop
 ///   the account's in-memory access tokens (the persistent cache holds the new one).
 /// - ``onAPIKeyRevoked(_:)``: the key must be refused at once.
+/// - ``onRefreshReleased(_:)``: a redemption lease was released: refreshes waiting for it claim again.
 /// - ``onResynchronise(_:)``: notifications may have been missed.
 final class ReplicaInvalidation: Sendable {
     /// This process's name in payloads (`kind:id origin`): a replica skips its own messages, whose
@@ -32,6 +33,9 @@ final class ReplicaInvalidation: Sendable {
         case accountChanged(String)
         case accessTokensReplaced(String)
         case apiKeyRevoked(String)
+        /// A redemption of the account's refresh token ended and its lease is free: waiters on
+        /// other replicas claim again at once instead of at their next poll (ADR 0012).
+        case refreshReleased(String)
 
         static let accountDeletedPrefix = "account.deleted:"
         static let apiKeyRevokedPrefix = "api_key.revoked:"
@@ -46,6 +50,7 @@ final class ReplicaInvalidation: Sendable {
             case .accountChanged(let id): "account.changed:" + id
             case .accessTokensReplaced(let id): "tokens.replaced:" + id
             case .apiKeyRevoked(let id): Self.apiKeyRevokedPrefix + id
+            case .refreshReleased(let id): "refresh.released:" + id
             }
         }
 
@@ -70,6 +75,7 @@ final class ReplicaInvalidation: Sendable {
             case "account.changed": self = .accountChanged(id)
             case "tokens.replaced": self = .accessTokensReplaced(id)
             case "api_key.revoked": self = .apiKeyRevoked(id)
+            case "refresh.released": self = .refreshReleased(id)
             default: return nil
             }
         }
@@ -80,6 +86,7 @@ final class ReplicaInvalidation: Sendable {
         var accessTokens: [@Sendable (String) -> Void] = []
         var apiKey: [@Sendable (String) -> Void] = []
         var resynchronise: [@Sendable () -> Void] = []
+        var refreshReleased: [@Sendable (String) -> Void] = []
     }
 
     private let hooks = Mutex(Hooks())
@@ -99,6 +106,7 @@ final class ReplicaInvalidation: Sendable {
     func onAccountForgotten(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.account.append(hook) } }
     func onAccessTokensReplaced(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.accessTokens.append(hook) } }
     func onAPIKeyRevoked(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.apiKey.append(hook) } }
+    func onRefreshReleased(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.refreshReleased.append(hook) } }
     func onResynchronise(_ hook: @escaping @Sendable () -> Void) { hooks.withLock { $0.resynchronise.append(hook) } }
 
     /// Runs the hooks `message` calls for (also used for this replica's own changes).
@@ -112,6 +120,8 @@ final class ReplicaInvalidation: Sendable {
             for hook in hooks.accessTokens { hook(id) }
         case .apiKeyRevoked(let id):
             for hook in hooks.apiKey { hook(id) }
+        case .refreshReleased(let id):
+            for hook in hooks.refreshReleased { hook(id) }
         }
     }
 

@@ -27,27 +27,6 @@ struct STSClient: Sendable {
     /// Told of every accepted and every rejected client credential (SPEC §12 Health).
     var credentialHealth: CredentialHealth? = nil
 
-    /// Redeems a refresh token from a thread that holds a transaction (the refresh lock, SPEC §2
-    /// step 3): waits for the answer without suspending, as ``blockingWait(_:)`` does.
-    /// - Parameter account: as for ``redeem(grant:authority:scopes:claims:context:account:)``.
-    /// - Returns: the tokens, or the STS error (never thrown: the caller decides inside the lock).
-    func redeemWaiting(
-        refreshToken: String, authority: Authority, scopes: ScopeSet, claims: String?, context: RequestContext, account: String? = nil
-    ) throws -> Result<TokenResponse, STSCallError> {
-        try blockingWait {
-            do {
-                return .success(
-                    try await redeem(
-                        grant: [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], authority: authority, scopes: scopes,
-                        claims: claims, context: context, account: account))
-            } catch let error as STSCallError {
-                return .failure(error)
-            } catch {
-                return .failure(.unavailable(Problem.unavailable("The identity provider could not be reached.", retryAfterSeconds: 1)))
-            }
-        }
-    }
-
     /// Redeems `grant` (e.g. `grant_type=refresh_token`, `refresh_token=...`) at `authority`.
     /// - Parameters:
     ///   - scopes: the one resource's scopes; OIDC scopes are added by `ScopeSet.wireValue`.

@@ -54,6 +54,14 @@ public struct Configuration: Sendable {
     public var expirySkewSeconds: Int = 300
     /// How long an interaction-required answer is replayed, seconds. Default 60.
     public var uiRequiredTTLSeconds: Int = 60
+    /// Redemptions of refresh tokens in flight per replica (`TOKENRELAY_MAX_CONCURRENT_REFRESHES`);
+    /// more wait within their deadline, then 503 `upstream_unavailable`. Independent of the
+    /// database pool: no connection is held while the STS answers (ADR 0012). Default 256.
+    public var maxConcurrentRefreshes: Int = 256
+    /// How long one redemption lease holds, seconds (`TOKENRELAY_REFRESH_LEASE_S`): another
+    /// replica takes over a holder that died after this. The holder's STS call is cut off at
+    /// three quarters of it, so it can never still succeed when the lease passes. Default 60.
+    public var refreshLeaseSeconds: Int = 60
     /// Serve tokens up to `ext_expires_on` while the STS is down. Default false.
     public var allowExtendedLifetime: Bool = false
     /// Client capabilities sent as `xms_cc` claims, e.g. `cp1`. Default none.

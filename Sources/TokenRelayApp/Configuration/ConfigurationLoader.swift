@@ -95,6 +95,8 @@ public struct ConfigurationLoader: Sendable {
         config.maxRetryAfterSeconds = try int("max_retry_after_s", 0...3600) ?? config.maxRetryAfterSeconds
         config.expirySkewSeconds = try int("expiry_skew_s", 0...3600) ?? config.expirySkewSeconds
         config.uiRequiredTTLSeconds = try int("ui_required_ttl_s", 0...3600) ?? config.uiRequiredTTLSeconds
+        config.maxConcurrentRefreshes = try int("max_concurrent_refreshes", 1...100_000) ?? config.maxConcurrentRefreshes
+        config.refreshLeaseSeconds = try int("refresh_lease_s", 4...600) ?? config.refreshLeaseSeconds
         config.allowExtendedLifetime = try bool("allow_extended_lifetime") ?? false
         config.clientCapabilities = try list("client_capabilities") ?? []
         config.maxBodyBytes = try int("max_body_bytes", 1024...(64 << 20)) ?? config.maxBodyBytes

@@ -10,7 +10,7 @@ import IdentityCore
 /// answered by one more acquisition with those claims, never a loop.
 struct DownstreamService: Sendable {
     let apis: [String: DownstreamAPI]
-    let tokens: SilentTokenService
+    let tokens: SilentAcquisition
     let grants: GrantTokenService
     let http: RetryingHTTPClient
     let maxAttempts: Int

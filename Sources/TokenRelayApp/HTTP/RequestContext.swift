@@ -15,6 +15,10 @@ struct RequestContext: Sendable {
     /// rotated token would be lost (SPEC §1 strict rotation). The caller still gets its answer
     /// at `deadline`; the attempt finishes in the background. 0: the deadline bounds every attempt.
     var minimumAttemptSeconds: Double = 0
+    /// No upstream attempt runs past this, whatever `minimumAttemptSeconds` says: a refresh-token
+    /// redemption ends before its lease does, so no other replica can redeem the same token while
+    /// this call could still succeed (ADR 0012). Nil: no such bound.
+    var attemptCutoff: Date?
 
     /// `access` has no default: a context copied without it would silently lift the caller's
     /// tenant and scope limits (use ``renamed(_:)`` to change only the correlation id).
@@ -30,6 +34,7 @@ struct RequestContext: Sendable {
     func renamed(_ correlationId: String) -> RequestContext {
         var copy = RequestContext(correlationId: correlationId, deadline: deadline, caller: caller, access: access)
         copy.minimumAttemptSeconds = minimumAttemptSeconds
+        copy.attemptCutoff = attemptCutoff
         return copy
     }
 

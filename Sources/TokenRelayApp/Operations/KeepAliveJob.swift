@@ -5,14 +5,14 @@ import IdentityCore
 /// redeems the refresh token of accounts idle for that many days so it does not die of
 /// inactivity (AADSTS700082 after 90 days, "Refresh tokens in the Microsoft identity platform").
 ///
-/// Each redemption is the normal one (`SilentTokenService.keepAliveRefresh`: the per-(account,
-/// client_id) lock, rotation in one transaction, the normal error mapping, so a dead refresh
+/// Each redemption is the normal one (`SilentAcquisition.keepAliveRefresh`: the per-(account,
+/// client_id), the fenced rotation, the normal error mapping, so a dead refresh
 /// token puts the account in `interaction_required`). A pass holds a lease so one replica at a
 /// time runs it, and paces its STS calls at most `maxPerMinute` with jitter.
 struct KeepAliveJob: Sendable {
     let store: KeepAliveStore
     let accounts: TokenStore
-    let tokens: SilentTokenService
+    let tokens: SilentAcquisition
     let events: AccountEventStore
     let afterDays: Int
     let maxPerMinute: Int
@@ -85,8 +85,8 @@ struct KeepAliveJob: Sendable {
             case .token:
                 try await store.markRedeemed(accountId: account.accountId)
                 outcome = .refreshed
-            case .problem(let problem):
-                outcome = try await failed(account, problem)
+            case .failure(let error):
+                outcome = try await failed(account, Problem(error))
             }
         } catch let problem as Problem {
             outcome = (try? await failed(account, problem)) ?? .deferred

@@ -4,7 +4,7 @@ import IdentityCore
 struct AppServices: Sendable {
     let configuration: Configuration
     let store: TokenStore
-    let tokens: SilentTokenService
+    let tokens: SilentAcquisition
     let grants: GrantTokenService
     let signIns: SignInService
     let downstream: DownstreamService

@@ -48,7 +48,7 @@ extension TokenStore {
                 _ = try connection.query(
                     "UPDATE accounts SET realm = $2, authority = $3, authority_type = $4, state = 'active' WHERE account_id = $1",
                     [.text(pending), .text(authority.tenant.lowercased()), .text(authority.url), .text(authority.type.rawValue)])
-                try self.saveRefreshToken(in: connection, accountId: pending, token: refreshToken, familyId: nil, replacing: nil)
+                try self.saveRefreshToken(in: connection, accountId: pending, token: refreshToken, familyId: nil, cause: .importToken)
                 try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: pending, outcome: "replaced", detail: detail)
                 if wasDead { try AccountEventStore.append(in: connection, .recovered, accountId: pending, data: ["reason": .string("import")]) }
                 return (try self.account(in: connection, id: pending), false)
@@ -62,7 +62,7 @@ extension TokenStore {
                     .text(accountId), .text(clientId), .text(authority.environment), .text(authority.tenant.lowercased()), .text(username),
                     .text(authority.url), .text(authority.type.rawValue),
                 ])
-            try self.saveRefreshToken(in: connection, accountId: accountId, token: refreshToken, familyId: nil, replacing: nil)
+            try self.saveRefreshToken(in: connection, accountId: accountId, token: refreshToken, familyId: nil, cause: .importToken)
             try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: accountId, outcome: "success", detail: detail)
             return (try self.account(in: connection, id: accountId), true)
         }
@@ -99,6 +99,11 @@ extension TokenStore {
         try connection.query(
             "SELECT 1 FROM accounts WHERE account_id = $1 AND client_id = $2 AND home_account_id IS NULL", [.text(accountId), .text(clientId)]
         ).rows.first != nil
+    }
+
+    /// Whether an imported account still waits for its first redemption.
+    func isPendingImport(accountId: String) async throws -> Bool {
+        try await database.run { connection in try self.isPendingImport(in: connection, accountId: accountId) }
     }
 
     /// Records what the first redemption of an imported refresh token returned, inside the
@@ -146,7 +151,7 @@ extension TokenStore {
         let survivorHasToken = try self.refreshToken(in: connection, accountId: survivorId) != nil
         let revived = try !survivorHasToken && refreshToken != nil && isInteractionRequired(in: connection, accountId: survivorId)
         if !survivorHasToken, let refreshToken {
-            try saveRefreshToken(in: connection, accountId: survivorId, token: refreshToken, familyId: familyId, replacing: nil)
+            try saveRefreshToken(in: connection, accountId: survivorId, token: refreshToken, familyId: familyId, cause: .importToken)
             _ = try connection.query("UPDATE accounts SET state = 'active' WHERE account_id = $1", [.text(survivorId)])
         }
         let moved = accessToken.owned(by: survivorId)

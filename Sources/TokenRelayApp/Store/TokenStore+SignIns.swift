@@ -126,7 +126,7 @@ extension TokenStore {
                 in: connection, accountId: accountId, realm: account.realm, localAccountId: account.localAccountId, isHome: account.isHomeTenant)
             let record = try self.account(in: connection, id: accountId)
             if let refreshToken {
-                try self.saveRefreshToken(in: connection, accountId: record.accountId, token: refreshToken, familyId: familyId, replacing: nil)
+                try self.saveRefreshToken(in: connection, accountId: record.accountId, token: refreshToken, familyId: familyId, cause: .signIn)
             }
             if let accessToken {
                 try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))

@@ -1,8 +1,8 @@
 import IdentityCore
 import PostgresBridge
 
-/// Token rows. The `in` functions run inside a caller's transaction (the refresh lock holds one
-/// open across the STS call, SPEC §2 step 3); each is one statement.
+/// Token rows. The `in` functions run inside a caller's short transaction; each is one
+/// statement. The refresh engine's own statements are in `TokenStore+Refresh.swift`.
 extension TokenStore {
     /// Serialises refreshes of one (account, client_id) across replicas until the transaction
     /// ends. Transaction-scoped so it works through pgbouncer in transaction mode (SPEC §8).
@@ -67,6 +67,12 @@ extension TokenStore {
             ])
     }
 
+    /// Why a chain of refresh tokens starts (`refresh_token_lineage.cause`).
+    enum LineageCause: String, Sendable {
+        case signIn = "sign_in"
+        case importToken = "import"
+    }
+
     /// The account's refresh token and its generation, or nil when none is stored.
     func refreshToken(in connection: PostgresConnection, accountId: String) throws -> (token: String, generation: Int64)? {
         guard
@@ -89,34 +95,33 @@ extension TokenStore {
         return (token, row.int("generation") ?? 0)
     }
 
-    /// Stores a refresh token. With `replacing` it is a compare-and-swap on the generation read
-    /// under the lock, so a superseded token can never come back.
-    /// - Throws: `Problem` 500 when the swap lost (a bug: the advisory lock should prevent it).
-    func saveRefreshToken(in connection: PostgresConnection, accountId: String, token: String, familyId: String?, replacing generation: Int64?) throws {
+    /// Starts a new chain with a refresh token from a sign-in or an import (SPEC §3), replacing
+    /// whatever is stored. The generation only ever grows for an account (a chain started after
+    /// the old token died continues the count), so a redemption of an older generation that is
+    /// still in flight is fenced out (ADR 0012); its lease is cleared so the new token can be
+    /// redeemed at once.
+    func saveRefreshToken(in connection: PostgresConnection, accountId: String, token: String, familyId: String?, cause: LineageCause) throws {
         let sealed = try cipher.seal(token, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
-        if let generation {
-            let updated = try connection.query(
-                """
-                UPDATE refresh_tokens SET key_id = $3, nonce = $4, ciphertext = $5, family_id = COALESCE($6, family_id),
-                  generation = generation + 1, updated_at = now()
-                WHERE account_id = $1 AND client_id = $2 AND generation = $7
-                """,
-                [
-                    .text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId),
-                    .int(generation),
-                ]
-            ).affectedRows
-            // The refresh lock serialises every writer (refreshes and sign-ins), so a lost swap is a bug.
-            guard updated == 1 else { throw Problem(.internal, "The refresh token changed during a rotation; nothing was written.") }
-        } else {
-            _ = try connection.query(
-                """
-                INSERT INTO refresh_tokens (account_id, client_id, key_id, nonce, ciphertext, family_id) VALUES ($1, $2, $3, $4, $5, $6)
-                ON CONFLICT (account_id, client_id) DO UPDATE SET key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce,
-                  ciphertext = EXCLUDED.ciphertext, family_id = EXCLUDED.family_id, generation = refresh_tokens.generation + 1, updated_at = now()
-                """,
-                [.text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId)])
-        }
+        _ = try connection.query(
+            """
+            WITH saved AS (
+              INSERT INTO refresh_tokens (account_id, client_id, key_id, nonce, ciphertext, family_id, generation)
+              VALUES ($1, $2, $3, $4, $5, $6,
+                      COALESCE((SELECT max(generation) FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2), 0) + 1)
+              ON CONFLICT (account_id, client_id) DO UPDATE SET key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce,
+                ciphertext = EXCLUDED.ciphertext, family_id = EXCLUDED.family_id,
+                generation = GREATEST(refresh_tokens.generation, EXCLUDED.generation - 1) + 1, updated_at = now(),
+                rotated_at = NULL, replaced_fingerprint = NULL, lease_owner = NULL, lease_expires_at = NULL
+              RETURNING generation)
+            INSERT INTO refresh_token_lineage (account_id, client_id, generation, fingerprint, replaced_fingerprint, cause)
+            SELECT $1, $2, generation, $7, NULL, $8 FROM saved
+            ON CONFLICT (account_id, client_id, generation) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+              replaced_fingerprint = NULL, cause = EXCLUDED.cause, recorded_at = now()
+            """,
+            [
+                .text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId),
+                .text(Self.fingerprint(token)), .text(cause.rawValue),
+            ])
     }
 
     /// The STS said the refresh token is dead (expired, revoked, idle): delete it and put the

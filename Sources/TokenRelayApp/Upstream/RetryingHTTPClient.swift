@@ -33,6 +33,11 @@ struct RetryingHTTPClient: Sendable {
             guard remaining > 0.05 else { throw Problem.deadlinePassed(before: target) }
             var attemptRequest = request
             attemptRequest.timeout = min(max(remaining, context.minimumAttemptSeconds), 30)
+            if let cutoff = context.attemptCutoff {
+                let beforeCutoff = cutoff.timeIntervalSince(clock.now())
+                guard beforeCutoff > 0.05 else { throw Problem.deadlinePassed(before: target) }
+                attemptRequest.timeout = min(attemptRequest.timeout, beforeCutoff)
+            }
             let result: Result<HTTPClientResponse, HTTPClientError>
             do {
                 result = .success(try await http.execute(attemptRequest))

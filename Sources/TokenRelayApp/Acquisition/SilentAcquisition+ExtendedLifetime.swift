@@ -1,6 +1,6 @@
 import IdentityCore
 
-extension SilentTokenService {
+extension SilentAcquisition {
     /// A cached token to serve, flagged, when the STS could not be used (SPEC §5 `ext_expires_on`,
     /// §12 Token requests `extended_lifetime: true`): only with `allow_extended_lifetime`, only
     /// when the refresh failed because the STS is unavailable (5xx, timeout, unreachable after
@@ -8,12 +8,12 @@ extension SilentTokenService {
     /// servable normally but still before its `ext_expires_on`. MSAL's "extended lifetime"
     /// (`ext_expires_in`, resilience while the token service is down).
     /// - Returns: the token with the latest `ext_expires_on`, or nil to answer the problem.
-    func extendedLifetimeToken(after problem: Problem, account: AccountRecord, realm: String, scopes: ScopeSet) async throws -> StoredAccessToken? {
-        guard allowExtendedLifetime, problem.code == .upstreamUnavailable else { return nil }
+    func extendedLifetimeToken(after error: AcquisitionError, account: AccountRecord, realm: String, scopes: ScopeSet) async throws -> StoredAccessToken? {
+        guard allowExtendedLifetime, error.stsUnavailable else { return nil }
         let now = self.now()
         func extendable(_ token: StoredAccessToken) -> Bool {
             token.scopeSet.isSuperset(of: scopes)
-                && TokenFreshness.evaluate(token.times, now: now, expirySkew: expirySkewSeconds, minTTL: 0) == .extendedOnly
+                && TokenFreshness.evaluate(token.times, now: now, expirySkew: cache.expirySkewSeconds, minTTL: 0) == .extendedOnly
         }
         var candidates: [StoredAccessToken] = []
         if let inMemory = memory.lookup(accountId: account.accountId, environment: account.environment, realm: realm, scopes: scopes) {

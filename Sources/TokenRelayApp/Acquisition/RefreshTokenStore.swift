@@ -1,0 +1,96 @@
+import IdentityCore
+
+/// What the refresh engine needs of PostgreSQL (ADR 0012): each call is one short statement or
+/// transaction, and none is open while the STS answers. `TokenStore` is the live form; tests
+/// give the executor another.
+protocol RefreshTokenStore: Sendable {
+    /// Claims the redemption lease of the account's refresh token for `leaseSeconds`.
+    /// - Throws: `Problem` 503 when the database is unreachable; 500 when the stored token cannot
+    ///   be decrypted (the lease is released first).
+    func claimRefresh(_ claim: RefreshClaimRequest) async throws -> RefreshClaim
+
+    /// Stores the STS answer fenced on the generation redeemed, releasing the lease.
+    /// - Throws: `Problem` 503 when the database is unreachable; 500 for a statement that failed.
+    func writeRotation(_ write: RotationWrite) async throws -> RotationWriteOutcome
+
+    /// Releases the lease if `owner` still holds it, and wakes waiters on every replica.
+    func releaseRefreshLease(accountId: String, owner: String) async throws
+
+    /// Deletes the refresh token if it is still at `generation` and puts the account in
+    /// `interaction_required` (SPEC §2 step 1). Returns whether it did.
+    func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool
+
+    /// The account's stored access tokens in `realm` (undecryptable rows are left out).
+    func accessTokens(accountId: String, environment: String, realm: String) async throws -> [StoredAccessToken]
+}
+
+/// One claim: whose lease, for how long, and which stored access token would make it unneeded.
+struct RefreshClaimRequest: Sendable {
+    let accountId: String
+    let environment: String
+    let realm: String
+    let scopes: ScopeSet
+    /// Look for a usable stored access token first (not for `force_refresh` or claims).
+    let checkCache: Bool
+    /// With `checkCache`: whether a token past `refresh_on` counts (not for proactive refresh).
+    let acceptRefreshDue: Bool
+    /// Unix seconds: a stored token counts only if `expires_on` is at least this
+    /// (`now + max(expiry_skew, min_ttl_s)`, SPEC §12).
+    let minimumExpiresOn: Int
+    /// Unix seconds.
+    let now: Int
+    /// This claim's unique lease owner (replica origin and a random part).
+    let owner: String
+    /// How long the lease holds, seconds (`TOKENRELAY_REFRESH_LEASE_S`).
+    let leaseSeconds: Double
+}
+
+/// What a claim found.
+enum RefreshClaim: Sendable, Equatable {
+    /// The lease is this claim's: redeem `token`, of `generation`.
+    case claimed(token: String, generation: Int64)
+    /// Another redemption holds the lease for about `secondsLeft` more.
+    case heldElsewhere(secondsLeft: Double)
+    /// A usable access token is stored (another redemption finished meanwhile).
+    case freshTokenStored
+    /// The account has no refresh token.
+    case noRefreshToken
+}
+
+extension RefreshClaim {
+    /// `tokenrelay_refresh_claims_total{result}`.
+    var metricLabel: String {
+        switch self {
+        case .claimed: "claimed"
+        case .heldElsewhere: "held_elsewhere"
+        case .freshTokenStored: "fresh_token_stored"
+        case .noRefreshToken: "no_refresh_token"
+        }
+    }
+}
+
+/// The fenced write of one redemption's answer.
+struct RotationWrite: Sendable {
+    let accountId: String
+    /// The generation redeemed: the row changes only while it is still this one.
+    let generation: Int64
+    /// The new refresh token, nil when the STS returned none (the stored one stays, case 14).
+    let rotatedRefreshToken: String?
+    let familyId: String?
+    /// ``TokenStore/fingerprint(_:)`` of the refresh token that was redeemed.
+    let redeemedFingerprint: String
+    /// The access token to cache with it; nil writes the refresh token alone.
+    let accessToken: StoredAccessToken?
+    /// A claims challenge was met: other replicas drop the account's in-memory access tokens.
+    let notifyAccessTokensReplaced: Bool
+}
+
+/// How the fenced write ended.
+enum RotationWriteOutcome: Sendable, Equatable {
+    /// Stored; the row is now at `generation`.
+    case stored(generation: Int64)
+    /// An earlier attempt of this same write committed (its answer was lost with the connection).
+    case alreadyStored
+    /// The row is at another generation (a sign-in, or a redemption after a lease takeover) or gone.
+    case fencedOut
+}

@@ -1,0 +1,197 @@
+import Foundation
+import IdentityCore
+
+/// The server-side `acquireTokenSilent` (SPEC §2): resolve the account, serve from the cache
+/// (memory, then the encrypted persistent cache), else redeem the refresh token (coalesced in
+/// the replica, leased across replicas, ADR 0012), else a clear `interaction_required`.
+///
+/// The parts, each with one job: ``AccountResolver``, ``TokenCacheReader``,
+/// ``CoalescedRefresher`` (over ``RefreshExecutor`` and ``RefreshStateMachine``) and
+/// ``BackgroundRefresher``; this type puts them in order and keeps the per-replica memories.
+struct SilentAcquisition: Sendable {
+    let resolver: AccountResolver
+    let cache: TokenCacheReader
+    let refresher: CoalescedRefresher
+    let background: BackgroundRefresher
+    let store: TokenStore
+    let sts: STSClient
+    let authorities: AuthorityValidator
+    let declinedScopes: DeclinedScopesMemory
+    /// Interaction-required answers replayed without an STS call (SPEC §5).
+    let uiRequired: UIRequiredMemory
+    let clientId: String
+    let clientCapabilities: [String]
+    let metrics: Metrics
+    let logger: Logger
+    let now: @Sendable () -> Int
+    /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
+    /// (SPEC §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
+    var allowExtendedLifetime = false
+
+    var memory: MemoryTokenCache { cache.memory }
+    var accounts: AccountCache { resolver.accounts }
+    var pendingRotations: PendingRotations { refresher.executor.pendingRotations }
+    var executor: RefreshExecutor { refresher.executor }
+
+    /// Acquires a token for `request`.
+    /// - Throws: `Problem`: 404 `account_not_found`, 409 `ambiguous_account`,
+    ///   `interaction_required` or `server_declined_scopes`, 429 `throttled`, 502, 503/504.
+    func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
+        try context.access.check(request)
+        let account = try await resolver.resolve(request.account, visibleTo: context.access)
+        return try await acquire(request, for: account, context: context)
+    }
+
+    /// Finds the account named by `selector` (see ``AccountResolver``).
+    func resolve(_ selector: SilentTokenRequest.AccountSelector) async throws -> AccountRecord {
+        try await resolver.resolve(selector)
+    }
+
+    /// The memory-only answer for `request`, or nil when it needs the database or the STS.
+    ///
+    /// Runs on the server thread without suspending (SPEC §10): account and token both come
+    /// from this replica's memory, and nothing is written.
+    func acquireFromMemory(_ request: SilentTokenRequest) -> SilentTokenResult? {
+        guard case .accountId(let id) = request.account, !request.forceRefresh, request.authority == nil,
+            !ClaimsRequest.bypassesCache(claims: request.claims), let account = accounts.account(id: id), account.state == .active,
+            let token = cache.fromMemory(
+                accountId: id, environment: account.environment, realm: account.realm, scopes: request.scopes, minTTL: request.minTTLSeconds)
+        else { return nil }
+        metrics.memoryCacheHits.increment()
+        served(token, account: account, scopes: request.scopes)
+        return SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
+    }
+
+    /// Acquires a token for an account already resolved (downstream calls resolve once).
+    func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
+        try context.access.check(request)
+        guard context.access.sees(account) else { throw Problem.accountNotFound() }
+        guard account.state == .active else {
+            var problem = Problem(
+                .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
+                extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
+            problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            throw problem
+        }
+        if account.homeAccountId == nil {
+            // An ADAL import not yet redeemed: the first redemption learns (or merges) its identity.
+            if let done = try await completeImport(account, request: request, context: context) { return done }
+            return try await acquire(request, for: try await resolver.resolve(.accountId(account.accountId)), context: context)
+        }
+        let (authority, realm) = try authorities.authorityAndRealm(request.authority, for: account)
+        // A key that sees a guest through another tenant's profile gets no home-tenant token.
+        try context.access.check(realm: realm)
+        let claims = try mergedClaims(request.claims)
+        let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
+        let minTTL = request.minTTLSeconds
+        let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
+        if let replayed = uiRequired.recall(accountId: account.accountId, key: uiRequiredKey, now: now()) {
+            metrics.increment("tokenrelay_ui_required_replayed_total")
+            throw replayed
+        }
+
+        let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
+        if !bypassCache {
+            if let remembered = declinedScopes.recall(accountId: account.accountId, key: declinedKey, now: now()),
+                cache.usable(remembered.token, minTTL: minTTL)
+            {
+                return try answer(remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
+            }
+            if let (hit, layer) = try await cache.lookup(account: account, realm: realm, scopes: request.scopes, minTTL: minTTL) {
+                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
+                served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
+                return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+            }
+        }
+
+        let refresh = RefreshExecutor.Request(
+            account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims,
+            mode: bypassCache ? .bypass : .cacheFirst, minTTL: minTTL, context: context)
+        let (outcome, _) = try await refresher.run(refresh, until: context.deadline)
+        background.absorb(outcome, accountId: account.accountId)
+        switch outcome {
+        case .failure(let error):
+            if !bypassCache, let extended = try await extendedLifetimeToken(after: error, account: account, realm: realm, scopes: request.scopes) {
+                return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
+            }
+            var problem = Problem(error, requestedScopes: request.scopes)
+            if problem.code == .interactionRequired {
+                problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+            }
+            if problem.replayable {
+                uiRequired.remember(problem, accountId: account.accountId, key: uiRequiredKey, now: now())
+            }
+            throw problem
+        case .token(let token, let declined, let source):
+            touch(account.accountId)
+            if !declined.isEmpty {
+                declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey, now: now())
+            }
+            return try answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial)
+        }
+    }
+
+    /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not
+    /// accept a partial grant (SPEC §4).
+    func answer(
+        _ token: StoredAccessToken, declined: [String], account: AccountRecord, source: SilentTokenResult.Source, allowPartial: Bool
+    ) throws -> SilentTokenResult {
+        if !declined.isEmpty && !allowPartial {
+            throw Problem(
+                .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
+                extensions: [
+                    "granted_scopes": .array(token.scopes.map(JSONValue.string)),
+                    "declined_scopes": .array(declined.map(JSONValue.string)),
+                ])
+        }
+        return SilentTokenResult(token: token, account: account, source: source, declinedScopes: declined)
+    }
+
+    /// The caller's claims merged with the client capabilities (the STS `claims` parameter).
+    /// - Throws: `Problem` 400 `invalid_request` field `claims` when they are not a JSON object.
+    func mergedClaims(_ claims: String?) throws -> String? {
+        do {
+            return try ClaimsRequest.merged(claims: claims, capabilities: clientCapabilities)
+        } catch {
+            throw Problem.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
+        }
+    }
+
+    /// One keep-alive redemption (see ``BackgroundRefresher/keepAlive(account:scopes:context:)``).
+    func keepAliveRefresh(account: AccountRecord, scopes: ScopeSet, context: RequestContext) async throws -> RefreshExecutor.Outcome {
+        try await background.keepAlive(account: account, scopes: scopes, context: context)
+    }
+
+    /// Drops everything this replica holds in memory for the account (deleted, signed in again,
+    /// refresh token dead).
+    func forgetInMemory(_ accountId: String) {
+        Self.forget(accountId, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired)
+    }
+
+    static func forget(
+        _ accountId: String, memory: MemoryTokenCache, accounts: AccountCache, declinedScopes: DeclinedScopesMemory, uiRequired: UIRequiredMemory
+    ) {
+        memory.removeAll(accountId: accountId)
+        accounts.remove(id: accountId)
+        declinedScopes.forget(accountId: accountId)
+        uiRequired.forget(accountId: accountId)
+    }
+
+    // MARK: After a cache hit
+
+    /// Work a served cache hit may start, never awaited by the caller: one background refresh
+    /// once `refresh_on` has passed (SPEC §1 proactive refresh), and `last_used_at` at most once
+    /// per 5 minutes (SPEC §12 Accounts).
+    private func served(_ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority? = nil, claims: String? = nil) {
+        touch(account.accountId)
+        guard cache.refreshDue(token) else { return }
+        background.refreshSoon(token, account: account, scopes: scopes, authority: authority, claims: claims)
+    }
+
+    /// Records use of the account in the background when this replica has not for 5 minutes.
+    private func touch(_ accountId: String) {
+        guard accounts.claimTouch(id: accountId, now: now()) else { return }
+        let store = self.store
+        Task { try? await store.touch(accountId: accountId) }
+    }
+}

@@ -1,0 +1,50 @@
+import IdentityCore
+
+/// Reads the access-token cache (SPEC §1, §2 step 2, §12 Token requests): this replica's memory
+/// first, then the encrypted persistent cache, whose hits are brought back into memory.
+struct TokenCacheReader: Sendable {
+    let store: any RefreshTokenStore
+    let memory: MemoryTokenCache
+    /// A token this close to `expires_on` (seconds) is not served (`TOKENRELAY_EXPIRY_SKEW_S`).
+    let expirySkewSeconds: Int
+    let metrics: Metrics
+    let now: @Sendable () -> Int
+
+    /// Where a hit was found (the `layer` label of `tokenrelay_token_cache_total`).
+    enum Layer: String, Sendable {
+        case memory
+        case database
+    }
+
+    /// A servable token from memory alone, or nil.
+    func fromMemory(accountId: String, environment: String, realm: String, scopes: ScopeSet, minTTL: Int) -> StoredAccessToken? {
+        guard let token = memory.lookup(accountId: accountId, environment: environment, realm: realm, scopes: scopes), usable(token, minTTL: minTTL)
+        else { return nil }
+        return token
+    }
+
+    /// A servable token covering `scopes`, from memory or the database, or nil (a miss, counted).
+    /// - Throws: `Problem` 503 when the database is unreachable.
+    func lookup(account: AccountRecord, realm: String, scopes: ScopeSet, minTTL: Int) async throws -> (StoredAccessToken, Layer)? {
+        if let hit = fromMemory(accountId: account.accountId, environment: account.environment, realm: realm, scopes: scopes, minTTL: minTTL) {
+            return (hit, .memory)
+        }
+        let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
+        if let hit = stored.best(covering: scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
+            memory.store(hit, now: now())
+            return (hit, .database)
+        }
+        metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
+        return nil
+    }
+
+    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
+    func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
+        token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
+    }
+
+    /// Whether a served token is past `refresh_on` (SPEC §1 proactive refresh).
+    func refreshDue(_ token: StoredAccessToken) -> Bool {
+        TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: 0) == .refreshDue
+    }
+}

@@ -1,0 +1,217 @@
+import CryptoBridge
+import IdentityCore
+import PostgresBridge
+
+/// The refresh engine's statements (ADR 0012): a claim and a fenced write, each one autocommit
+/// statement (one round trip, nothing held between them), so a refresh holds no connection,
+/// transaction or lock while the STS answers, and works through pgbouncer in transaction mode.
+extension TokenStore: RefreshTokenStore {
+    func claimRefresh(_ claim: RefreshClaimRequest) async throws -> RefreshClaim {
+        let clientId = self.clientId
+        let row = try await database.run { connection in
+            try connection.query(Self.claimStatement, claim.parameters(clientId: clientId)).rows.first
+        }
+        guard let row else { throw Problem(.internal, "The refresh claim returned no row.") }
+        if let generation = row.int("claimed_generation") {
+            do {
+                let token = try cipher.open(SealedSecret(row: row), for: SealingContext(owner: claim.accountId, kind: .refreshToken, clientId: clientId))
+                return .claimed(token: token, generation: generation)
+            } catch {
+                // Never sent: a key missing from the ring, or a ciphertext moved from another row.
+                try? await releaseRefreshLease(accountId: claim.accountId, owner: claim.owner)
+                var problem = Problem(.internal, "The stored refresh token of this account could not be decrypted; see the service log.")
+                problem.cause = "token.decrypt_failed: kind=rt account.id=\(claim.accountId): \(error)"
+                throw problem
+            }
+        }
+        if row.bool("fresh") == true { return .freshTokenStored }
+        guard row.bool("has_token") == true else { return .noRefreshToken }
+        let secondsLeft = row.string("lease_seconds_left").flatMap(Double.init) ?? 0
+        return .heldElsewhere(secondsLeft: max(0, secondsLeft))
+    }
+
+    /// One statement: the cache check (`fresh`, in SQL so it costs no extra round trip), the
+    /// lease claim (only when the lease is free or expired, and no usable token is stored), and
+    /// what the row looked like before. Every part sees the same snapshot; a concurrent claim
+    /// that committed first makes the UPDATE re-check its row and match nothing (READ COMMITTED).
+    private static let claimStatement = """
+        WITH fresh AS (
+          SELECT 1 FROM access_tokens
+          WHERE $5::bool AND account_id = $1 AND client_id = $2 AND environment = $3 AND realm = $4
+            AND string_to_array(target, ' ') @> string_to_array($6::text, ' ')
+            AND expires_on >= $7::int8 AND ($8::bool OR refresh_on IS NULL OR refresh_on > $9::int8)
+          LIMIT 1),
+        current AS (
+          SELECT extract(epoch FROM lease_expires_at - now()) AS seconds_left FROM refresh_tokens
+          WHERE account_id = $1 AND client_id = $2),
+        claimed AS (
+          UPDATE refresh_tokens SET lease_owner = $10::text, lease_expires_at = now() + make_interval(secs => $11::float8)
+          WHERE account_id = $1 AND client_id = $2 AND (lease_owner IS NULL OR lease_expires_at <= now())
+            AND NOT EXISTS (SELECT 1 FROM fresh)
+          RETURNING key_id, nonce, ciphertext, generation)
+        SELECT c.key_id, c.nonce, c.ciphertext, c.generation AS claimed_generation,
+               EXISTS (SELECT 1 FROM fresh) AS fresh, EXISTS (SELECT 1 FROM current) AS has_token,
+               (SELECT seconds_left FROM current)::text AS lease_seconds_left
+        FROM (SELECT 1) AS one LEFT JOIN claimed c ON true
+        """
+
+    func writeRotation(_ write: RotationWrite) async throws -> RotationWriteOutcome {
+        try await database.run { connection in try self.writeRotation(in: connection, write) }
+    }
+
+    /// ``writeRotation(_:)`` inside a caller's transaction (an import's first redemption
+    /// completes the account in the same transaction).
+    func writeRotation(in connection: PostgresConnection, _ write: RotationWrite) throws -> RotationWriteOutcome {
+        let clientId = self.clientId
+        let sealedRefresh = try write.rotatedRefreshToken.map {
+            try cipher.seal($0, for: SealingContext(owner: write.accountId, kind: .refreshToken, clientId: clientId))
+        }
+        let sealedAccess = try write.accessToken.map {
+            try cipher.seal($0.secret, for: SealingContext(owner: write.accountId, kind: .accessToken, clientId: clientId))
+        }
+        var parameters: [PostgresParameter] = [
+            .text(write.accountId), .text(clientId), .int(write.generation), TokenStore.optional(sealedRefresh?.keyId),
+            sealedRefresh.map { .bytes($0.nonce) } ?? .null, sealedRefresh.map { .bytes($0.ciphertext) } ?? .null, TokenStore.optional(write.familyId),
+            .text(write.redeemedFingerprint), TokenStore.optional(write.rotatedRefreshToken.map(Self.fingerprint)),
+            .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.refreshReleased(write.accountId).payload),
+            write.notifyAccessTokensReplaced ? .text(ReplicaInvalidation.Message.accessTokensReplaced(write.accountId).payload) : .null,
+        ]
+        var statement = Self.rotationStatement
+        if let token = write.accessToken, let sealedAccess {
+            let target = ScopeSet(normalizing: token.scopes)
+            parameters += [
+                .text(token.environment), .text(token.realm), .text(target.cacheKey), .text(target.canonical.joined(separator: " ")),
+                .text(sealedAccess.keyId), .bytes(sealedAccess.nonce), .bytes(sealedAccess.ciphertext), .int(Int64(token.expiresOn)),
+                token.extExpiresOn.map { .int(Int64($0)) } ?? .null, token.refreshOn.map { .int(Int64($0)) } ?? .null,
+            ]
+            statement = Self.rotationWithAccessTokenStatement
+        }
+        let row = try connection.query(statement, parameters).rows.first
+        if let generation = row?.int("stored_generation") { return .stored(generation: generation) }
+        if row?.bool("already_stored") == true { return .alreadyStored }
+        return .fencedOut
+    }
+
+    /// The fenced write: the refresh token row changes only if it is still at the generation that
+    /// was redeemed (`$3`); then the lineage gains a link, the lease is released and waiters are
+    /// notified. Without a rotated token (`$4` null) the row keeps its token and generation.
+    /// `already_stored` (from the statement's snapshot) tells a retry that an earlier attempt,
+    /// whose answer was lost with the connection, did commit this same rotation.
+    private static let rotationCTEs = """
+        WITH rotated AS (
+          UPDATE refresh_tokens SET key_id = COALESCE($4::text, key_id), nonce = COALESCE($5::bytea, nonce),
+            ciphertext = COALESCE($6::bytea, ciphertext), family_id = COALESCE($7::text, family_id),
+            generation = generation + CASE WHEN $4::text IS NULL THEN 0 ELSE 1 END,
+            rotated_at = CASE WHEN $4::text IS NULL THEN rotated_at ELSE now() END,
+            replaced_fingerprint = CASE WHEN $4::text IS NULL THEN replaced_fingerprint ELSE $8::text END,
+            updated_at = now(), lease_owner = NULL, lease_expires_at = NULL
+          WHERE account_id = $1 AND client_id = $2 AND generation = $3::int8
+          RETURNING generation),
+        lineage AS (
+          INSERT INTO refresh_token_lineage (account_id, client_id, generation, fingerprint, replaced_fingerprint, cause)
+          SELECT $1, $2, generation, $9::text, $8::text, 'rotation' FROM rotated WHERE $4::text IS NOT NULL
+          ON CONFLICT (account_id, client_id, generation) DO NOTHING),
+        pruned AS (
+          DELETE FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2 AND generation <= (SELECT generation FROM rotated) - 10)
+        """
+
+    private static let rotationResult = """
+        SELECT (SELECT generation FROM rotated) AS stored_generation,
+               EXISTS (SELECT 1 FROM refresh_tokens WHERE account_id = $1 AND client_id = $2 AND generation = $3::int8 + 1
+                       AND replaced_fingerprint = $8::text) AS already_stored,
+               (SELECT pg_notify($10::text, $11::text) FROM rotated) AS released,
+               (SELECT pg_notify($10::text, $12::text) FROM rotated WHERE $12::text IS NOT NULL) AS replaced
+        """
+
+    private static let rotationStatement = rotationCTEs + "\n" + rotationResult
+
+    /// The rotation and the new access token in one statement (MSAL's overlap rule: an entry whose
+    /// scopes overlap the new one's is replaced), both only when the fence held.
+    private static let rotationWithAccessTokenStatement =
+        rotationCTEs + """
+            ,
+            dropped AS (
+              DELETE FROM access_tokens WHERE account_id = $1 AND environment = $13 AND realm = $14 AND client_id = $2
+                AND target <> $15 AND string_to_array(target, ' ') && string_to_array($15::text, ' ') AND EXISTS (SELECT 1 FROM rotated)),
+            cached AS (
+              INSERT INTO access_tokens (account_id, environment, realm, client_id, target, scopes, key_id, nonce, ciphertext, expires_on, ext_expires_on, refresh_on)
+              SELECT $1, $13, $14, $2, $15, $16, $17, $18::bytea, $19::bytea, $20::int8, $21::int8, $22::int8 WHERE EXISTS (SELECT 1 FROM rotated)
+              ON CONFLICT (account_id, environment, realm, client_id, target) DO UPDATE SET
+                scopes = EXCLUDED.scopes, key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce, ciphertext = EXCLUDED.ciphertext,
+                expires_on = EXCLUDED.expires_on, ext_expires_on = EXCLUDED.ext_expires_on, refresh_on = EXCLUDED.refresh_on, cached_at = now())
+            """ + "\n" + rotationResult
+
+    func releaseRefreshLease(accountId: String, owner: String) async throws {
+        let clientId = self.clientId
+        _ = try await database.run { connection in
+            try connection.query(
+                """
+                WITH released AS (
+                  UPDATE refresh_tokens SET lease_owner = NULL, lease_expires_at = NULL
+                  WHERE account_id = $1 AND client_id = $2 AND lease_owner = $3)
+                SELECT pg_notify($4, $5)
+                """,
+                [
+                    .text(accountId), .text(clientId), .text(owner), .text(ReplicaNotifications.channel),
+                    .text(ReplicaInvalidation.Message.refreshReleased(accountId).payload),
+                ])
+        }
+    }
+
+    func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool {
+        try await database.transaction { connection in
+            let marked = try self.markRefreshTokenDead(in: connection, accountId: accountId, generation: generation, stsErrorCodes: stsErrorCodes)
+            try ReplicaNotifications.send(.refreshReleased(accountId), in: connection)
+            return marked
+        }
+    }
+
+    /// The lineage's last links, newest first (`token-relay accounts show`).
+    func refreshTokenLineage(accountId: String, limit: Int = 10) async throws -> [LineageLink] {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query(
+                """
+                SELECT generation, fingerprint, replaced_fingerprint, cause,
+                  to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS recorded_at
+                FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2 ORDER BY generation DESC LIMIT $3
+                """,
+                [.text(accountId), .text(clientId), .int(Int64(limit))]
+            ).rows.map { row in
+                LineageLink(
+                    generation: row.int("generation") ?? 0, fingerprint: row.string("fingerprint") ?? "",
+                    replacedFingerprint: row.string("replaced_fingerprint"), cause: row.string("cause") ?? "", recordedAt: row.string("recorded_at") ?? "")
+            }
+        }
+    }
+
+    /// The first 16 hex digits of SHA-256 of `token`: names a link of the chain without
+    /// revealing anything usable of the token.
+    static func fingerprint(_ token: String) -> String {
+        SHA256.hash(Array(token.utf8)).prefix(8).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}
+
+/// One link of an account's refresh-token chain.
+struct LineageLink: Sendable, Equatable {
+    let generation: Int64
+    let fingerprint: String
+    /// The link it replaced; nil when a sign-in or import started the chain.
+    let replacedFingerprint: String?
+    /// `rotation`, `sign_in` or `import`.
+    let cause: String
+    /// RFC 3339 UTC.
+    let recordedAt: String
+}
+
+extension RefreshClaimRequest {
+    func parameters(clientId: String) -> [PostgresParameter] {
+        [
+            .text(accountId), .text(clientId), .text(environment), .text(realm), .bool(checkCache), .text(scopes.cacheKey),
+            .int(Int64(minimumExpiresOn)), .bool(acceptRefreshDue), .int(Int64(now)), .text(owner), .text(String(leaseSeconds)),
+        ]
+    }
+}
