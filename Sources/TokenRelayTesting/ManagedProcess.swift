@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
 
-/// A child process started by a test (the built `token-relay` or `sts-emulator` binary), stopped
-/// with SIGTERM when the test is done. Its first JSON line with `"event":"listening"` on standard
-/// output tells the port; standard error goes to `<name>-<id>.log` and standard output to
-/// `<name>-<id>.stdout.log` in ``TestLogs/directory`` (scanned for secrets by `make test`).
+/// A child process started by a test (the built `token-relay` or `sts-emulator` binary, or a
+/// system program such as pgbouncer), stopped with SIGTERM when the test is done. Its first JSON
+/// line with `"event":"listening"` on standard output tells the port, unless the port was given;
+/// standard error goes to `<name>-<id>.log` and standard output to `<name>-<id>.stdout.log` in
+/// ``TestLogs/directory`` (scanned for secrets by `make test`).
 public final class ManagedProcess: Sendable {
     public let port: Int
     public let logPath: String
@@ -15,7 +16,17 @@ public final class ManagedProcess: Sendable {
     }
 
     /// Starts `executable` and waits up to `timeout` seconds for it to report its port.
-    public init(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) throws {
+    public convenience init(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) throws {
+        try self.init(executable: executable, arguments: arguments, environment: environment, knownPort: nil, timeout: timeout)
+    }
+
+    /// Starts a program that prints no `listening` line (e.g. pgbouncer) on a `port` it was told,
+    /// and returns at once: the caller waits until it serves, in the program's own protocol.
+    public convenience init(executable: String, arguments: [String], environment: [String: String], port: Int) throws {
+        try self.init(executable: executable, arguments: arguments, environment: environment, knownPort: port, timeout: 0)
+    }
+
+    private init(executable: String, arguments: [String], environment: [String: String], knownPort: Int?, timeout: Double) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -28,16 +39,16 @@ public final class ManagedProcess: Sendable {
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stem + ".stdout.log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
-        try process.run()
+        if knownPort == nil { try process.run() } else { try Self.runWithSignalsUnblocked(process) }
 
         let reader = output.fileHandleForReading
         let stdoutLog = FileHandle(forWritingAtPath: stem + ".stdout.log")
-        let found = Mutex<Int?>(nil)
+        let found = Mutex<Int?>(knownPort)
         let done = DispatchSemaphore(value: 0)
         // Reads stdout for the whole life of the child so it never blocks on a full pipe.
         Thread.detachNewThread {
             var buffer = Data()
-            var signalled = false
+            var signalled = knownPort != nil
             while true {
                 let chunk = reader.availableData
                 if chunk.isEmpty { break }
@@ -58,7 +69,7 @@ public final class ManagedProcess: Sendable {
             }
             if !signalled { done.signal() }
         }
-        _ = done.wait(timeout: .now() + timeout)
+        if knownPort == nil { _ = done.wait(timeout: .now() + timeout) }
         guard let port = found.withLock({ $0 }) else {
             process.terminate()
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
@@ -69,6 +80,19 @@ public final class ManagedProcess: Sendable {
     }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Starts a system program with no signal blocked. A child inherits the signal mask of the
+    /// thread that spawns it, and the test runner's threads block most signals: a program that
+    /// handles SIGTERM with `sigaction` (pgbouncer) would never see it. The built executables
+    /// wait for their signals with `sigwait` or dispatch sources, and keep the inherited mask.
+    private static func runWithSignalsUnblocked(_ process: Process) throws {
+        var none = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        try process.run()
+    }
 
     /// Sends SIGTERM and waits for the exit; a child still running after `graceSeconds` is
     /// killed (SIGKILL) and reported on standard error, so a shutdown bug cannot hang the suite
@@ -90,6 +114,11 @@ public final class ManagedProcess: Sendable {
             kill(process.processIdentifier, SIGKILL)
         }
         process.waitUntilExit()
+    }
+
+    /// Whether the child runs (false once it exited or was stopped).
+    public var isRunning: Bool {
+        process.withLock { $0?.isRunning ?? false }
     }
 
     /// Sends `signal` (e.g. `SIGHUP`) to the child while it runs.

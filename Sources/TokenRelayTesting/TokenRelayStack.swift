@@ -150,8 +150,10 @@ public final class TokenRelayStack: Sendable {
 
     /// Signs `username` in through the emulator's authorize endpoint and TokenRelay's callback,
     /// as a browser would. Returns the callback's JSON (`{"account": {...}}`).
-    public func signIn(_ username: String, scopes: [String] = ["User.Read"]) async throws -> [String: Any] {
-        let started = try await request("POST", "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username])
+    /// - Parameter replica: the base URL of the replica to sign in on (its callback comes back to
+    ///   it); default ``baseURL``.
+    public func signIn(_ username: String, scopes: [String] = ["User.Read"], on replica: String? = nil) async throws -> [String: Any] {
+        let started = try await request("POST", (replica ?? baseURL) + "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username])
         guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
             throw TestFailure("POST /v1/sign-ins answered \(started.status): \(started.text)")
         }
@@ -164,9 +166,9 @@ public final class TokenRelayStack: Sendable {
         return callback.json
     }
 
-    /// Signs `username` in and returns the new account's `account_id`.
-    public func signInAccountId(_ username: String = "alice@contoso.example") async throws -> String {
-        guard let account = try await signIn(username)["account"] as? [String: Any], let id = account["account_id"] as? String else {
+    /// Signs `username` in (on `replica`, default ``baseURL``) and returns the new account's `account_id`.
+    public func signInAccountId(_ username: String = "alice@contoso.example", on replica: String? = nil) async throws -> String {
+        guard let account = try await signIn(username, on: replica)["account"] as? [String: Any], let id = account["account_id"] as? String else {
             throw TestFailure("the sign-in answered no account_id")
         }
         return id

@@ -8,7 +8,9 @@ import TokenRelayTesting
 
 /// Several `token-relay serve` processes on one PostgreSQL (SPEC §8, §12 Memories and replicas),
 /// single flight across replicas (§2 step 3, §10), a lost connection between the STS answer and
-/// COMMIT, a database outage (§5) and graceful shutdown.
+/// COMMIT, a database outage (§5) and graceful shutdown. Tests of several replicas reach the
+/// database as production does: through pgbouncer in transaction mode, with LISTEN on a direct
+/// connection (``stackBehindPgBouncer(name:poolSize:environment:emulatorArguments:)``).
 @Suite("Replicas, outages and shutdown, end to end", .serialized)
 struct ReplicaTests {
     static let silentPath = "/v1/tokens/silent"
@@ -55,10 +57,31 @@ struct ReplicaTests {
         return (run.status, run.output)
     }
 
+    /// A stack on a fresh database that its replicas reach through a pgbouncer of its own in
+    /// transaction mode (`TOKENRELAY_DATABASE_URL`, also ``TokenRelayStack/databaseURL`` for CLI
+    /// runs), LISTENing on a direct connection (`TOKENRELAY_DATABASE_LISTEN_URL`), as SPEC §8
+    /// describes production. Stop the stack (and its replicas) before the pgbouncer.
+    static func stackBehindPgBouncer(
+        name: String, poolSize: Int = 5, environment: [String: String] = [:], emulatorArguments: [String] = []
+    ) async throws -> (TokenRelayStack, PgBouncer) {
+        let direct = try await TestPostgres.freshDatabase(named: name)
+        let bouncer = try await PgBouncer(databaseURL: direct, poolSize: poolSize)
+        do {
+            let stack = try await TokenRelayStack(
+                name: name, environment: ["TOKENRELAY_DATABASE_LISTEN_URL": direct].merging(environment) { $1 },
+                emulatorArguments: emulatorArguments, databaseURL: bouncer.url)
+            return (stack, bouncer)
+        } catch {
+            bouncer.stop()
+            throw error
+        }
+    }
+
     @Test("A key revoked by the CLI, a claims refresh and an account deleted on one replica reach another within 2 s")
     func invalidationReachesOtherReplica() async throws {
         // A TTL far above the bound: only a notification can explain an answer within 2 s.
-        let stack = try await TokenRelayStack(name: "e2e_invalidate", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
+        let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_invalidate", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
+        defer { bouncer.stop() }
         defer { stack.stop() }
         let other = try stack.startReplica()
         defer { other.stop() }
@@ -113,7 +136,8 @@ struct ReplicaTests {
 
     @Test("Without notifications, the cache TTL bounds staleness: a revoked key and a deleted account are refused within it")
     func ttlFallback() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_ttl_fallback")
+        let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_ttl_fallback")
+        defer { bouncer.stop() }
         defer { stack.stop() }
         // This replica never hears a notification: only TOKENRELAY_CACHE_TTL_S can bring it news.
         let deaf = try stack.startReplica(environment: [
@@ -148,7 +172,8 @@ struct ReplicaTests {
     func singleFlightAcrossReplicas() async throws {
         Self.raiseOpenFileLimit()
         // No rotation grace: a request that used a superseded refresh token would fail.
-        let stack = try await TokenRelayStack(name: "e2e_single_flight", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_single_flight", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { bouncer.stop() }
         defer { stack.stop() }
         let second = try stack.startReplica()
         defer { second.stop() }
@@ -208,6 +233,96 @@ struct ReplicaTests {
         #expect(Int(claims) == calls)
         #expect(Int(rotations) == calls)
         print("single flight: \(Int(coalesced)) requests coalesced, \(Int(claims)) lease claims")
+    }
+
+    @Test("pgbouncer, 4 server connections for 3 replicas × 8: a burst of sign-ins, refreshes and listings, no 500; a deletion reaches another replica in 2 s")
+    func burstThroughPgBouncer() async throws {
+        // 15 users in the stack's tenant: 9 signed in first, 6 during the burst.
+        let usersFile = try Self.usersFile((0..<9).map { "user\($0)@contoso.example" } + (0..<6).map { "new\($0)@contoso.example" })
+        defer { try? FileManager.default.removeItem(atPath: usersFile) }
+        // 24 client connections over 4 server connections: transaction pooling must multiplex.
+        // A TTL far above the bound: only a notification can explain the 404 within 2 s.
+        let (stack, bouncer) = try await Self.stackBehindPgBouncer(
+            name: "e2e_pgbouncer", poolSize: 4, environment: ["TOKENRELAY_DATABASE_POOL_SIZE": "8", "TOKENRELAY_CACHE_TTL_S": "600"],
+            emulatorArguments: ["--users", usersFile])
+        defer { bouncer.stop() }
+        defer { stack.stop() }
+        let second = try stack.startReplica()
+        defer { second.stop() }
+        let third = try stack.startReplica()
+        defer { third.stop() }
+        let bases = [stack.baseURL, second.baseURL, third.baseURL]
+        var accounts: [String] = []
+        for index in 0..<9 {
+            accounts.append(try await stack.signInAccountId("user\(index)@contoso.example", on: bases[index % 3]))
+        }
+        let before = try await bouncer.counters("STATS")
+
+        // Per account a forced refresh (an STS call and the refresh transaction) on one replica,
+        // a silent request on the next and a listing on the third; and new sign-ins on each.
+        let started = Date()
+        let outcomes = await withTaskGroup(of: BurstOutcome.self) { group in
+            for (index, id) in accounts.enumerated() {
+                group.addTask {
+                    await BurstOutcome("forced refresh") {
+                        try await stack.request(
+                            "POST", bases[index % 3] + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+                    }
+                }
+                group.addTask {
+                    await BurstOutcome("silent") {
+                        try await stack.request("POST", bases[(index + 1) % 3] + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+                    }
+                }
+                group.addTask {
+                    await BurstOutcome("listing") { try await stack.request("GET", bases[(index + 2) % 3] + "/v1/accounts") }
+                }
+            }
+            for index in 0..<6 {
+                group.addTask {
+                    await BurstOutcome("sign-in") {
+                        _ = try await stack.signInAccountId("new\(index)@contoso.example", on: bases[index % 3])
+                        return nil
+                    }
+                }
+            }
+            return await group.reduce(into: [BurstOutcome]()) { $0.append($1) }
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(outcomes.count == accounts.count * 3 + 6)
+        let failed = outcomes.filter { $0.status != 200 }
+        #expect(failed.isEmpty, "\(failed.map(\.description))")
+        #expect(outcomes.filter { $0.kind == "forced refresh" }.allSatisfy { $0.source == "refresh" }, "\(outcomes.map(\.description))")
+
+        // The traffic went through pgbouncer, over at most its 4 server connections, for more clients.
+        let stats = try await bouncer.counters("STATS")
+        let transactions = stats["total_xact_count", default: 0] - before["total_xact_count", default: 0]
+        let waited = Double(stats["total_wait_time", default: 0] - before["total_wait_time", default: 0]) / 1e6
+        let pools = try await bouncer.counters("POOLS")
+        let serverConnections = ["sv_active", "sv_idle", "sv_used", "sv_tested", "sv_login"].reduce(0) { $0 + pools[$1, default: 0] }
+        let clients = try await bouncer.show("CLIENTS").filter { $0["database"] == bouncer.database }.count
+        print(
+            "pgbouncer burst: \(outcomes.count) requests over 3 replicas in \(elapsed) s; \(transactions) transactions through pgbouncer, "
+                + "\(clients) client connections on \(serverConnections) server connections, "
+                + "clients waited \(waited) s for one in all")
+        #expect(transactions >= accounts.count * 2 + 6, "every forced refresh, listing and sign-in runs at least one transaction")
+        #expect(serverConnections >= 1 && serverConnections <= 4)
+        #expect(clients > serverConnections, "the replicas' connections were not multiplexed")
+
+        // Cross-replica invalidation still flows (NOTIFY through pgbouncer, LISTEN direct).
+        let victim = accounts[0]
+        let remembered = try await stack.request("POST", second.baseURL + Self.silentPath, json: ["account_id": victim, "scopes": ["User.Read"]])
+        #expect(remembered.status == 200, "\(remembered.text)")
+        #expect(remembered.json["source"] as? String == "cache")
+        #expect(try await stack.request("DELETE", stack.baseURL + "/v1/accounts/\(victim)").status == 204)
+        let goneAfter = try await Self.within(2) {
+            try await stack.request("POST", second.baseURL + Self.silentPath, json: ["account_id": victim, "scopes": ["User.Read"]]).status == 404
+        }
+        #expect(goneAfter != nil, "the other replica still serves the account deleted through pgbouncer")
+        for base in bases {
+            #expect(try await stack.request("GET", base + "/metrics", authenticated: false).text.contains("tokenrelay_invalidation_listening 1"))
+        }
+        print("pgbouncer burst: account deleted on one replica gone on another after \(goneAfter ?? -1) s")
     }
 
     @Test("Every relay connection killed while the STS answers: the rotated refresh token is still stored")
@@ -398,6 +513,18 @@ struct ReplicaTests {
     }
 
     // MARK: Helpers
+
+    /// Writes an emulator users file (`--users`) with `usernames` in the stack's tenant
+    /// (`contoso.example`) and returns its path; the caller removes it.
+    static func usersFile(_ usernames: [String]) throws -> String {
+        let users = usernames.enumerated().map { index, name in
+            ["username": name, "oid": String(format: "aaaaaaaa-0000-4000-8000-%012ld", index)]
+        }
+        let directory = ["tenants": [["id": "11111111-1111-1111-1111-111111111111", "domains": ["contoso.example"], "users": users]]]
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tokenrelay-users-\(UUID().uuidString.prefix(8)).json")
+        try JSONSerialization.data(withJSONObject: directory).write(to: file)
+        return file.path
+    }
 
     /// The emulator's rotation counters for `user`.
     static func chain(_ stack: TokenRelayStack, _ user: String) async throws -> [String: Int] {
