@@ -52,6 +52,9 @@ public enum CommandLineTool {
         } catch let problem as Problem {
             FileHandle.standardError.write(Data("token-relay: \(problem.detail)\n".utf8))
             return 1
+        } catch let error as StoreError {
+            FileHandle.standardError.write(Data("token-relay: \(Problem(error).detail) (\(error.cause))\n".utf8))
+            return 1
         } catch {
             FileHandle.standardError.write(Data("token-relay: \(error)\n".utf8))
             return 1

@@ -198,7 +198,11 @@ public final class TokenRelayService: Sendable {
     /// - Returns: the pass summary as one JSON object (`ran`, `refreshed`, `failed`, `deferred`).
     /// - Throws: `Problem` when the database fails.
     public func runKeepAlivePass() async throws -> String {
-        do { return try await keepAlive.runPass().json } catch let problem as Problem { throw ServiceError(description: problem.detail) }
+        do { return try await keepAlive.runPass().json } catch let error as Problem { throw ServiceError(description: error.detail) } catch let error
+            as StoreError
+        {
+            throw ServiceError(description: Problem(error).detail)
+        }
     }
 
     private func startBackgroundJobs() {

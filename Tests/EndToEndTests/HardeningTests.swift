@@ -229,8 +229,12 @@ struct HardeningTests {
                 "endpoint": "token", "username": "alice@contoso.example", "latency_ms": 1500, "status": 400, "error": "invalid_grant",
                 "error_codes": [700082], "suberror": "bad_token", "error_description": "The refresh token has expired due to inactivity.",
             ])
+        let requestsBefore = try await stack.emulatorCount("token_requests")
         async let dying = stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
-        try await Task.sleep(for: .milliseconds(300))  // ordering only: the refresh holds its lock first
+        // Ordering only: the refresh's redemption reaches the STS (and takes the fault) first.
+        for _ in 0..<200 where try await stack.emulatorCount("token_requests") == requestsBefore {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(try await stack.signInAccountId() == id)
         #expect(try await dying.status == 409)
         let after = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])

@@ -249,10 +249,8 @@ struct RefreshExecutor: Sendable {
                 case .stored, .alreadyStored: return true
                 case .fencedOut: return false
                 }
-            } catch let problem as Problem where problem.code == .upstreamUnavailable {
-                return nil  // the database is still away: try again
             } catch {
-                return nil
+                return nil  // the database is still away (or the statement failed): try again
             }
         }
         for delay in [0.1, 0.4, 1.0] {

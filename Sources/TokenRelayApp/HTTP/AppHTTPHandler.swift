@@ -87,10 +87,15 @@ final class AppHTTPHandler: HTTPHandler {
                 }
                 response = try await route.handler(RouteRequest(http: request, parameters: parameters, context: context))
             }
-        } catch var problem as Problem {
+        } catch {
+            // One rendering of every error (problems, store and acquisition errors; anything else 500).
+            var problem = Problem(rendering: error)
             let named = problem.correlationId ?? correlationId
             if let hint = problem.signInHint, let links = services.signIns.links {
                 problem.extensions["sign_in_url"] = .string(links.mint(hint))
+            }
+            if problem.code == .internal, !(error is Problem), !(error is StoreError), !(error is AcquisitionError) {
+                problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."
             }
             response = problem.response(correlationId: named)
             response.headers.set("client-request-id", named)
@@ -99,10 +104,6 @@ final class AppHTTPHandler: HTTPHandler {
                 fields["error.cause"] = problem.cause
                 logger.error("request.failed", fields)
             }
-        } catch {
-            logger.error("request.failed", ["request.route": routeLabel, "error": String(describing: type(of: error)), "correlation.id": correlationId])
-            response = Problem(.internal, "An unexpected error occurred; see the service log for correlation id \(correlationId).").response(
-                correlationId: correlationId)
         }
         if response.headers["client-request-id"] == nil {
             response.headers.set("client-request-id", correlationId)

@@ -68,7 +68,8 @@ enum GrantTokenRoutes {
             response.headers.set("client-request-id", context.correlationId)
             response.headers.set("Cache-Control", "no-store")
             return response
-        } catch var problem as Problem {
+        } catch {
+            var problem = Problem(rendering: error)
             problem.correlationId = context.correlationId
             throw problem
         }

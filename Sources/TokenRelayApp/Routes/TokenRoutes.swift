@@ -22,8 +22,9 @@ enum TokenRoutes {
                 var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
                 response.headers.set("client-request-id", context.correlationId)
                 return response
-            } catch var problem as Problem {
+            } catch {
                 // The body's correlation id names the problem too.
+                var problem = Problem(rendering: error)
                 problem.correlationId = context.correlationId
                 throw problem
             }
