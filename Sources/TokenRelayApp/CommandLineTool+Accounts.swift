@@ -41,9 +41,12 @@ extension CommandLineTool {
             }
             // Tokens given per API key for this account (SPEC §12 Audit), as far as flushed.
             let issuance = try await IssuanceStore(database: Database(pool: pool)).counts(accountId: account.accountId)
+            // The refresh token's generation, lease and chain (ADR 0012): fingerprints, never the token.
+            let refreshToken = try await store.refreshToken(of: account)
             var shown = account.json
             if case .object(var fields) = shown {
                 fields["issuance"] = .array(issuance.map(\.json))
+                fields["refresh_token"] = refreshToken?.json ?? .null
                 shown = .object(fields)
             }
             printJSON(shown)

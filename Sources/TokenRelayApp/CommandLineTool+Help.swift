@@ -50,7 +50,14 @@ extension CommandLineTool {
               Prints {"accounts": [...], "next_cursor": ...} as GET /v1/accounts does (limit 1-200, default 50).
             """,
             valued: ["--limit", "--cursor", "--username", "--tenant-id"]),
-        CommandHelp(["accounts", "show"], "usage: token-relay accounts show ACCOUNT_ID\n  Prints the account object; exit 1 when there is none."),
+        CommandHelp(
+            ["accounts", "show"],
+            """
+            usage: token-relay accounts show ACCOUNT_ID
+              Prints the account object with its token issuance counts and refresh_token: generation, rotated_at,
+              family_id, lease ({"state": "held", "expires_at"} or null) and lineage, the chain's last links newest
+              first (fingerprints, never a token); refresh_token is null without one. Exit 1 when there is no account.
+            """),
         CommandHelp(
             ["accounts", "delete"],
             """

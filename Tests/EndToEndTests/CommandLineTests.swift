@@ -1,3 +1,4 @@
+import CryptoBridge
 import Foundation
 import PostgresBridge
 import Testing
@@ -71,6 +72,8 @@ struct CommandLineTests {
         #expect(shown["username"] as? String == "alice@contoso.example")
         // Plus the operator-only token issuance counts (SPEC §12 Audit; IssuanceCountTests).
         #expect(shown.removeValue(forKey: "issuance") is [Any])
+        // And the refresh token's state and chain (CommandLineTests.accountsShowLineage).
+        #expect(shown.removeValue(forKey: "refresh_token") is [String: Any])
         #expect(NSDictionary(dictionary: shown).isEqual(to: api.json), "the CLI prints the API's account object")
         #expect(try Self.run(["accounts", "show", "acc_missing"], environment: environment).0 == 1)
         #expect(try Self.run(["accounts", "list", "--limit", "0"], environment: environment).0 == 2)
@@ -134,6 +137,138 @@ struct CommandLineTests {
         #expect(status == 0)
         let shown = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
         #expect(shown["account_id"] as? String == survivor, "the CLI resolves the alias like the API")
+    }
+
+    /// `accounts show ID` parsed; its `refresh_token` member and that member's `lineage`.
+    static func showRefreshToken(_ id: String, environment: [String: String]) throws -> (text: String, refreshToken: Any?, lineage: [[String: Any]]) {
+        let (status, text) = try run(["accounts", "show", id], environment: environment)
+        #expect(status == 0, "\(text)")
+        let shown = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        let refreshToken = shown["refresh_token"]
+        return (text, refreshToken, (refreshToken as? [String: Any])?["lineage"] as? [[String: Any]] ?? [])
+    }
+
+    @Test("accounts show prints the refresh token's generation, lease and chain newest first, with fingerprints and no secret")
+    func accountsShowLineage() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_cli_lineage")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId("alice@contoso.example")
+        for _ in 0..<2 {
+            let refreshed = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+            #expect(refreshed.status == 200, "\(refreshed.text)")
+        }
+        let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
+        let (text, member, lineage) = try Self.showRefreshToken(id, environment: environment)
+        let refreshToken = try #require(member as? [String: Any], "\(text)")
+        #expect(Set(refreshToken.keys) == ["generation", "rotated_at", "family_id", "lease", "lineage"])
+        #expect(refreshToken["lease"] is NSNull, "the lease is released after each refresh")
+        let rotatedAt = try #require(refreshToken["rotated_at"] as? String)
+        #expect(rotatedAt.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil, "\(rotatedAt)")
+
+        #expect(lineage.count == 3, "\(text)")
+        #expect(lineage.map { $0["cause"] as? String } == ["rotation", "rotation", "sign_in"])
+        let generations = lineage.compactMap { ($0["generation"] as? NSNumber)?.int64Value }
+        #expect(generations.count == 3)
+        #expect(zip(generations, generations.dropFirst()).allSatisfy { $0 == $1 + 1 }, "strictly decreasing by 1: \(generations)")
+        #expect((refreshToken["generation"] as? NSNumber)?.int64Value == generations.first, "the row is at the newest link")
+        for (newer, older) in zip(lineage, lineage.dropFirst()) {
+            #expect(newer["replaced_fingerprint"] as? String == older["fingerprint"] as? String, "each link replaced the next older one")
+        }
+        #expect(lineage.last?["replaced_fingerprint"] is NSNull, "a sign-in starts the chain")
+        for link in lineage {
+            #expect(Set(link.keys) == ["generation", "fingerprint", "replaced_fingerprint", "cause", "recorded_at"])
+            let fingerprint = try #require(link["fingerprint"] as? String)
+            #expect(fingerprint.wholeMatch(of: /[0-9a-f]{16}/) != nil, "\(fingerprint)")
+            #expect((link["recorded_at"] as? String)?.hasSuffix("Z") == true)
+        }
+        #expect(Set(lineage.compactMap { $0["fingerprint"] as? String }).count == 3, "three different tokens")
+
+        // No secret: none of the emulator's tokens and codes, nor the stored row's ciphertext, nonce or key id.
+        let issued = try await stack.issuedSecrets()
+        #expect(issued.refreshTokens.count >= 3)
+        // Each fingerprint names a refresh token the emulator issued: SHA-256's first 8 bytes in hex.
+        let fingerprints = Set(issued.refreshTokens.map { token in SHA256.hash(Array(token.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined() })
+        #expect(lineage.allSatisfy { fingerprints.contains($0["fingerprint"] as? String ?? "") }, "\(text)")
+        for secret in issued.refreshTokens + issued.accessTokens + issued.idTokens + issued.codes {
+            #expect(!text.contains(secret), "accounts show prints no token or code")
+        }
+        let stored = try await stack.withDatabase { connection in
+            try connection.query(
+                "SELECT key_id, encode(nonce, 'hex') AS nonce, encode(ciphertext, 'hex') AS ct, encode(ciphertext, 'base64') AS b64 FROM refresh_tokens WHERE account_id = $1",
+                [.text(id)]
+            ).rows.first.map { row in ["key_id", "nonce", "ct", "b64"].map { row.string($0) ?? "" } } ?? []
+        }
+        #expect(stored.count == 4 && stored.allSatisfy { !$0.isEmpty })
+        let printed = String(decoding: try JSONSerialization.data(withJSONObject: refreshToken), as: UTF8.self)
+        #expect(!printed.contains("\"\(stored[0])\""), "no key id")
+        for value in stored.dropFirst() {
+            #expect(!text.contains(value.prefix(24)), "no nonce or ciphertext")
+        }
+
+        // A lease a replica holds now is shown with its end; an expired one is no lease.
+        for (interval, held) in [("30 seconds", true), ("-1 second", false)] {
+            try await stack.withDatabase { connection in
+                _ = try connection.query(
+                    "UPDATE refresh_tokens SET lease_owner = 'replica-x', lease_expires_at = now() + $2::interval WHERE account_id = $1",
+                    [.text(id), .text(interval)])
+            }
+            let (leaseText, leased, _) = try Self.showRefreshToken(id, environment: environment)
+            let lease = (leased as? [String: Any])?["lease"]
+            if held {
+                let fields = try #require(lease as? [String: Any], "\(leaseText)")
+                #expect(fields["state"] as? String == "held")
+                #expect((fields["expires_at"] as? String)?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil, "\(leaseText)")
+                #expect(!leaseText.contains("replica-x"), "the lease owner is an internal id")
+            } else {
+                #expect(lease is NSNull, "\(leaseText)")
+            }
+        }
+    }
+
+    @Test("accounts show: a generation never comes back after the token died; the new sign-in's chain starts above every earlier link")
+    func lineageGenerationMonotonic() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_cli_lineage_dead")
+        defer { stack.stop() }
+        let user = "alice@contoso.example"
+        let id = try await stack.signInAccountId(user)
+        let refreshed = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(refreshed.status == 200, "\(refreshed.text)")
+        let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
+        let before = try Self.showRefreshToken(id, environment: environment).lineage
+        #expect(before.map { $0["cause"] as? String } == ["rotation", "sign_in"])
+        let earlier = before.compactMap { ($0["generation"] as? NSNumber)?.int64Value }
+        #expect(earlier.count == 2)
+
+        // The STS revokes the token: the account needs a sign-in and its refresh token is gone.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["revoke_refresh_tokens": true])
+        let refused = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(refused.status == 409, "\(refused.text)")
+        #expect(refused.json["error"] as? String == "interaction_required")
+        let dead = try Self.showRefreshToken(id, environment: environment)
+        #expect(dead.refreshToken is NSNull, "no refresh token stored: \(dead.text)")
+
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["revoke_refresh_tokens": false])
+        #expect(try await stack.signInAccountId(user) == id)
+        let (text, member, after) = try Self.showRefreshToken(id, environment: environment)
+        let refreshToken = try #require(member as? [String: Any], "\(text)")
+        let first = try #require(after.first)
+        #expect(first["cause"] as? String == "sign_in")
+        #expect(first["replaced_fingerprint"] is NSNull)
+        let generation = try #require((first["generation"] as? NSNumber)?.int64Value)
+        #expect(earlier.allSatisfy { generation > $0 }, "\(generation) above \(earlier)")
+        #expect((refreshToken["generation"] as? NSNumber)?.int64Value == generation)
+        #expect(refreshToken["rotated_at"] is NSNull, "not rotated since the sign-in")
+        #expect(after.dropFirst().compactMap { ($0["generation"] as? NSNumber)?.int64Value } == earlier, "the old links stay, older")
+        let allGenerations = after.compactMap { ($0["generation"] as? NSNumber)?.int64Value }
+        #expect(zip(allGenerations, allGenerations.dropFirst()).allSatisfy { $0 > $1 })
+
+        // And the chain goes on from there.
+        let again = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(again.status == 200, "\(again.text)")
+        let continued = try Self.showRefreshToken(id, environment: environment).lineage
+        #expect(continued.first?["cause"] as? String == "rotation")
+        #expect((continued.first?["generation"] as? NSNumber)?.int64Value == generation + 1)
+        #expect(continued.first?["replaced_fingerprint"] as? String == first["fingerprint"] as? String)
     }
 
     @Test("--help on every command and sub-command prints usage and exits 0; an unknown option is usage on stderr and exit 2")

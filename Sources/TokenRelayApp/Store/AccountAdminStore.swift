@@ -40,6 +40,30 @@ struct AccountAdminStore: Sendable {
         }
     }
 
+    /// The state of the account's refresh token and the last links of its chain (newest first),
+    /// or nil when no refresh token is stored. Fingerprints only: nothing here opens a secret.
+    func refreshToken(of account: AccountRecord, lineageLimit: Int = 10) async throws -> RefreshTokenState? {
+        try await database.run { connection in
+            guard
+                let row = try connection.query(
+                    """
+                    SELECT generation, family_id,
+                      to_char(rotated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS rotated_at,
+                      CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > now()
+                        THEN to_char(lease_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') END AS lease_expires_at
+                    FROM refresh_tokens WHERE account_id = $1 AND client_id = $2
+                    """,
+                    [.text(account.accountId), .text(account.clientId)]
+                ).rows.first
+            else { return nil }
+            let lineage = try TokenStore.refreshTokenLineage(
+                in: connection, accountId: account.accountId, clientId: account.clientId, limit: lineageLimit)
+            return RefreshTokenState(
+                generation: row.int("generation") ?? 0, rotatedAt: row.string("rotated_at"), familyId: row.string("family_id"),
+                leaseExpiresAt: row.string("lease_expires_at"), lineage: lineage)
+        }
+    }
+
     /// Deletes the account and its tokens with its `account.deleted` event and audit row, all in
     /// one transaction. Returns whether the account existed.
     func delete(id: String, actor: String) async throws -> Bool {
@@ -49,5 +73,28 @@ struct AccountAdminStore: Sendable {
             try AuditStore.record(in: connection, .accountDeleted, actor: actor, accountId: id, outcome: deleted ? "deleted" : "absent")
             return deleted
         }
+    }
+}
+
+/// What `token-relay accounts show` prints of an account's refresh token (never the token).
+struct RefreshTokenState: Sendable, Equatable {
+    let generation: Int64
+    /// When the STS last returned a new refresh token (RFC 3339 UTC); nil since the sign-in or import.
+    let rotatedAt: String?
+    /// The wire field `foci`.
+    let familyId: String?
+    /// When the redemption lease a replica holds now ends (RFC 3339 UTC); nil when none is held.
+    let leaseExpiresAt: String?
+    /// Newest first.
+    let lineage: [LineageLink]
+
+    var json: JSONValue {
+        .object([
+            "generation": .number(Double(generation)),
+            "rotated_at": rotatedAt.map(JSONValue.string) ?? .null,
+            "family_id": familyId.map(JSONValue.string) ?? .null,
+            "lease": leaseExpiresAt.map { .object(["state": .string("held"), "expires_at": .string($0)]) } ?? .null,
+            "lineage": .array(lineage.map(\.json)),
+        ])
     }
 }

@@ -170,18 +170,24 @@ extension TokenStore: RefreshTokenStore {
     func refreshTokenLineage(accountId: String, limit: Int = 10) async throws -> [LineageLink] {
         let clientId = self.clientId
         return try await database.run { connection in
-            try connection.query(
-                """
-                SELECT generation, fingerprint, replaced_fingerprint, cause,
-                  to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS recorded_at
-                FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2 ORDER BY generation DESC LIMIT $3
-                """,
-                [.text(accountId), .text(clientId), .int(Int64(limit))]
-            ).rows.map { row in
-                LineageLink(
-                    generation: row.int("generation") ?? 0, fingerprint: row.string("fingerprint") ?? "",
-                    replacedFingerprint: row.string("replaced_fingerprint"), cause: row.string("cause") ?? "", recordedAt: row.string("recorded_at") ?? "")
-            }
+            try Self.refreshTokenLineage(in: connection, accountId: accountId, clientId: clientId, limit: limit)
+        }
+    }
+
+    /// ``refreshTokenLineage(accountId:limit:)`` on a caller's connection, for any client id
+    /// (`AccountAdminStore` reads it without a key ring: fingerprints only, nothing to open).
+    static func refreshTokenLineage(in connection: PostgresConnection, accountId: String, clientId: String, limit: Int = 10) throws -> [LineageLink] {
+        try connection.query(
+            """
+            SELECT generation, fingerprint, replaced_fingerprint, cause,
+              to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS recorded_at
+            FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2 ORDER BY generation DESC LIMIT $3
+            """,
+            [.text(accountId), .text(clientId), .int(Int64(limit))]
+        ).rows.map { row in
+            LineageLink(
+                generation: row.int("generation") ?? 0, fingerprint: row.string("fingerprint") ?? "",
+                replacedFingerprint: row.string("replaced_fingerprint"), cause: row.string("cause") ?? "", recordedAt: row.string("recorded_at") ?? "")
         }
     }
 
@@ -205,6 +211,14 @@ struct LineageLink: Sendable, Equatable {
     let cause: String
     /// RFC 3339 UTC.
     let recordedAt: String
+
+    /// As `token-relay accounts show` prints it.
+    var json: JSONValue {
+        .object([
+            "generation": .number(Double(generation)), "fingerprint": .string(fingerprint),
+            "replaced_fingerprint": replacedFingerprint.map(JSONValue.string) ?? .null, "cause": .string(cause), "recorded_at": .string(recordedAt),
+        ])
+    }
 }
 
 extension RefreshClaimRequest {
