@@ -113,6 +113,13 @@ struct RefreshExecutor: Sendable {
                 // Woken by the holder's release; else poll, and at the latest when its lease ends.
                 await waiters.wait(accountId: accountId, seconds: min(pollSeconds, max(0.01, secondsLeftOnHeldLease + 0.01), remaining))
                 metrics.increment("tokenrelay_refresh_lease_waits_total")
+                // The wait ends at the deadline at the latest: if it passed meanwhile, the lease was
+                // still held then (lease_wait_timeout; a claim would answer deadline_passed).
+                guard request.context.remainingSeconds > 0 else {
+                    failure = .leaseWaitTimeout
+                    action = machine.deadlinePassed()
+                    continue
+                }
                 action = machine.holderFinished()
 
             case .redeem(let generation):

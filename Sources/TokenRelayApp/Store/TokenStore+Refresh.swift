@@ -96,7 +96,10 @@ extension TokenStore: RefreshTokenStore {
     /// was redeemed (`$3`); then the lineage gains a link, the lease is released and waiters are
     /// notified. Without a rotated token (`$4` null) the row keeps its token and generation.
     /// `already_stored` (from the statement's snapshot) tells a retry that an earlier attempt,
-    /// whose answer was lost with the connection, did commit this same rotation.
+    /// whose answer was lost with the connection, did commit this same rotation: the link after
+    /// `$3` replaced the redeemed token (`$8`) with this answer's token (`$9`). The replaced
+    /// fingerprint alone is not enough: after a lease takeover, the other redemption of the same
+    /// token stored a link with the same `$8` (and its own token), and that is a fenced-out write.
     private static let rotationCTEs = """
         WITH rotated AS (
           UPDATE refresh_tokens SET key_id = COALESCE($4::text, key_id), nonce = COALESCE($5::bytea, nonce),
@@ -117,8 +120,8 @@ extension TokenStore: RefreshTokenStore {
 
     private static let rotationResult = """
         SELECT (SELECT generation FROM rotated) AS stored_generation,
-               EXISTS (SELECT 1 FROM refresh_tokens WHERE account_id = $1 AND client_id = $2 AND generation = $3::int8 + 1
-                       AND replaced_fingerprint = $8::text) AS already_stored,
+               EXISTS (SELECT 1 FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2 AND generation = $3::int8 + 1
+                       AND replaced_fingerprint = $8::text AND fingerprint = $9::text) AS already_stored,
                (SELECT pg_notify($10::text, $11::text) FROM rotated) AS released,
                (SELECT pg_notify($10::text, $12::text) FROM rotated WHERE $12::text IS NOT NULL) AS replaced
         """

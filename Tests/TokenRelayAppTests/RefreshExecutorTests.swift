@@ -1,0 +1,706 @@
+import Foundation
+import IdentityCore
+import PostgresBridge
+import Synchronization
+import Testing
+import TokenRelayTesting
+
+@testable import TokenRelayApp
+
+/// The refresh engine (ADR 0012) on its real parts: a fresh PostgreSQL database with the
+/// migrations applied and the real `TokenStore`; only the STS is scripted, by an in-process
+/// ``ScriptedEndpoint`` that rotates like the STS (a new refresh token on every redemption) and
+/// lets the test hold a call in flight to drive exact interleavings. A "replica" is an executor
+/// with its own pool, lease waiters, limiter and pending rotations on the same database.
+@Suite("Refresh executor", .serialized)
+struct RefreshExecutorTests {
+    static let clientId = "6731de76-14a6-49ae-97bc-6eba6914391e"
+    static let environment = "login.microsoftonline.com"
+    static let realm = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+    static let scopes = ScopeSet(normalizing: ["https://graph.microsoft.com/User.Read"])
+
+    // MARK: Tests
+
+    @Test("1. A rotation is stored: generation + 1, the new token, a lineage link, the lease released")
+    func rotationStored() async throws {
+        try await Self.withDatabase("refresh_rotation") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let before = try #require(try await db.row(account))
+            let endpoint = ScriptedEndpoint()
+            let outcome = try await db.executor(endpoint).run(db.request(account))
+
+            let (token, source) = try #require(Self.token(outcome))
+            #expect(source == .refresh)
+            let call = try #require(endpoint.calls.first)
+            #expect(endpoint.calls.count == 1)
+            #expect(call.refreshToken == "rt-0")
+            #expect(token.secret == call.accessToken)
+            let newToken = try #require(call.issuedRefreshToken)
+
+            let after = try #require(try await db.row(account))
+            #expect(after.generation == before.generation + 1)
+            #expect(after.leaseOwner == nil)
+            #expect(try await db.storedRefreshToken(account) == newToken)
+            let link = try #require(try await db.store.refreshTokenLineage(accountId: account.accountId).first)
+            #expect(link.generation == after.generation)
+            #expect(link.cause == "rotation")
+            #expect(link.fingerprint == TokenStore.fingerprint(newToken))
+            #expect(link.replacedFingerprint == TokenStore.fingerprint("rt-0"))
+            // The access token was stored with the rotation.
+            let cached = try await db.store.accessTokens(accountId: account.accountId, environment: Self.environment, realm: Self.realm)
+            #expect(cached.map(\.secret) == [token.secret])
+        }
+    }
+
+    @Test("2. No refresh token in the answer (case 14): the generation and the stored token stay, the lease is released")
+    func noRotation() async throws {
+        try await Self.withDatabase("refresh_no_rotation") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let before = try #require(try await db.row(account))
+            let endpoint = ScriptedEndpoint(script: [0: .keep])
+            let outcome = try await db.executor(endpoint).run(db.request(account))
+
+            let (token, source) = try #require(Self.token(outcome))
+            #expect(source == .refresh)
+            #expect(token.secret == endpoint.calls.first?.accessToken)
+            let after = try #require(try await db.row(account))
+            #expect(after.generation == before.generation)
+            #expect(after.leaseOwner == nil)
+            #expect(try await db.storedRefreshToken(account) == "rt-0")
+            #expect(try await db.store.refreshTokenLineage(accountId: account.accountId).map(\.cause) == ["sign_in"])
+        }
+    }
+
+    @Test("3a. Two replicas at once: one redemption; the other waits and serves the stored token from cache")
+    func twoReplicasCacheFirst() async throws {
+        try await Self.withDatabase("refresh_two_cache") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let endpoint = ScriptedEndpoint(hold: [0])
+            let replicaA = db.executor(endpoint, store: db.store)
+            let replicaB = db.executor(endpoint, store: db.otherStore, metrics: Metrics())
+            let first = Task { try await replicaA.run(db.request(account)) }
+            let held = try await endpoint.call(0)
+            #expect(held.refreshToken == "rt-0")
+
+            let second = Task { try await replicaB.run(db.request(account, mode: .cacheFirst)) }
+            try await Self.eventually { replicaB.metrics.value("tokenrelay_refresh_claims_total", ["result": "held_elsewhere"]) >= 1 }
+            #expect(endpoint.calls.count == 1)
+
+            endpoint.release(0)
+            let (tokenA, sourceA) = try #require(Self.token(try await first.value))
+            let (tokenB, sourceB) = try #require(Self.token(try await second.value))
+            #expect(sourceA == .refresh)
+            #expect(sourceB == .cache)
+            #expect(tokenB.secret == tokenA.secret)
+            #expect(endpoint.calls.count == 1)
+            #expect(try await db.storedRefreshToken(account) == endpoint.calls[0].issuedRefreshToken)
+        }
+    }
+
+    @Test("3b. Two replicas at once, bypassing the cache: the second redeems after the first, with the rotated token (a chain)")
+    func twoReplicasBypass() async throws {
+        try await Self.withDatabase("refresh_two_bypass") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let start = try #require(try await db.row(account)).generation
+            let endpoint = ScriptedEndpoint(hold: [0])
+            let replicaA = db.executor(endpoint, store: db.store)
+            let replicaB = db.executor(endpoint, store: db.otherStore, metrics: Metrics())
+            let first = Task { try await replicaA.run(db.request(account, mode: .bypass)) }
+            _ = try await endpoint.call(0)
+            let second = Task { try await replicaB.run(db.request(account, mode: .bypass)) }
+            try await Self.eventually { replicaB.metrics.value("tokenrelay_refresh_claims_total", ["result": "held_elsewhere"]) >= 1 }
+            #expect(endpoint.calls.count == 1)
+
+            endpoint.release(0)
+            let (_, sourceA) = try #require(Self.token(try await first.value))
+            let (_, sourceB) = try #require(Self.token(try await second.value))
+            #expect(sourceA == .refresh)
+            #expect(sourceB == .refresh)
+            let calls = endpoint.calls
+            #expect(calls.count == 2)
+            #expect(calls.map(\.refreshToken) == ["rt-0", try #require(calls[0].issuedRefreshToken)])
+            #expect(calls[1].startedAt >= (try #require(calls[0].answeredAt)))
+            let row = try #require(try await db.row(account))
+            #expect(row.generation == start + 2)
+            #expect(row.leaseOwner == nil)
+            #expect(try await db.storedRefreshToken(account) == calls[1].issuedRefreshToken)
+            let lineage = try await db.store.refreshTokenLineage(accountId: account.accountId)
+            let expected: [String?] = [TokenStore.fingerprint(calls[1].refreshToken), TokenStore.fingerprint(calls[0].refreshToken), nil]
+            #expect(lineage.map(\.replacedFingerprint) == expected)
+        }
+    }
+
+    @Test("4. A sign-in stores a new chain while the STS answers: the answer is served, nothing of it is stored")
+    func fencedOutBySignIn() async throws {
+        try await Self.withDatabase("refresh_fenced_sign_in") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let endpoint = ScriptedEndpoint(hold: [0])
+            let executor = db.executor(endpoint)
+            let running = Task { try await executor.run(db.request(account)) }
+            _ = try await endpoint.call(0)
+            // The returning user signs in again (its own short transaction, the refresh lock first).
+            _ = try await db.signIn(refreshToken: "rt-sign-in")
+            let signedIn = try #require(try await db.row(account))
+
+            endpoint.release(0)
+            let (token, source) = try #require(Self.token(try await running.value))
+            #expect(source == .refresh)
+            #expect(token.secret == endpoint.calls[0].accessToken)
+            let row = try #require(try await db.row(account))
+            #expect(row.generation == signedIn.generation)
+            #expect(row.leaseOwner == nil)
+            #expect(try await db.storedRefreshToken(account) == "rt-sign-in")
+            #expect(try await db.store.refreshTokenLineage(accountId: account.accountId).first?.cause == "sign_in")
+            #expect(try await db.store.accessTokens(accountId: account.accountId, environment: Self.environment, realm: Self.realm).isEmpty)
+            #expect(executor.metrics.value("tokenrelay_refresh_total", ["outcome": "fenced_conflict"]) == 1)
+        }
+    }
+
+    @Test("5. A lease takeover waits for the lease to end; the late holder's answer is fenced out")
+    func leaseTakeover() async throws {
+        try await Self.withDatabase("refresh_takeover") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let start = try #require(try await db.row(account)).generation
+            let endpoint = ScriptedEndpoint(hold: [0])
+            var replicaA = db.executor(endpoint, store: db.store)
+            replicaA.leaseSeconds = 1.0
+            let replicaB = db.executor(endpoint, store: db.otherStore, metrics: Metrics())
+            let late = Task { [replicaA] in try await replicaA.run(db.request(account)) }
+            _ = try await endpoint.call(0)
+            let leaseEnd = try #require(try await db.row(account)?.leaseExpiresAt)
+
+            let (tokenB, sourceB) = try #require(Self.token(try await replicaB.run(db.request(account, deadline: 5))))
+            #expect(sourceB == .refresh)
+            let takeover = try #require(endpoint.calls.count == 2 ? endpoint.calls[1] : nil)
+            // B asked the STS only once A's lease (claim + 1 s) had passed, with the same generation's token.
+            #expect(takeover.startedAt.timeIntervalSince1970 >= leaseEnd)
+            #expect(takeover.refreshToken == "rt-0")
+            #expect(tokenB.secret == takeover.accessToken)
+            #expect(try #require(try await db.row(account)).generation == start + 1)
+
+            endpoint.release(0)
+            let (tokenA, sourceA) = try #require(Self.token(try await late.value))
+            #expect(sourceA == .refresh)
+            #expect(tokenA.secret == endpoint.calls[0].accessToken)
+            // B's write won: the chain continues from B's rotation, A's is dropped.
+            let row = try #require(try await db.row(account))
+            #expect(row.generation == start + 1)
+            #expect(row.leaseOwner == nil)
+            #expect(try await db.storedRefreshToken(account) == takeover.issuedRefreshToken)
+            let lineage = try await db.store.refreshTokenLineage(accountId: account.accountId)
+            #expect(lineage.map(\.fingerprint) == [takeover.issuedRefreshToken, "rt-0"].compactMap { $0 }.map(TokenStore.fingerprint))
+            #expect(replicaA.metrics.value("tokenrelay_refresh_total", ["outcome": "fenced_conflict"]) == 1)
+            #expect(replicaA.metrics.value("tokenrelay_refresh_total", ["outcome": "rotated"]) == 0)
+        }
+    }
+
+    @Test("5b. The fenced write knows its own earlier commit, and only its own (not a takeover's of the same token)")
+    func alreadyStoredOnlyForTheSameWrite() async throws {
+        try await Self.withDatabase("refresh_already_stored") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let start = try #require(try await db.row(account)).generation
+            func write(_ rotated: String?) -> RotationWrite {
+                RotationWrite(
+                    accountId: account.accountId, generation: start, rotatedRefreshToken: rotated, familyId: nil,
+                    redeemedFingerprint: TokenStore.fingerprint("rt-0"), accessToken: nil, notifyAccessTokensReplaced: false)
+            }
+            #expect(try await db.store.writeRotation(write("rt-A")) == .stored(generation: start + 1))
+            // A retry of the same write whose answer was lost: it did commit.
+            #expect(try await db.otherStore.writeRotation(write("rt-A")) == .alreadyStored)
+            // Another redemption of rt-0 (a holder whose lease was taken over): fenced out, rotated or not.
+            #expect(try await db.otherStore.writeRotation(write("rt-B")) == .fencedOut)
+            #expect(try await db.otherStore.writeRotation(write(nil)) == .fencedOut)
+            #expect(try await db.storedRefreshToken(account) == "rt-A")
+            #expect(try #require(try await db.row(account)).generation == start + 1)
+        }
+    }
+
+    @Test("6. The STS call is cut off at 0.75 of the lease after the claim, and gets at least 30 s otherwise")
+    func attemptCutoff() async throws {
+        try await Self.withDatabase("refresh_cutoff") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let endpoint = ScriptedEndpoint(hold: [0])
+            var executor = db.executor(endpoint)
+            executor.leaseSeconds = 20
+            let running = Task { [executor] in try await executor.run(db.request(account, deadline: 2)) }
+            let call = try await endpoint.call(0)
+            let claimedAt = try #require(try await db.row(account)?.leaseExpiresAt) - 20
+            endpoint.release(0)
+            _ = try await running.value
+
+            let cutoff = try #require(call.context.attemptCutoff).timeIntervalSince1970
+            #expect(abs(cutoff - (claimedAt + 15)) < 0.5)
+            #expect(call.context.minimumAttemptSeconds == 30)
+            // The caller's deadline is passed on unchanged; it does not bound the sent call.
+            #expect(call.context.deadline < Date(timeIntervalSince1970: cutoff))
+        }
+    }
+
+    @Test("7a. A dead refresh token (case 01, AADSTS700082): the row is deleted and the account needs interaction")
+    func deadRefreshToken() async throws {
+        try await Self.withDatabase("refresh_dead") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let failure = Self.classify(Self.case01)
+            #expect(failure.disposition == .refreshTokenDead)
+            let endpoint = ScriptedEndpoint(script: [0: .fail(.rejected(failure))])
+            let outcome = try await db.executor(endpoint).run(db.request(account))
+
+            let error = try #require(Self.failure(outcome))
+            #expect(error.code == .stsRejected)
+            #expect(error.refreshTokenDied)
+            #expect(error.failure?.stsErrorCodes == [700082])
+            #expect(try await db.row(account) == nil)
+            #expect(try await db.accountState(account) == "interaction_required")
+            // The next refresh answers at once, without the STS.
+            let next = try #require(Self.failure(try await db.executor(endpoint).run(db.request(account))))
+            #expect(next.code == .noRefreshToken)
+            #expect(endpoint.calls.count == 1)
+        }
+    }
+
+    @Test("7b. A policy answer (case 02, AADSTS50076) keeps the refresh token and releases the lease")
+    func policyFailureKeepsToken() async throws {
+        try await Self.withDatabase("refresh_policy") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let before = try #require(try await db.row(account))
+            let failure = Self.classify(Self.case02)
+            #expect(failure.disposition == .interactionRequired)
+            let endpoint = ScriptedEndpoint(script: [0: .fail(.rejected(failure))])
+            let outcome = try await db.executor(endpoint).run(db.request(account))
+
+            let error = try #require(Self.failure(outcome))
+            #expect(error.code == .stsRejected)
+            #expect(!error.refreshTokenDied)
+            #expect(error.failure?.suberror == "basic_action")
+            let after = try #require(try await db.row(account))
+            #expect(after.generation == before.generation)
+            #expect(after.leaseOwner == nil)
+            #expect(try await db.storedRefreshToken(account) == "rt-0")
+            #expect(try await db.accountState(account) == "active")
+        }
+    }
+
+    @Test("8. Waiting for another replica's lease ends at the deadline with lease_wait_timeout")
+    func leaseWaitTimeout() async throws {
+        try await Self.withDatabase("refresh_lease_wait") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let endpoint = ScriptedEndpoint(hold: [0])
+            let replicaA = db.executor(endpoint, store: db.store)
+            let replicaB = db.executor(endpoint, store: db.otherStore, metrics: Metrics())
+            let holder = Task { try await replicaA.run(db.request(account)) }
+            _ = try await endpoint.call(0)
+
+            // Several deadlines: whether the deadline is met in the wait or in the claim after it is
+            // a matter of milliseconds; both must answer lease_wait_timeout (not deadline_passed).
+            for deadline in [0.3, 0.12, 0.2, 0.05] {
+                let started = Date()
+                let outcome = try await replicaB.run(db.request(account, deadline: deadline))
+                let elapsed = Date().timeIntervalSince(started)
+                let error = try #require(Self.failure(outcome))
+                #expect(error.code == .leaseWaitTimeout, "deadline \(deadline) s")
+                #expect(elapsed < 1)
+            }
+            #expect(endpoint.calls.count == 1)
+            #expect(replicaB.metrics.value("tokenrelay_refresh_total", ["outcome": "lease_wait_timeout"]) == 4)
+
+            endpoint.release(0)
+            #expect(Self.token(try await holder.value)?.1 == .refresh)
+        }
+    }
+
+    @Test("9. The replica's redemption limit: a refresh over it waits within its deadline, then concurrency_limit")
+    func concurrencyLimit() async throws {
+        try await Self.withDatabase("refresh_limit") { db in
+            let first = try await db.signIn(refreshToken: "rt-first", homeAccountId: "uid-1." + Self.realm)
+            let second = try await db.signIn(refreshToken: "rt-second", homeAccountId: "uid-2." + Self.realm)
+            let endpoint = ScriptedEndpoint(hold: [0])
+            let limiter = RedemptionLimiter(limit: 1)
+            let executorA = db.executor(endpoint, limiter: limiter)
+            let executorB = db.executor(endpoint, limiter: limiter)
+            let holder = Task { try await executorA.run(db.request(first)) }
+            _ = try await endpoint.call(0)
+
+            let started = Date()
+            let limited = try #require(Self.failure(try await executorB.run(db.request(second, deadline: 0.3))))
+            #expect(limited.code == .concurrencyLimit)
+            #expect(Date().timeIntervalSince(started) < 1)
+            #expect(endpoint.calls.count == 1)
+            // The limited refresh claimed nothing.
+            #expect(try await db.row(second)?.leaseOwner == nil)
+
+            endpoint.release(0)
+            #expect(Self.token(try await holder.value)?.1 == .refresh)
+            #expect(limiter.inFlight == 0)
+            let third = try await executorB.run(db.request(second, deadline: 2))
+            #expect(Self.token(third)?.1 == .refresh)
+            #expect(endpoint.calls.map(\.refreshToken) == ["rt-first", "rt-second"])
+        }
+    }
+
+    // MARK: 10. AcquisitionError → Problem, one test per row of the table
+
+    @Test("10. sts_rejected: the STS-error table's problem, STS codes kept")
+    func problemSTSRejected() throws {
+        let failure = Self.classify(Self.case02)
+        let problem = Problem(AcquisitionError.rejected(failure), requestedScopes: Self.scopes)
+        #expect(problem.status == 409)
+        #expect(problem.code == .interactionRequired)
+        #expect(problem.extensions["sts_error_codes"] == .array([.number(50076)]))
+        #expect(problem.extensions["suberror"] == .string("basic_action"))
+        #expect(problem.extensions["account_state"] == .string("active"))
+        #expect(problem.replayable)
+
+        let dead = Problem(AcquisitionError.rejected(Self.classify(Self.case01)))
+        #expect(dead.status == 409)
+        #expect(dead.extensions["sts_error_codes"] == .array([.number(700082)]))
+        #expect(dead.extensions["account_state"] == .string("interaction_required"))
+        #expect(!dead.replayable)
+
+        let lost = Problem(AcquisitionError(code: .stsRejected))
+        #expect(lost.status == 500)
+        #expect(lost.code == .internal)
+    }
+
+    @Test("10. sts_unavailable: the STS client's problem as it made it")
+    func problemSTSUnavailable() throws {
+        var made = Problem(
+            .upstreamUnavailable, "The identity provider answered 503.", status: 503,
+            extensions: ["sts_error_codes": .array([.number(90033)]), "retry_after_s": .number(7)], headers: ["Retry-After": "7"])
+        made.cause = "sts: 503"
+        let problem = Problem(AcquisitionError.unavailable(made))
+        #expect(problem.status == 503)
+        #expect(problem.code == .upstreamUnavailable)
+        #expect(problem.headers["Retry-After"] == "7")
+        #expect(problem.extensions["sts_error_codes"] == .array([.number(90033)]))
+        #expect(problem.detail == made.detail)
+
+        let timeout = Problem(AcquisitionError.unavailable(Problem.deadlinePassed(before: "identity provider")))
+        #expect(timeout.status == 504)
+        #expect(timeout.code == .upstreamUnavailable)
+
+        let lost = Problem(AcquisitionError(code: .stsUnavailable))
+        #expect(lost.status == 503)
+        #expect(lost.headers["Retry-After"] == "1")
+    }
+
+    @Test("10. no_refresh_token: 409 interaction_required, account_state active")
+    func problemNoRefreshToken() throws {
+        let problem = Problem(AcquisitionError.noRefreshToken)
+        #expect(problem.status == 409)
+        #expect(problem.code == .interactionRequired)
+        #expect(problem.extensions["account_state"] == .string("active"))
+        #expect(problem.headers["Retry-After"] == nil)
+        #expect(!problem.replayable)
+        #expect(try Self.rendered(problem)["error"] as? String == "interaction_required")
+    }
+
+    @Test("10. lease_wait_timeout: 503 upstream_unavailable, Retry-After 1")
+    func problemLeaseWaitTimeout() throws {
+        try Self.expectUnavailable(Problem(AcquisitionError.leaseWaitTimeout), status: 503)
+    }
+
+    @Test("10. deadline_passed: 504 upstream_unavailable, Retry-After 1")
+    func problemDeadlinePassed() throws {
+        try Self.expectUnavailable(Problem(AcquisitionError.deadlinePassed), status: 504)
+    }
+
+    @Test("10. concurrency_limit: 503 upstream_unavailable, Retry-After 1")
+    func problemConcurrencyLimit() throws {
+        try Self.expectUnavailable(Problem(AcquisitionError.concurrencyLimit), status: 503)
+    }
+
+    @Test("10. unexpected: 500 internal, the error only in the log cause")
+    func problemUnexpected() throws {
+        let problem = Problem(AcquisitionError.unexpected)
+        #expect(problem.status == 500)
+        #expect(problem.code == .internal)
+        #expect(problem.cause == AcquisitionError.unexpected.description)
+        #expect(try Self.rendered(problem)["error"] as? String == "internal")
+    }
+
+    @Test("10. refreshOutcome labels per code and STS disposition", arguments: STSFailure.Disposition.allCases)
+    func refreshOutcomePerDisposition(_ disposition: STSFailure.Disposition) {
+        let expected: String
+        switch disposition {
+        case .refreshTokenDead, .interactionRequired, .userCanceled: expected = "interaction_required"
+        case .throttled: expected = "throttled"
+        case .clientCredentialRejected, .transient, .nonRetryableServer, .badRequest: expected = "upstream_error"
+        }
+        let failure = STSFailure(disposition: disposition, problem: .upstreamError, detail: "x")
+        #expect(AcquisitionError.rejected(failure).refreshOutcome == expected)
+    }
+
+    @Test("10. refreshOutcome labels per code", arguments: AcquisitionError.Code.allCases)
+    func refreshOutcomePerCode(_ code: AcquisitionError.Code) {
+        let expected: String
+        switch code {
+        case .stsRejected, .stsUnavailable, .unexpected: expected = "upstream_error"
+        case .noRefreshToken: expected = "interaction_required"
+        case .leaseWaitTimeout, .deadlinePassed: expected = "lease_wait_timeout"
+        case .concurrencyLimit: expected = "concurrency_limit"
+        }
+        #expect(AcquisitionError(code: code).refreshOutcome == expected)
+    }
+
+    // MARK: Helpers
+
+    static func expectUnavailable(_ problem: Problem, status: Int) throws {
+        #expect(problem.status == status)
+        #expect(problem.code == .upstreamUnavailable)
+        #expect(problem.headers["Retry-After"] == "1")
+        #expect(problem.extensions["retry_after_s"] == .number(1))
+        let json = try rendered(problem)
+        #expect(json["error"] as? String == "upstream_unavailable")
+        #expect(json["status"] as? Int == status)
+    }
+
+    static func rendered(_ problem: Problem) throws -> [String: Any] {
+        let response = problem.response(correlationId: "c-1")
+        return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+    }
+
+    static func token(_ outcome: RefreshExecutor.Outcome) -> (StoredAccessToken, SilentTokenResult.Source)? {
+        if case .token(let token, _, let source) = outcome { return (token, source) }
+        return nil
+    }
+
+    static func failure(_ outcome: RefreshExecutor.Outcome) -> AcquisitionError? {
+        if case .failure(let error) = outcome { return error }
+        return nil
+    }
+
+    /// Polls `condition` every 10 ms for up to 5 s.
+    static func eventually(_ condition: () async throws -> Bool) async throws {
+        let until = Date().addingTimeInterval(5)
+        while !(try await condition()) {
+            guard Date() < until else {
+                Issue.record("condition not met within 5 s")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    static func classify(_ response: (status: Int, headers: [(String, String)], body: String)) -> STSFailure {
+        STSErrorMapping.classify(status: response.status, headers: response.headers, body: Array(response.body.utf8), now: Date())
+    }
+
+    /// shared/cases/01-aadsts700082-refresh-token-inactive-bad-token.json (its response).
+    static let case01: (status: Int, headers: [(String, String)], body: String) = (
+        400, [("Content-Type", "application/json; charset=utf-8"), ("x-ms-request-id", "1a1a1a1a-0000-4000-8000-000000000001")],
+        #"""
+        {
+          "error": "invalid_grant",
+          "error_description": "AADSTS700082: The refresh token has expired due to inactivity. The token was issued on 2026-05-20T16:18:37.2732417Z and was inactive for 90.00:00:00. Trace ID: 1a1a1a1a-0000-4000-8000-000000000001 Correlation ID: 2b2b2b2b-0000-4000-8000-000000000001 Timestamp: 2026-08-26 10:12:51Z",
+          "error_codes": [700082],
+          "timestamp": "2026-08-26 10:12:51Z",
+          "trace_id": "1a1a1a1a-0000-4000-8000-000000000001",
+          "correlation_id": "2b2b2b2b-0000-4000-8000-000000000001",
+          "error_uri": "https://login.microsoftonline.com/error?code=700082",
+          "suberror": "bad_token"
+        }
+        """#
+    )
+
+    /// shared/cases/02-aadsts50076-mfa-required-basic-action-keep-rt.json (its response).
+    static let case02: (status: Int, headers: [(String, String)], body: String) = (
+        400, [("Content-Type", "application/json; charset=utf-8"), ("x-ms-request-id", "1a1a1a1a-0000-4000-8000-000000000002")],
+        #"""
+        {
+          "error": "invalid_grant",
+          "error_description": "AADSTS50076: Due to a configuration change made by your administrator, or because you moved to a new location, you must use multi-factor authentication to access '00000003-0000-0000-c000-000000000000'. Trace ID: 1a1a1a1a-0000-4000-8000-000000000002 Correlation ID: 2b2b2b2b-0000-4000-8000-000000000002 Timestamp: 2025-02-12 15:57:00Z",
+          "error_codes": [50076],
+          "timestamp": "2025-02-12 15:57:00Z",
+          "trace_id": "1a1a1a1a-0000-4000-8000-000000000002",
+          "correlation_id": "2b2b2b2b-0000-4000-8000-000000000002",
+          "error_uri": "https://login.microsoftonline.com/error?code=50076",
+          "suberror": "basic_action"
+        }
+        """#
+    )
+
+    /// A fresh database with the migrations applied, and two stores on it (two replicas' pools).
+    static func withDatabase(_ name: String, _ body: (Harness) async throws -> Void) async throws {
+        try await TestPostgres.withFreshDatabase(named: name) { url in
+            let pool = PostgresPool(url: url, size: 2)
+            let otherPool = PostgresPool(url: url, size: 2)
+            defer {
+                pool.close()
+                otherPool.close()
+            }
+            _ = try await Migrator(directory: BuiltProducts.packageRoot() + "/migrations").apply(on: pool)
+            let cipher = TokenCipher(ring: try KeyRing(parsing: KeyRing.generateEntry(id: "k1")))
+            let authority = try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false).validate("https://login.microsoftonline.com/" + realm)
+            try await body(
+                Harness(
+                    store: TokenStore(database: Database(pool: pool), clientId: clientId, cipher: cipher),
+                    otherStore: TokenStore(database: Database(pool: otherPool), clientId: clientId, cipher: cipher), pool: pool,
+                    authority: authority))
+        }
+    }
+
+    struct Harness: Sendable {
+        let store: TokenStore
+        /// Another replica's store: the same database through its own pool.
+        let otherStore: TokenStore
+        let pool: PostgresPool
+        let authority: Authority
+
+        struct Row: Sendable, Equatable {
+            let generation: Int64
+            let leaseOwner: String?
+            /// Unix seconds (PostgreSQL's clock).
+            let leaseExpiresAt: Double?
+        }
+
+        /// A sign-in as the callback stores it (one transaction; a returning user keeps its account).
+        func signIn(refreshToken: String, homeAccountId: String = "uid-1." + RefreshExecutorTests.realm) async throws -> AccountRecord {
+            try await store.saveSignIn(
+                SignedInAccount(
+                    environment: RefreshExecutorTests.environment, homeAccountId: homeAccountId, realm: RefreshExecutorTests.realm,
+                    localAccountId: String(homeAccountId.prefix { $0 != "." }), username: "ada@contoso.com", name: "Ada", authority: authority,
+                    idTokenClaims: "{}"),
+                refreshToken: refreshToken, familyId: nil, accessToken: nil)
+        }
+
+        func executor(
+            _ endpoint: ScriptedEndpoint, store: TokenStore? = nil, limiter: RedemptionLimiter = RedemptionLimiter(limit: 8),
+            metrics: Metrics = Metrics()
+        ) -> RefreshExecutor {
+            RefreshExecutor(
+                store: store ?? self.store, endpoint: endpoint, clientId: RefreshExecutorTests.clientId, expirySkewSeconds: 300, limiter: limiter,
+                waiters: LeaseWaiters(), pendingRotations: PendingRotations(), metrics: metrics, logger: Logger(level: .error, logPII: false, sink: .memory()),
+                now: { Int(Date().timeIntervalSince1970) })
+        }
+
+        func request(_ account: AccountRecord, mode: RefreshStateMachine.Mode = .cacheFirst, deadline: Double = 5) -> RefreshExecutor.Request {
+            RefreshExecutor.Request(
+                account: account, authority: authority, realm: account.realm, scopes: RefreshExecutorTests.scopes, claims: nil, mode: mode, minTTL: 0,
+                context: RequestContext(correlationId: UUID().uuidString, deadline: Date().addingTimeInterval(deadline), caller: nil, access: .unrestricted))
+        }
+
+        func row(_ account: AccountRecord) async throws -> Row? {
+            let id = account.accountId
+            return try await pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT generation, lease_owner, extract(epoch FROM lease_expires_at)::text AS lease_expires_at
+                    FROM refresh_tokens WHERE account_id = $1
+                    """, [.text(id)]
+                ).rows.first.map { row in
+                    Row(
+                        generation: row.int("generation") ?? -1, leaseOwner: row.string("lease_owner"),
+                        leaseExpiresAt: row.string("lease_expires_at").flatMap(Double.init))
+                }
+            }
+        }
+
+        func storedRefreshToken(_ account: AccountRecord) async throws -> String? {
+            let store = self.store
+            let id = account.accountId
+            return try await store.database.run { connection in try store.refreshToken(in: connection, accountId: id)?.token }
+        }
+
+        func accountState(_ account: AccountRecord) async throws -> String? {
+            let id = account.accountId
+            return try await pool.withConnection { connection in
+                try connection.query("SELECT state FROM accounts WHERE account_id = $1", [.text(id)]).rows.first?.string("state")
+            }
+        }
+    }
+}
+
+/// The STS's token endpoint, scripted: every redemption is recorded with the token and context
+/// it was given; it answers as the STS does (a new access token and, rotating, a new refresh
+/// token each time) unless the script says otherwise; calls listed in `hold` stay in flight until
+/// the test releases them.
+final class ScriptedEndpoint: TokenEndpoint {
+    enum Answer: Sendable {
+        /// Tokens with a new refresh token.
+        case rotate
+        /// Tokens without a refresh token (case 14).
+        case keep
+        case fail(STSCallError)
+    }
+
+    struct Call: Sendable {
+        let refreshToken: String
+        let context: RequestContext
+        let startedAt: Date
+        var answeredAt: Date?
+        var accessToken: String?
+        var issuedRefreshToken: String?
+    }
+
+    private struct State: Sendable {
+        var calls: [Call] = []
+        var script: [Int: Answer]
+        var hold: Set<Int>
+        var gates: [Int: CheckedContinuation<Void, Never>] = [:]
+        var released: Set<Int> = []
+    }
+
+    private let state: Mutex<State>
+
+    init(hold: Set<Int> = [], script: [Int: Answer] = [:]) {
+        state = Mutex(State(script: script, hold: hold))
+    }
+
+    var calls: [Call] { state.withLock { $0.calls } }
+
+    func redeem(
+        refreshToken: String, authority: Authority, scopes: ScopeSet, claims: String?, context: RequestContext, account: String
+    ) async -> Result<TokenResponse, STSCallError> {
+        let (index, held) = state.withLock { state in
+            state.calls.append(Call(refreshToken: refreshToken, context: context, startedAt: Date()))
+            return (state.calls.count - 1, state.hold.contains(state.calls.count - 1))
+        }
+        if held {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let go = state.withLock { state -> Bool in
+                    if state.released.contains(index) { return true }
+                    state.gates[index] = continuation
+                    return false
+                }
+                if go { continuation.resume() }
+            }
+        }
+        return state.withLock { state in
+            state.calls[index].answeredAt = Date()
+            let accessToken = "at-\(index)-" + UUID().uuidString
+            switch state.script[index] ?? .rotate {
+            case .rotate:
+                let rotated = "rt-\(index + 1)-" + UUID().uuidString
+                state.calls[index].accessToken = accessToken
+                state.calls[index].issuedRefreshToken = rotated
+                return .success(
+                    TokenResponse(
+                        accessToken: accessToken, expiresIn: 3600, extExpiresIn: 3600, scope: "User.Read openid profile email", refreshToken: rotated))
+            case .keep:
+                state.calls[index].accessToken = accessToken
+                return .success(TokenResponse(accessToken: accessToken, expiresIn: 3599, extExpiresIn: 3599, scope: "User.Read openid profile email"))
+            case .fail(let error):
+                return .failure(error)
+            }
+        }
+    }
+
+    /// Lets held call `index` answer (now, or as soon as it arrives).
+    func release(_ index: Int) {
+        let gate = state.withLock { state in
+            state.released.insert(index)
+            return state.gates.removeValue(forKey: index)
+        }
+        gate?.resume()
+    }
+
+    /// Call `index` once it has arrived (waits up to 5 s).
+    func call(_ index: Int) async throws -> Call {
+        let until = Date().addingTimeInterval(5)
+        while true {
+            if let call = state.withLock({ $0.calls.count > index ? $0.calls[index] : nil }) { return call }
+            guard Date() < until else { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
