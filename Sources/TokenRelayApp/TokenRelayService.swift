@@ -138,7 +138,8 @@ public final class TokenRelayService: Sendable {
             ]
         }
         keepAlive = KeepAliveJob(
-            store: KeepAliveStore(database: database, clientId: configuration.clientId), accounts: store, tokens: tokens,
+            store: KeepAliveStore(database: database, clientId: configuration.clientId), leases: JobLeaseStore(database: database),
+            accounts: store, tokens: tokens,
             events: AccountEventStore(database: database), afterDays: configuration.keepAliveAfterDays,
             maxPerMinute: configuration.keepAliveMaxPerMinute, metrics: metrics, logger: logger)
         metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
