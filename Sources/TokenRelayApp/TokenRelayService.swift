@@ -30,6 +30,8 @@ public final class TokenRelayService: Sendable {
     private let webhooks: WebhookDeliverer?
     /// The keep-alive and webhook loops started by `start()`, cancelled by `stop()`.
     private let backgroundJobs = Mutex<[Task<Void, Never>]>([])
+    /// The webhook loop (also in `backgroundJobs`), which `shutdown()` waits for.
+    private let webhookJob = Mutex<Task<Void, Never>?>(nil)
     /// Token answers per (key, account), flushed in batches (SPEC §12 Audit).
     let issuance: IssuanceCounter
     private let issuanceStore: IssuanceStore
@@ -138,7 +140,8 @@ public final class TokenRelayService: Sendable {
             ]
         }
         keepAlive = KeepAliveJob(
-            store: KeepAliveStore(database: database, clientId: configuration.clientId), accounts: store, tokens: tokens,
+            store: KeepAliveStore(database: database, clientId: configuration.clientId), leases: JobLeaseStore(database: database),
+            accounts: store, tokens: tokens,
             events: AccountEventStore(database: database), afterDays: configuration.keepAliveAfterDays,
             maxPerMinute: configuration.keepAliveMaxPerMinute, metrics: metrics, logger: logger)
         metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
@@ -222,7 +225,9 @@ public final class TokenRelayService: Sendable {
                 })
         }
         if let webhooks {
-            jobs.append(Task { await webhooks.run() })
+            let job = Task { await webhooks.run() }
+            webhookJob.withLock { $0 = job }
+            jobs.append(job)
         }
         let (issuance, store, interval) = (self.issuance, issuanceStore, configuration.issuanceFlushIntervalSeconds)
         jobs.append(Task { await issuance.run(store: store, intervalSeconds: interval) })
@@ -272,6 +277,12 @@ public final class TokenRelayService: Sendable {
         let drained = server.drain(timeoutSeconds: Double(configuration.shutdownTimeoutSeconds))
         await issuance.flush(to: issuanceStore)
         await flushKeyUsage()
+        // A webhook POST in flight is cut off; the loop then releases its lease, so another
+        // replica delivers at once rather than when the lease expires.
+        if let job = webhookJob.withLock({ $0 }) {
+            job.cancel()
+            await job.value
+        }
         stop()
         return drained
     }

@@ -254,4 +254,48 @@ struct KeepAliveAndEventsTests {
         // The secret never reaches the log.
         #expect(!stack.relay.log().contains(secret))
     }
+
+    @Test("While the webhook receiver is slow to answer, the relay holds no transaction or advisory lock, and events still arrive in order")
+    func slowReceiverHoldsNothingOfPostgres() async throws {
+        let receiver = WebhookReceiver()
+        receiver.setUp(true)
+        receiver.setDelay(2)
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threadCount: 1), handler: receiver)
+        try server.start()
+        defer { server.stop() }
+        let stack = try await TokenRelayStack(
+            name: "e2e_webhook_slow",
+            environment: ["TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:\(server.port)/hooks", "TOKENRELAY_WEBHOOK_SECRET": "whsec-slow-receiver"])
+        defer { stack.stop() }
+        for username in ["alice@contoso.example", "bob@contoso.example"] {
+            let accountId = try await stack.signInAccountId(username)
+            #expect(try await stack.request("DELETE", "/v1/accounts/\(accountId)").status == 204)
+        }
+        let expectedIds = try await Self.events(stack).compactMap { $0["id"] as? String }
+        #expect(expectedIds.count == 2)
+
+        #expect(try await Self.eventually(within: 10) { receiver.inFlight > 0 })
+        let (inTransaction, advisoryLocks) = try await stack.withDatabase { connection in
+            let sessions = try connection.query(
+                """
+                SELECT count(*) AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'
+                """
+            ).rows.first?.int("n")
+            let locks = try connection.query(
+                """
+                SELECT count(*) AS n FROM pg_locks
+                WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """
+            ).rows.first?.int("n")
+            return (sessions, locks)
+        }
+        #expect(receiver.inFlight > 0, "a delivery was in flight while the database was looked at")
+        #expect(inTransaction == 0, "no relay session idles in a transaction while the receiver answers")
+        #expect(advisoryLocks == 0, "no advisory lock is held while the receiver answers")
+
+        #expect(try await Self.eventually(within: 15) { receiver.accepted.count >= 2 })
+        #expect(receiver.accepted.map(\.eventId) == expectedIds)
+        #expect(receiver.maxInFlight == 1, "one delivery at a time")
+    }
 }

@@ -11,6 +11,7 @@ import IdentityCore
 /// time runs it, and paces its STS calls at most `maxPerMinute` with jitter.
 struct KeepAliveJob: Sendable {
     let store: KeepAliveStore
+    let leases: JobLeaseStore
     let accounts: TokenStore
     let tokens: SilentAcquisition
     let events: AccountEventStore
@@ -49,7 +50,7 @@ struct KeepAliveJob: Sendable {
         let spacing = 60.0 / Double(max(1, maxPerMinute))
         // The lease outlives one spacing comfortably and is renewed before every redemption.
         let leaseSeconds = Int(spacing * 1.5) + 120
-        guard try await store.acquireLease(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { return summary }
+        guard try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { return summary }
         summary.ran = true
         let candidates = try await store.idleAccountIds(olderThanDays: afterDays, limit: Self.maxAccountsPerPass)
         logger.info("keepalive.pass_started", ["keepalive.candidates": String(candidates.count)])
@@ -57,7 +58,7 @@ struct KeepAliveJob: Sendable {
             if index > 0 {
                 // Jitter only lengthens the gap (1–1.5 × spacing), so the rate never exceeds the bound.
                 await sleep(spacing * Double.random(in: 1..<1.5))
-                guard try await store.acquireLease(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
+                guard try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
             }
             guard let account = try await accounts.account(id: accountId), account.state == .active else { continue }
             switch await keepAlive(account) {
@@ -66,7 +67,7 @@ struct KeepAliveJob: Sendable {
             case .deferred: summary.deferred += 1
             }
         }
-        try? await store.releaseLease(job: Self.leaseName, holder: holder)
+        try? await leases.release(job: Self.leaseName, holder: holder)
         logger.info(
             "keepalive.pass_finished",
             ["keepalive.refreshed": String(summary.refreshed), "keepalive.failed": String(summary.failed), "keepalive.deferred": String(summary.deferred)])

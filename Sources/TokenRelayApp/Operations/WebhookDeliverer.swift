@@ -9,29 +9,40 @@ import PostgresBridge
 /// as a JSON POST signed with `TokenRelay-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`,
 /// in outbox order, at least once (a receiver dedupes on the event `id`, which never changes).
 ///
-/// One replica delivers at a time: a batch runs inside one transaction holding a
-/// transaction-scoped advisory lock (works through pgbouncer, SPEC §8), and marks each event
-/// delivered after its 2xx. The first failure ends the batch, so a later event never overtakes
-/// an earlier one; the next batch waits an exponential backoff with jitter (IdentityCore's
-/// `RetryPolicy` caps) for as long as the receiver stays down.
+/// One replica delivers at a time: the one holding the `webhook` job lease (`JobLeaseStore`,
+/// ADR 0007). A batch reads the oldest undelivered events in one statement, then POSTs each with
+/// no connection, transaction or lock held (SPEC §8) and marks it delivered after its 2xx in one
+/// statement. The lease is renewed before every POST; when that fails (another replica took it
+/// over) the batch stops. The first failure ends the batch, so a later event never overtakes an
+/// earlier one; the next batch waits an exponential backoff with jitter (IdentityCore's
+/// `RetryPolicy` caps) for as long as the receiver stays down. The lease is released after every
+/// batch, so it is free while this replica is idle, backs off or stops.
 struct WebhookDeliverer: Sendable {
     let database: Database
+    let leases: JobLeaseStore
     let url: String
     let secret: [UInt8]
     let http: HTTPClient
     let policy: RetryPolicy
     let metrics: Metrics
     let logger: Logger
+    /// This replica's (and run's) name in the lease.
+    let holder = "replica_" + RandomToken.make(bytes: 9)
 
-    /// Events sent per batch (one transaction).
+    static let leaseName = "webhook"
+    /// Events sent per batch (one read).
     static let batchSize = 50
     /// Seconds one POST may take.
     static let attemptTimeout = 10.0
+    /// Seconds the lease lasts: six POST timeouts, as it is renewed before every POST. A replica
+    /// that dies while delivering holds the events up for at most this long.
+    static let leaseSeconds = 60
     /// Seconds between looks for new events while idle.
     static let pollInterval = 1.0
 
     init(database: Database, url: String, secret: String, http: HTTPClient, maxBackoffSeconds: Int, metrics: Metrics, logger: Logger) {
         self.database = database
+        leases = JobLeaseStore(database: database)
         self.url = url
         self.secret = Array(secret.utf8)
         self.http = http
@@ -42,15 +53,18 @@ struct WebhookDeliverer: Sendable {
 
     /// How one batch ended.
     enum BatchResult: Sendable, Equatable {
-        /// Nothing waits, or another replica holds the delivery lock.
+        /// Nothing waits, or another replica holds the delivery lease.
         case idle
         /// `count` events delivered, all of the batch.
         case delivered(count: Int)
         /// The receiver refused or could not be reached after `count` deliveries.
         case failed(count: Int)
+        /// The lease could not be renewed (another replica has it) or the task was cancelled,
+        /// after `count` deliveries.
+        case stopped(count: Int)
     }
 
-    /// Runs until the task is cancelled.
+    /// Runs until the task is cancelled (a batch in flight then stops and releases the lease).
     func run() async {
         let events = AccountEventStore(database: database)
         var failures = 0
@@ -59,7 +73,7 @@ struct WebhookDeliverer: Sendable {
             do {
                 if try await events.hasUndelivered() {
                     switch try await deliverBatch() {
-                    case .idle: break
+                    case .idle, .stopped: break
                     case .delivered(let count):
                         failures = 0
                         if count == Self.batchSize { wait = 0 }
@@ -77,24 +91,34 @@ struct WebhookDeliverer: Sendable {
         }
     }
 
-    /// Delivers undelivered events in order until one fails or the batch is done.
+    /// Takes the lease, delivers undelivered events in order until one fails or the batch is
+    /// done, and releases the lease (the next batch, even one that follows at once, takes it again).
     func deliverBatch() async throws -> BatchResult {
-        let service = self
-        return try await database.transaction { connection -> BatchResult in
-            let locked = try connection.query("SELECT pg_try_advisory_xact_lock(hashtextextended('tokenrelay.webhook', 0)) AS locked").rows.first?.bool(
-                "locked")
-            guard locked == true else { return .idle }
-            let pending = try AccountEventStore.undelivered(in: connection, limit: Self.batchSize)
-            guard !pending.isEmpty else { return .idle }
-            var delivered = 0
-            for event in pending {
-                let accepted = try blockingWait { await service.post(event) }
-                guard accepted else { return .failed(count: delivered) }
-                try AccountEventStore.markDelivered(in: connection, seq: event.seq)
-                delivered += 1
+        guard try await leases.acquire(job: Self.leaseName, holder: holder, seconds: Self.leaseSeconds) else { return .idle }
+        let result: Result<BatchResult, any Error>
+        do { result = .success(try await deliverHoldingLease()) } catch { result = .failure(error) }
+        try? await leases.release(job: Self.leaseName, holder: holder)
+        return try result.get()
+    }
+
+    private func deliverHoldingLease() async throws -> BatchResult {
+        let events = AccountEventStore(database: database)
+        let pending = try await events.undelivered(limit: Self.batchSize)
+        guard !pending.isEmpty else { return .idle }
+        var delivered = 0
+        for event in pending {
+            if delivered > 0 {
+                // Renewed before every POST but the first (just taken), so the lease cannot lapse
+                // while one is in flight; lost means another replica delivers from here.
+                guard !Task.isCancelled, try await leases.acquire(job: Self.leaseName, holder: holder, seconds: Self.leaseSeconds) else {
+                    return .stopped(count: delivered)
+                }
             }
-            return .delivered(count: delivered)
+            guard await post(event) else { return Task.isCancelled ? .stopped(count: delivered) : .failed(count: delivered) }
+            try await events.markDelivered(seq: event.seq)
+            delivered += 1
         }
+        return .delivered(count: delivered)
     }
 
     /// One signed POST; true on a 2xx answer.
@@ -112,6 +136,8 @@ struct WebhookDeliverer: Sendable {
             outcome = (200..<300).contains(response.status) ? "delivered" : "refused"
             if outcome != "delivered" { logger.warn("webhook.delivery_refused", ["event.id": event.id, "http.status": String(response.status)]) }
         } catch {
+            // Cut off by shutdown: not the receiver's failure; the event stays undelivered.
+            if Task.isCancelled { return false }
             outcome = "unreachable"
             logger.warn("webhook.delivery_unreachable", ["event.id": event.id])
         }

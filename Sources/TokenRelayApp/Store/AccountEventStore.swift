@@ -51,15 +51,20 @@ struct AccountEventStore: Sendable {
         }
     }
 
-    /// Up to `limit` events the webhook receiver has not acknowledged, oldest first.
-    static func undelivered(in connection: PostgresConnection, limit: Int) throws -> [AccountEvent] {
-        try connection.query(
-            "SELECT \(columns) FROM account_events WHERE delivered_at IS NULL ORDER BY seq LIMIT $1", [.int(Int64(limit))]
-        ).rows.map(event(from:))
+    /// Up to `limit` events the webhook receiver has not acknowledged, oldest first (one statement).
+    func undelivered(limit: Int) async throws -> [AccountEvent] {
+        try await database.run { connection in
+            try connection.query(
+                "SELECT \(Self.columns) FROM account_events WHERE delivered_at IS NULL ORDER BY seq LIMIT $1", [.int(Int64(limit))]
+            ).rows.map(Self.event(from:))
+        }
     }
 
-    static func markDelivered(in connection: PostgresConnection, seq: Int64) throws {
-        try connection.query("UPDATE account_events SET delivered_at = now() WHERE seq = $1", [.int(seq)])
+    /// Records the receiver's acknowledgement of event `seq` (one statement).
+    func markDelivered(seq: Int64) async throws {
+        _ = try await database.run { connection in
+            try connection.query("UPDATE account_events SET delivered_at = now() WHERE seq = $1", [.int(seq)])
+        }
     }
 
     /// Whether any event waits for delivery (a cheap poll on the partial index).

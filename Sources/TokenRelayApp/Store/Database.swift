@@ -1,7 +1,5 @@
-import Dispatch
 import Foundation
 import PostgresBridge
-import Synchronization
 
 /// The PostgreSQL pool as the application sees it: every database failure becomes a
 /// ``StoreError`` (rendered at the edge: 503 `upstream_unavailable` with `Retry-After` when the
@@ -26,19 +24,4 @@ struct Database: Sendable {
             throw StoreError(error)
         }
     }
-}
-
-/// Waits for an async operation from a thread that may block: a PostgreSQL worker thread holding
-/// a transaction (the refresh lock), never a Swift concurrency thread.
-func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
-    let outcome = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let result: Result<T, any Error>
-        do { result = .success(try await operation()) } catch { result = .failure(error) }
-        outcome.withLock { $0 = result }
-        done.signal()
-    }
-    done.wait()
-    return try outcome.withLock { $0! }.get()
 }

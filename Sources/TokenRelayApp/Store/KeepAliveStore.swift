@@ -1,7 +1,7 @@
 import PostgresBridge
 
-/// SQL of the refresh-token keep-alive job: which accounts to refresh, with which scopes, and the
-/// lease that lets one replica at a time run a pass.
+/// SQL of the refresh-token keep-alive job: which accounts to refresh, and with which scopes (its
+/// lease is in `JobLeaseStore`).
 ///
 /// "Last refreshed" is `refresh_tokens.updated_at`: it changes whenever the refresh token is
 /// redeemed and rotated (or stored by a sign-in), which is what the STS's inactivity window
@@ -9,27 +9,6 @@ import PostgresBridge
 struct KeepAliveStore: Sendable {
     let database: Database
     let clientId: String
-
-    /// Takes or renews the lease on `job` for `seconds`; false when another holder has it.
-    func acquireLease(job: String, holder: String, seconds: Int) async throws -> Bool {
-        try await database.run { connection in
-            !(try connection.query(
-                """
-                INSERT INTO job_leases (job, holder, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3::double precision))
-                ON CONFLICT (job) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-                WHERE job_leases.expires_at < now() OR job_leases.holder = EXCLUDED.holder
-                RETURNING holder
-                """,
-                [.text(job), .text(holder), .int(Int64(seconds))]
-            ).rows.isEmpty)
-        }
-    }
-
-    func releaseLease(job: String, holder: String) async throws {
-        _ = try await database.run { connection in
-            try connection.query("DELETE FROM job_leases WHERE job = $1 AND holder = $2", [.text(job), .text(holder)])
-        }
-    }
 
     /// Active accounts whose refresh token was last redeemed more than `days` ago, longest idle first.
     func idleAccountIds(olderThanDays days: Int, limit: Int) async throws -> [String] {
