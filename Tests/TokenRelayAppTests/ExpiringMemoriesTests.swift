@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+
+@testable import TokenRelayApp
+
+/// The memories rebuilt on ExpiringMap: what each keeps, how long, and what makes room.
+@Suite("Memories on the expiring map")
+struct ExpiringMemoriesTests {
+    static func token(owner: String, _ scopes: [String] = ["https://graph.microsoft.com/.default"], expiresOn: Int) -> StoredAccessToken {
+        StoredAccessToken(
+            accountId: owner, environment: "login.microsoftonline.com", realm: "t", clientId: "c", scopes: scopes, secret: "s",
+            expiresOn: expiresOn, extExpiresOn: nil, refreshOn: nil)
+    }
+
+    static func lookup(_ memory: GrantTokenMemory, _ owner: String, now: Int) -> StoredAccessToken? {
+        memory.lookup(
+            owner: owner, environment: "login.microsoftonline.com", realm: "t", scopes: .init(normalizing: ["https://graph.microsoft.com/.default"]),
+            now: now
+        ) { _ in true }
+    }
+
+    @Test("Grant tokens: a full memory drops the owner whose tokens end soonest, not every owner")
+    func grantTokensBounded() {
+        let memory = GrantTokenMemory()
+        memory.store(Self.token(owner: "obo:soonest", expiresOn: 5_000), now: 1_000)
+        for index in 1..<GrantTokenMemory.capacity {
+            memory.store(Self.token(owner: "obo:\(index)", expiresOn: 9_000 + index), now: 1_000)
+        }
+        #expect(memory.count == GrantTokenMemory.capacity)
+        memory.store(Self.token(owner: "app:new", expiresOn: 8_000), now: 1_000)
+        #expect(memory.count == GrantTokenMemory.capacity)
+        #expect(Self.lookup(memory, "obo:soonest", now: 1_000) == nil)
+        #expect(Self.lookup(memory, "obo:1", now: 1_000) != nil)
+        #expect(Self.lookup(memory, "app:new", now: 1_000) != nil)
+    }
+
+    @Test("Grant tokens: an owner is held until its longest-lived token ends; the same target replaces, another adds")
+    func grantTokensExpire() {
+        let memory = GrantTokenMemory()
+        memory.store(Self.token(owner: "app:t", expiresOn: 2_000), now: 1_000)
+        memory.store(Self.token(owner: "app:t", ["https://vault.azure.net/.default"], expiresOn: 3_000), now: 1_000)
+        memory.store(Self.token(owner: "app:t", expiresOn: 2_500), now: 1_000)
+        #expect(memory.count == 2)
+        #expect(Self.lookup(memory, "app:t", now: 1_000)?.expiresOn == 2_500)
+        #expect(Self.lookup(memory, "app:t", now: 2_999) != nil, "the owner went with its first token")
+        #expect(Self.lookup(memory, "app:t", now: 3_000) == nil)
+        #expect(memory.count == 0)
+    }
+}
