@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import TokenRelayApp
@@ -45,5 +46,44 @@ struct ExpiringMemoriesTests {
         #expect(Self.lookup(memory, "app:t", now: 2_999) != nil, "the owner went with its first token")
         #expect(Self.lookup(memory, "app:t", now: 3_000) == nil)
         #expect(memory.count == 0)
+    }
+
+    static let account = AccountCacheTests.account
+
+    @Test("Accounts are served for the TTL on the injected clock, and the oldest read makes room")
+    func accountsExpireAndAreBounded() {
+        let clock = Mutex(1_000.0)
+        let cache = AccountCache(ttl: 30, capacity: 2, now: { clock.withLock { $0 } })
+        cache.store(Self.account, readMark: cache.readMark)
+        clock.withLock { $0 = 1_029.5 }
+        #expect(cache.account(id: "acc_1") != nil)
+        clock.withLock { $0 = 1_030 }
+        #expect(cache.account(id: "acc_1") == nil)
+
+        func record(_ id: String) -> AccountRecord {
+            AccountRecord(
+                accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
+                username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
+                idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
+        }
+        for (index, id) in ["a", "b", "c"].enumerated() {
+            clock.withLock { $0 = 2_000 + Double(index) }
+            cache.store(record(id), readMark: cache.readMark)
+        }
+        #expect(cache.account(id: "a") == nil)
+        #expect(cache.account(id: "b") != nil)
+        #expect(cache.account(id: "c") != nil)
+    }
+
+    @Test("Touches: at most once per interval per account; when full, the oldest touch is forgotten")
+    func touches() {
+        let cache = AccountCache(capacity: 2)
+        #expect(cache.claimTouch(id: "a", now: 1_000))
+        #expect(!cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval - 1))
+        #expect(cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval))
+        #expect(cache.claimTouch(id: "b", now: 1_400))
+        #expect(cache.claimTouch(id: "c", now: 1_401))  // full: a (touched at 1,300) ends soonest
+        #expect(cache.claimTouch(id: "a", now: 1_402))
+        #expect(!cache.claimTouch(id: "c", now: 1_403))
     }
 }
