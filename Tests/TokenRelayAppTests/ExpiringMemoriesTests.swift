@@ -1,6 +1,8 @@
 import Foundation
+import PostgresBridge
 import Synchronization
 import Testing
+import TokenRelayTesting
 
 @testable import TokenRelayApp
 
@@ -85,5 +87,23 @@ struct ExpiringMemoriesTests {
         #expect(cache.claimTouch(id: "c", now: 1_401))  // full: a (touched at 1,300) ends soonest
         #expect(cache.claimTouch(id: "a", now: 1_402))
         #expect(!cache.claimTouch(id: "c", now: 1_403))
+    }
+
+    @Test("API keys: made-up key ids make room among themselves; a real key stays in memory")
+    func apiKeysOutlastUnknownIds() async throws {
+        let url = try await TestPostgres.freshDatabase(named: "key_cache_real")
+        let pool = PostgresPool(url: url, size: 1)
+        defer { pool.close() }
+        let migrator = try Migrator(directory: BuiltProducts.packageRoot() + "/migrations")
+        _ = try await migrator.apply(on: pool)
+        let store = APIKeyStore(database: Database(pool: pool))
+        let authenticator = APIKeyAuthenticator(bootstrapKey: nil, keys: store, cacheLimit: 3)
+        let (_, apiKey) = try await APIKeyAuthenticator.create(name: "real", permissions: [.tokensAcquire], store: store)
+        _ = try await authenticator.authenticate("Bearer " + apiKey)
+        for index in 0..<10 {
+            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }
+        }
+        #expect(authenticator.cachedKeyCount == 3)
+        #expect(authenticator.authenticateFromMemory("Bearer " + apiKey) != nil, "unknown ids pushed the real key out")
     }
 }
