@@ -4,15 +4,11 @@ import Synchronization
 /// Accounts this replica read recently, by `account_id`, so a cache hit needs no database
 /// round trip (SPEC §10). Entries live `ttl` seconds (SPEC §12: `TOKENRELAY_CACHE_TTL_S`, the
 /// bound on cross-replica staleness when no notification arrives) and are dropped at once when
-/// this replica deletes, re-signs-in or marks the account.
+/// this replica deletes, re-signs-in or marks the account. At most `capacity` accounts are held
+/// (the soonest to expire, i.e. the oldest read, make room: ``ExpiringMap``); a miss costs one
+/// database read.
 final class AccountCache: Sendable {
-    private struct Entry {
-        let account: AccountRecord
-        let storedAt: Date
-    }
-
-    private struct State {
-        var entries: [String: Entry] = [:]
+    private struct Marks {
         /// Removals are numbered; a read that began before an account's last removal is not stored.
         var removals: UInt64 = 0
         var removedAt: [String: UInt64] = [:]
@@ -20,44 +16,55 @@ final class AccountCache: Sendable {
         var clearedAt: UInt64 = 0
     }
 
-    private let state = Mutex(State())
-    private let touches = Mutex<[String: Int]>([:])
+    /// Taken before `entries`' lock whenever both are (`store`, `remove`, `removeAll`), so that a
+    /// read racing a removal cannot store after it.
+    private let marks = Mutex(Marks())
+    private let entries: ExpiringMap<String, AccountRecord>
+    /// When each account was last touched (unix seconds), until ``touchInterval`` has passed.
+    private let touches: ExpiringMap<String, Int>
+    /// Seconds an entry is served.
     let ttl: TimeInterval
+    /// Seconds of the clock entries expire on (unix seconds; injected in tests).
+    private let now: @Sendable () -> Double
 
-    init(ttl: TimeInterval = 30) {
+    /// - Parameters:
+    ///   - ttl: `TOKENRELAY_CACHE_TTL_S`, seconds an account is served from memory. Default 30.
+    ///   - capacity: most accounts held, and most touch times; a bound on memory, far above what
+    ///     one replica serves in one TTL. Default 100,000.
+    ///   - now: the current time, unix seconds.
+    init(ttl: TimeInterval = 30, capacity: Int = 100_000, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.ttl = ttl
+        self.now = now
+        entries = ExpiringMap(capacity: capacity)
+        touches = ExpiringMap(capacity: capacity)
     }
 
     func account(id: String) -> AccountRecord? {
-        state.withLock { state in
-            guard let entry = state.entries[id] else { return nil }
-            guard Date().timeIntervalSince(entry.storedAt) < ttl else {
-                state.entries[id] = nil
-                return nil
-            }
-            return entry.account
-        }
+        entries.value(for: id, now: now())
     }
 
     /// Taken before reading an account from the database, and handed to `store`.
-    var readMark: UInt64 { state.withLock { $0.removals } }
+    var readMark: UInt64 { marks.withLock { $0.removals } }
 
     /// Stores `account` unless this replica removed it after `readMark` was taken (a read racing a
     /// deletion must not bring the account back).
     func store(_ account: AccountRecord, readMark: UInt64) {
-        state.withLock { state in
-            if let removed = state.removedAt[account.accountId], removed > readMark { return }
-            if state.clearedAt > readMark { return }
-            state.entries[account.accountId] = Entry(account: account, storedAt: Date())
+        marks.withLock { marks in
+            if let removed = marks.removedAt[account.accountId], removed > readMark { return }
+            if marks.clearedAt > readMark { return }
+            let now = self.now()
+            entries.set(account, for: account.accountId, expiresAt: now + ttl, now: now)
         }
     }
 
     /// True at most once per `touchInterval` seconds per account in this replica: the caller then
     /// writes `last_used_at` (SPEC §12: at most once per 5 minutes, never a write per request).
+    /// When `capacity` accounts were touched within the interval, the oldest touch is forgotten
+    /// and may be written again early.
     func claimTouch(id: String, now: Int) -> Bool {
-        touches.withLock { touches in
-            if let last = touches[id], now - last < Self.touchInterval { return false }
-            touches[id] = now
+        touches.update(id, now: Double(now)) { touched in
+            guard touched == nil else { return false }
+            touched = .init(value: now, expiresAt: Double(now + Self.touchInterval))
             return true
         }
     }
@@ -67,21 +74,21 @@ final class AccountCache: Sendable {
     /// Drops every entry (invalidation notifications may have been missed); reads in flight are
     /// not stored afterwards.
     func removeAll() {
-        state.withLock { state in
-            state.removals += 1
-            state.entries.removeAll()
-            state.removedAt.removeAll()
-            state.clearedAt = state.removals
+        marks.withLock { marks in
+            marks.removals += 1
+            entries.removeAll()
+            marks.removedAt.removeAll()
+            marks.clearedAt = marks.removals
         }
     }
 
     func remove(id: String) {
-        state.withLock { state in
-            state.entries[id] = nil
-            state.removals += 1
+        marks.withLock { marks in
+            entries.removeValue(for: id)
+            marks.removals += 1
             // Only reads in flight need the mark; an old one can go when the table grows.
-            if state.removedAt.count >= 10_000 { state.removedAt.removeAll() }
-            state.removedAt[id] = state.removals
+            if marks.removedAt.count >= 10_000 { marks.removedAt.removeAll() }
+            marks.removedAt[id] = marks.removals
         }
     }
 }

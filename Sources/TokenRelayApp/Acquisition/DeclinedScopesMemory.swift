@@ -1,6 +1,5 @@
 import Foundation
 import IdentityCore
-import Synchronization
 
 /// Declined-scopes answers this replica got, per (account, realm, requested scope set), kept until
 /// the token's `expires_on` (SPEC §12 Token requests): a repeat of the same request answers the
@@ -13,52 +12,42 @@ final class DeclinedScopesMemory: Sendable {
         let declined: [String]
     }
 
-    private let answers = Mutex<(entries: [String: [String: Answer]], count: Int)>(([:], 0))  // account id → key → answer
+    private struct Key: Hashable, Sendable {
+        let accountId: String
+        let request: String
+    }
+
+    private let answers: ExpiringMap<Key, Answer>
     /// Most answers kept: callers choose the scope sets, so the memory must not grow with them.
     let limit: Int
 
     /// - Parameter limit: most answers kept (default 10,000); when full, expired answers go first,
-    ///   and a new answer is not remembered if none has expired (the STS is asked again).
-    init(limit: Int = 10_000) { self.limit = limit }
+    ///   and a new answer is not remembered if none has expired (the STS is asked again): an
+    ///   answer already held keeps saving a redemption until its token expires, however many
+    ///   new scope sets callers try.
+    init(limit: Int = 10_000) {
+        self.limit = limit
+        answers = ExpiringMap(capacity: limit, whenFull: .keepExisting)
+    }
 
     static func key(realm: String, scopes: ScopeSet) -> String { realm + "|" + scopes.cacheKey }
 
     /// Number of answers held (tests, metrics).
-    var count: Int { answers.withLock { $0.count } }
+    var count: Int { answers.count }
 
+    /// Remembers `answer` until its token's `expires_on` (`now` in unix seconds).
     func remember(_ answer: Answer, accountId: String, key: String, now: Int = Int(Date().timeIntervalSince1970)) {
-        answers.withLock { state in
-            let replacing = state.entries[accountId]?[key] != nil
-            if !replacing && state.count >= limit {
-                for (account, keys) in state.entries {
-                    let live = keys.filter { $0.value.token.expiresOn > now }
-                    state.count -= keys.count - live.count
-                    state.entries[account] = live.isEmpty ? nil : live
-                }
-                guard state.count < limit else { return }
-            }
-            state.entries[accountId, default: [:]][key] = answer
-            if !replacing { state.count += 1 }
-        }
+        answers.set(answer, for: Key(accountId: accountId, request: key), expiresAt: Double(answer.token.expiresOn), now: Double(now))
     }
 
     /// The remembered answer while its token has not expired (`now` in unix seconds).
     func recall(accountId: String, key: String, now: Int) -> Answer? {
-        answers.withLock { state in
-            guard let answer = state.entries[accountId]?[key] else { return nil }
-            guard answer.token.expiresOn > now else {
-                state.entries[accountId]?[key] = nil
-                state.count -= 1
-                return nil
-            }
-            return answer
-        }
+        answers.value(for: Key(accountId: accountId, request: key), now: Double(now))
     }
 
     /// Forgets an account's answers (new sign-in, deletion, dead refresh token).
+    /// - Complexity: O(n) in the answers held; it runs per sign-in or deletion, not per request.
     func forget(accountId: String) {
-        answers.withLock { state in
-            if let removed = state.entries.removeValue(forKey: accountId) { state.count -= removed.count }
-        }
+        answers.removeAll { key, _ in key.accountId == accountId }
     }
 }

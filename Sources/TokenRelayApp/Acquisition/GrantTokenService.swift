@@ -158,7 +158,7 @@ struct GrantTokenService: Sendable {
         let usable = { (token: StoredAccessToken) in self.usable(token, minTTL: minTTL) }
         let grant = owner.hasPrefix("app:") ? "app" : "obo"
         if !request.forceRefresh {
-            if let hit = memory.lookup(owner: owner, environment: environment, realm: realm, scopes: request.scopes, usable: usable) {
+            if let hit = memory.lookup(owner: owner, environment: environment, realm: realm, scopes: request.scopes, now: now(), usable: usable) {
                 metrics.increment("tokenrelay_grant_token_cache_total", ["outcome": "hit", "layer": "memory", "grant": grant])
                 return Result(token: hit, source: .cache)
             }

@@ -41,13 +41,8 @@ struct STSClient: Sendable {
         let throttleKey = ThrottleMemory.stsKey(
             clientId: clientId, authority: authority.tokenEndpoint, scopes: scopes?.cacheKey ?? "",
             account: account ?? Self.grantDigest(grant))
-        if let (entry, remaining) = throttle.recall(throttleKey, now: http.clock.now()) {
-            metrics.increment("tokenrelay_throttled_total", ["target": "sts", "reason": "memory"])
-            throw .rejected(
-                STSFailure(
-                    disposition: .throttled, problem: .throttled, status: 429, retryAfterSeconds: remaining,
-                    detail: "The identity provider asked to wait (HTTP \(entry.status) with Retry-After); identical requests are held back until then."))
-        }
+        // Asked before the form is built: a held-back request signs no client assertion.
+        do { try upstream.admit(throttleKey, target: "sts") } catch { throw .rejected(.heldBack(error)) }
         var form = [("client_id", clientId)] + grant
         do { form += try credential.formFields(tokenEndpoint: authority.tokenEndpoint) } catch { throw .unavailable(error) }
         if let scopes { form.append(("scope", scopes.wireValue)) }
@@ -74,7 +69,7 @@ struct STSClient: Sendable {
                 seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         }
         do {
-            final = try await http.send(request, policy: policy, target: "sts", context: context) { attempt in
+            final = try await upstream.send(request, throttleKey: throttleKey, policy: policy, target: "sts", context: context) { attempt in
                 switch attempt {
                 case .success(let response) where response.status == 200:
                     return .response(status: 200, retryAfterSeconds: nil, nonRetryable: false)
@@ -88,7 +83,10 @@ struct STSClient: Sendable {
                 }
             }
         } catch {
-            throw .unavailable(error)
+            switch error {
+            case .heldBack(let held): throw .rejected(.heldBack(held))
+            case .problem(let problem): throw .unavailable(problem)
+            }
         }
 
         switch (final.last, final.decision) {
@@ -103,9 +101,6 @@ struct STSClient: Sendable {
         case (.success(let response), .giveUp(let retryAfter)):
             let failure = classified(response)
             credentialHealth?.observe(failure)
-            if let seconds = failure.retryAfterSeconds, response.status == 429 || response.status == 503 {
-                throttle.remember(throttleKey, seconds: seconds, status: response.status, now: http.clock.now())
-            }
             let seconds = max(1, retryAfter ?? failure.retryAfterSeconds ?? 1)
             if failure.disposition == .throttled {
                 metrics.increment("tokenrelay_throttled_total", ["target": "sts", "reason": "upstream"])
@@ -132,6 +127,9 @@ struct STSClient: Sendable {
 }
 
 extension STSClient {
+    /// The token endpoint's client: the retry loop behind this client's throttle memory.
+    var upstream: ThrottledHTTPClient { ThrottledHTTPClient(retrying: http, memory: throttle) }
+
     /// A stable, non-secret stand-in for who a grant is for (never the credential itself).
     static func grantDigest(_ grant: [(String, String)]) -> String {
         let values = grant.filter { $0.0 != "grant_type" }.map { $0.0 + "=" + $0.1 }.joined(separator: "&")
@@ -140,6 +138,13 @@ extension STSClient {
 }
 
 extension STSFailure {
+    /// 429 `throttled` for a request the throttle memory held back: nothing was sent (SPEC §5).
+    static func heldBack(_ held: ThrottledHTTPClient.HeldBack) -> STSFailure {
+        STSFailure(
+            disposition: .throttled, problem: .throttled, status: 429, retryAfterSeconds: held.remainingSeconds,
+            detail: "The identity provider asked to wait (HTTP \(held.status) with Retry-After); identical requests are held back until then.")
+    }
+
     /// The same failure telling the caller to wait `seconds`.
     func withRetryAfter(_ seconds: Int) -> STSFailure {
         STSFailure(

@@ -57,10 +57,8 @@ struct DownstreamService: Sendable {
         else {
             throw Problem.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
         }
-        if let (_, remaining) = throttle.recall(call.throttleKey, now: http.clock.now()) {
-            http.metrics.increment("tokenrelay_throttled_total", ["target": "downstream", "reason": "memory"])
-            throw Problem.throttled("'\(call.api)' asked to wait before this resource is called again.", retryAfterSeconds: remaining)
-        }
+        // Asked before a token is acquired: a held-back call costs no acquisition (and no STS call).
+        do { try upstream.admit(call.throttleKey, target: "downstream") } catch { throw Self.heldBack(call, error) }
         // App-only and on-behalf-of calls: one token, the API's answer relayed as it is (a claims
         // challenge goes back to the caller, whose client must answer it).
         if let token = try await call.identity.grantToken(for: api, named: call.api, grants: grants, context: context) {
@@ -105,23 +103,26 @@ struct DownstreamService: Sendable {
         let policy = RetryPolicy(target: .downstream(idempotent: idempotent), maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)
 
         let request = HTTPClientRequest(method: call.method, url: url, headers: headers, body: call.body.isEmpty ? nil : call.body)
-        let final = try await http.send(request, policy: policy, target: "downstream", context: context) { attempt in
-            switch attempt {
-            case .success(let response):
-                return .response(
-                    status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now()), nonRetryable: false)
-            case .failure(let error):
-                return .init(error)
+        let final: RetryingHTTPClient.Final
+        do {
+            final = try await upstream.send(request, throttleKey: call.throttleKey, policy: policy, target: "downstream", context: context) { attempt in
+                switch attempt {
+                case .success(let response):
+                    return .response(
+                        status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now()),
+                        nonRetryable: false)
+                case .failure(let error):
+                    return .init(error)
+                }
+            }
+        } catch {
+            switch error {
+            case .heldBack(let held): throw Self.heldBack(call, held)
+            case .problem(let problem): throw problem
             }
         }
         switch (final.last, final.decision) {
         case (.success(var response), .giveUp(let retryAfter)):
-            if response.status == 429 || response.status == 503,
-                let seconds = RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now())
-            {
-                // The API named its time: nothing more from this replica before it (SPEC §5).
-                throttle.remember(call.throttleKey, seconds: seconds, status: response.status, now: http.clock.now())
-            }
             if response.status == 429 { http.metrics.increment("tokenrelay_throttled_total", ["target": "downstream", "reason": "upstream"]) }
             // SPEC §12 Downstream: a 429 or 503 without Retry-After gets the backoff we would have used.
             if (response.status == 429 || response.status == 503) && response.headers["Retry-After"] == nil {
@@ -135,6 +136,15 @@ struct DownstreamService: Sendable {
         case (.failure, _):
             throw Problem.unavailable("The downstream API could not be reached.", retryAfterSeconds: 1)
         }
+    }
+
+    /// The downstream APIs' client: the retry loop behind this service's throttle memory.
+    var upstream: ThrottledHTTPClient { ThrottledHTTPClient(retrying: http, memory: throttle) }
+
+    /// 429 `throttled` for a call the throttle memory held back: nothing was sent (SPEC §5, §12
+    /// Downstream: a problem, not a relayed answer).
+    private static func heldBack(_ call: Call, _ held: ThrottledHTTPClient.HeldBack) -> Problem {
+        Problem.throttled("'\(call.api)' asked to wait before this resource is called again.", retryAfterSeconds: held.remainingSeconds)
     }
 
     private func relayed(_ response: HTTPClientResponse) -> HTTPResponse {

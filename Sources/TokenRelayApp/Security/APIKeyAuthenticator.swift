@@ -1,6 +1,5 @@
 import CryptoBridge
 import Foundation
-import Synchronization
 
 /// The authenticated caller of a request: its key id, permissions, tenant and scope limits, and
 /// its request budget in this replica.
@@ -40,7 +39,9 @@ final class APIKeyAuthenticator: Sendable {
 
     private let bootstrapHash: [UInt8]?
     private let keys: APIKeyStore
-    private let cache = Mutex<[String: CachedKey]>([:])
+    /// Key ids → what the database said, on `Date.timeIntervalSinceReferenceDate`. An entry is
+    /// trusted for `cacheTTL` after `fetchedAt`, and held as ``heldSeconds(_:)`` says.
+    private let cache: ExpiringMap<String, CachedKey>
     /// Seconds a looked-up key (or its absence) is trusted before the database is asked again
     /// (`TOKENRELAY_CACHE_TTL_S`); a revocation notification drops it sooner (``forget(keyId:)``).
     let cacheTTL: TimeInterval
@@ -59,6 +60,7 @@ final class APIKeyAuthenticator: Sendable {
     ///   - cacheTTL: `TOKENRELAY_CACHE_TTL_S`, seconds a looked-up key is trusted. Default 30.
     init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30) {
         self.cacheLimit = cacheLimit
+        cache = ExpiringMap(capacity: max(1, cacheLimit))
         self.rateLimitPerKey = rateLimitPerKey
         self.cacheTTL = cacheTTL
         bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
@@ -97,27 +99,31 @@ final class APIKeyAuthenticator: Sendable {
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
             return bootstrapCaller
         }
-        guard let (keyId, secret) = Self.split(presented), let cached = cache.withLock({ $0[keyId] }),
-            Date().timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller
+        let now = Date()
+        guard let (keyId, secret) = Self.split(presented), let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate),
+            now.timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller
         else { return nil }
         if let verified = cached.verifiedHash, ConstantTime.equals(presentedHash, verified) { return caller }
         guard ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash) else { return nil }
-        cache.withLock { cache in
+        cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { entry in
             // Only onto the entry just checked: a re-read row starts unverified.
-            if cache[keyId]?.fetchedAt == cached.fetchedAt { cache[keyId]?.verifiedHash = presentedHash }
+            if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedHash = presentedHash }
         }
         return caller
     }
 
     private func lookup(_ keyId: String) async throws -> CachedKey {
-        if let cached = cache.withLock({ $0[keyId] }), Date().timeIntervalSince(cached.fetchedAt) < cacheTTL {
+        let checked = Date()
+        if let cached = cache.value(for: keyId, now: checked.timeIntervalSinceReferenceDate), checked.timeIntervalSince(cached.fetchedAt) < cacheTTL {
             return cached
         }
         let record = try await keys.activeKey(keyId)
-        return cache.withLock { cache in
+        let now = Date()
+        // Bounded: well-formed but unknown key ids must not grow memory without limit.
+        return cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { held in
             // A key looked up again keeps its bucket: re-reading the row must not refill it.
             let bucket =
-                cache[keyId]?.caller?.bucket
+                held?.value.caller?.bucket
                 ?? (rateLimitPerKey > 0 && record != nil ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
             let entry = CachedKey(
                 secretHash: record?.secretHash,
@@ -125,31 +131,36 @@ final class APIKeyAuthenticator: Sendable {
                     Caller(
                         keyId: $0.keyId, permissions: Set($0.permissions), access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns),
                         bucket: bucket)
-                }, fetchedAt: Date())
-            // Bounded: well-formed but unknown key ids must not grow memory without limit.
-            if cache[keyId] == nil && cache.count >= cacheLimit {
-                let now = Date()
-                cache = cache.filter { $0.value.caller != nil && now.timeIntervalSince($0.value.fetchedAt) < cacheTTL }
-                if cache.count >= cacheLimit { cache.removeAll() }
-            }
-            cache[keyId] = entry
+                }, fetchedAt: now)
+            held = .init(value: entry, expiresAt: now.timeIntervalSinceReferenceDate + heldSeconds(entry))
             return entry
         }
+    }
+
+    /// Seconds past `fetchedAt` an entry is held, which also orders what makes room when the cache
+    /// is full (the entries ending soonest go): an unknown key id for `cacheTTL`; a key for
+    /// `cacheTTL` more, so that every trusted key outlasts every unknown id (made-up ids cannot
+    /// push real keys out), and a rate-limited key until its bucket, idle since the entry stopped
+    /// being trusted, has refilled: re-reading the row keeps the bucket rather than refilling it
+    /// early (one second more for a request that took its caller just before then).
+    private func heldSeconds(_ entry: CachedKey) -> TimeInterval {
+        guard let caller = entry.caller else { return cacheTTL }
+        return 2 * cacheTTL + (caller.bucket.map { $0.capacity / $0.rate + 1 } ?? 0)
     }
 
     /// Forgets what this replica remembers of `keyId`, so its next use asks the database: call it
     /// when the key is revoked or changed (e.g. on a notification from another replica).
     func forget(keyId: String) {
-        _ = cache.withLock { $0.removeValue(forKey: keyId) }
+        cache.removeValue(for: keyId)
     }
 
     /// Drops every remembered key (invalidation notifications may have been missed).
     func forgetAll() {
-        cache.withLock { $0.removeAll() }
+        cache.removeAll()
     }
 
     /// Key ids remembered now (tests and metrics).
-    var cachedKeyCount: Int { cache.withLock { $0.count } }
+    var cachedKeyCount: Int { cache.count }
 
     private static let bearer = Array("bearer".utf8)
 

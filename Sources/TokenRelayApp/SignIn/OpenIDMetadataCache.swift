@@ -2,7 +2,6 @@ import CryptoBridge
 import Foundation
 import HTTPClientBridge
 import IdentityCore
-import Synchronization
 
 /// The parts of an authority's OpenID Connect discovery document TokenRelay uses
 /// (OpenID Connect Discovery 1.0 §3).
@@ -13,31 +12,36 @@ struct OpenIDMetadata: Sendable {
 
 /// Discovery documents and signing keys per authority, fetched on first use and kept for an
 /// hour; an unknown `kid` refetches the keys once (key rollover, identity-platform "Signing key
-/// rollover").
+/// rollover"). At most `capacity` authorities are kept (the soonest to expire, i.e. the oldest
+/// fetched, make room: ``ExpiringMap``); one that made room is fetched again when next used.
 final class OpenIDMetadataCache: Sendable {
     private struct Entry {
         var metadata: OpenIDMetadata
         var keys: [String: RSAPublicKey]
-        var fetchedAt: Date
     }
 
     private let http: HTTPClient
-    private let entries = Mutex<[String: Entry]>([:])
+    /// Authority URL → documents, on `Date.timeIntervalSinceReferenceDate`.
+    private let entries: ExpiringMap<String, Entry>
     private static let lifetime: TimeInterval = 3600
 
-    init(http: HTTPClient) { self.http = http }
+    /// - Parameter capacity: most authorities kept; a bound on memory (sign-ins may name any
+    ///   tenant the authority rules allow). Default 1,000.
+    init(http: HTTPClient, capacity: Int = 1_000) {
+        self.http = http
+        entries = ExpiringMap(capacity: capacity)
+    }
 
     /// The metadata and a signature verifier for `authority`.
     /// - Throws: `Problem` 502/503 when the documents cannot be fetched or read.
     func verifier(for authority: Authority, keyId: String?) async throws -> (OpenIDMetadata, JWKSVerifier) {
-        if let entry = entries.withLock({ $0[authority.url] }), Date().timeIntervalSince(entry.fetchedAt) < Self.lifetime,
-            keyId.map({ entry.keys[$0] != nil }) ?? true
-        {
+        if let entry = entries.value(for: authority.url, now: Date().timeIntervalSinceReferenceDate), keyId.map({ entry.keys[$0] != nil }) ?? true {
             return (entry.metadata, JWKSVerifier(keys: entry.keys))
         }
         let metadata = try await fetchMetadata(authority)
         let keys = try await fetchKeys(metadata.jwksURI)
-        entries.withLock { $0[authority.url] = Entry(metadata: metadata, keys: keys, fetchedAt: Date()) }
+        let fetched = Date().timeIntervalSinceReferenceDate
+        entries.set(Entry(metadata: metadata, keys: keys), for: authority.url, expiresAt: fetched + Self.lifetime, now: fetched)
         return (metadata, JWKSVerifier(keys: keys))
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The `Retry-After` answers this replica got from the STS or a downstream API, per request key,
 /// until they end (SPEC §5 "Throttle memory", §12 Memories: per replica, short-lived): an
@@ -9,7 +8,7 @@ import Synchronization
 /// Retry-After").
 ///
 /// Bounded: at most `capacity` keys; when full, ended entries go first, then the ones ending
-/// soonest (they matter least).
+/// soonest (they matter least): ``ExpiringMap``.
 final class ThrottleMemory: Sendable {
     /// One remembered wait.
     struct Entry: Sendable, Equatable {
@@ -21,10 +20,13 @@ final class ThrottleMemory: Sendable {
 
     /// Keys kept at most. Default 10,000.
     let capacity: Int
-    private let entries = Mutex<[String: Entry]>([:])
+    /// On `Date.timeIntervalSinceReferenceDate`, Date's own timeline: a wait ends to the
+    /// sub-second, as `Retry-After` counted from the answer's arrival.
+    private let entries: ExpiringMap<String, Entry>
 
     init(capacity: Int = 10_000) {
         self.capacity = max(1, capacity)
+        entries = ExpiringMap(capacity: self.capacity)
     }
 
     /// The key of an STS request: same client, authority, scopes and account (MSAL.NET's
@@ -41,42 +43,28 @@ final class ThrottleMemory: Sendable {
         ["downstream", api, identity, path.lowercased()].joined(separator: "|")
     }
 
-    /// Remembers that `key` may not be sent again before `now + seconds`.
+    /// Remembers that `key` may not be sent again before `now + seconds`; a longer wait already
+    /// remembered stays (never shortened).
     /// - Parameters:
-    ///   - seconds: the upstream's `Retry-After`, whole seconds; 0 or less remembers nothing.
+    ///   - seconds: the upstream's `Retry-After`, whole seconds (at most a day is kept); 0 or less
+    ///     remembers nothing.
     ///   - status: the upstream's status (429 or 503).
     func remember(_ key: String, seconds: Int, status: Int, now: Date = Date()) {
         guard seconds > 0 else { return }
-        let entry = Entry(until: now.addingTimeInterval(Double(min(seconds, 86_400))), status: status)
-        entries.withLock { entries in
-            if let existing = entries[key], existing.until >= entry.until { return }  // never shortened
-            if entries[key] == nil && entries.count >= capacity { evict(&entries, now: now) }
-            entries[key] = entry
+        let until = now.addingTimeInterval(Double(min(seconds, 86_400)))
+        entries.update(key, now: now.timeIntervalSinceReferenceDate) { held in
+            if let held, held.value.until >= until { return }
+            held = .init(value: Entry(until: until, status: status), expiresAt: until.timeIntervalSinceReferenceDate)
         }
     }
 
     /// The remembered wait for `key` while it lasts.
     /// - Returns: the entry and the whole seconds left (rounded up, at least 1); nil when none.
     func recall(_ key: String, now: Date = Date()) -> (entry: Entry, remainingSeconds: Int)? {
-        entries.withLock { entries in
-            guard let entry = entries[key] else { return nil }
-            let left = entry.until.timeIntervalSince(now)
-            guard left > 0 else {
-                entries[key] = nil
-                return nil
-            }
-            return (entry, max(1, Int(left.rounded(.up))))
-        }
+        guard let entry = entries.value(for: key, now: now.timeIntervalSinceReferenceDate) else { return nil }
+        return (entry, max(1, Int(entry.until.timeIntervalSince(now).rounded(.up))))
     }
 
     /// Keys currently held (ended ones included until evicted).
-    var count: Int { entries.withLock { $0.count } }
-
-    /// Makes room for one more: drops ended entries, or else the one ending soonest.
-    private func evict(_ entries: inout [String: Entry], now: Date) {
-        let before = entries.count
-        entries = entries.filter { $0.value.until > now }
-        guard entries.count == before, let soonest = entries.min(by: { $0.value.until < $1.value.until }) else { return }
-        entries[soonest.key] = nil
-    }
+    var count: Int { entries.count }
 }

@@ -1,0 +1,109 @@
+import Foundation
+import PostgresBridge
+import Synchronization
+import Testing
+import TokenRelayTesting
+
+@testable import TokenRelayApp
+
+/// The memories rebuilt on ExpiringMap: what each keeps, how long, and what makes room.
+@Suite("Memories on the expiring map")
+struct ExpiringMemoriesTests {
+    static func token(owner: String, _ scopes: [String] = ["https://graph.microsoft.com/.default"], expiresOn: Int) -> StoredAccessToken {
+        StoredAccessToken(
+            accountId: owner, environment: "login.microsoftonline.com", realm: "t", clientId: "c", scopes: scopes, secret: "s",
+            expiresOn: expiresOn, extExpiresOn: nil, refreshOn: nil)
+    }
+
+    static func lookup(_ memory: GrantTokenMemory, _ owner: String, now: Int) -> StoredAccessToken? {
+        memory.lookup(
+            owner: owner, environment: "login.microsoftonline.com", realm: "t", scopes: .init(normalizing: ["https://graph.microsoft.com/.default"]),
+            now: now
+        ) { _ in true }
+    }
+
+    @Test("Grant tokens: a full memory drops the owner whose tokens end soonest, not every owner")
+    func grantTokensBounded() {
+        let memory = GrantTokenMemory()
+        memory.store(Self.token(owner: "obo:soonest", expiresOn: 5_000), now: 1_000)
+        for index in 1..<GrantTokenMemory.capacity {
+            memory.store(Self.token(owner: "obo:\(index)", expiresOn: 9_000 + index), now: 1_000)
+        }
+        #expect(memory.count == GrantTokenMemory.capacity)
+        memory.store(Self.token(owner: "app:new", expiresOn: 8_000), now: 1_000)
+        #expect(memory.count == GrantTokenMemory.capacity)
+        #expect(Self.lookup(memory, "obo:soonest", now: 1_000) == nil)
+        #expect(Self.lookup(memory, "obo:1", now: 1_000) != nil)
+        #expect(Self.lookup(memory, "app:new", now: 1_000) != nil)
+    }
+
+    @Test("Grant tokens: an owner is held until its longest-lived token ends; the same target replaces, another adds")
+    func grantTokensExpire() {
+        let memory = GrantTokenMemory()
+        memory.store(Self.token(owner: "app:t", expiresOn: 2_000), now: 1_000)
+        memory.store(Self.token(owner: "app:t", ["https://vault.azure.net/.default"], expiresOn: 3_000), now: 1_000)
+        memory.store(Self.token(owner: "app:t", expiresOn: 2_500), now: 1_000)
+        #expect(memory.count == 2)
+        #expect(Self.lookup(memory, "app:t", now: 1_000)?.expiresOn == 2_500)
+        #expect(Self.lookup(memory, "app:t", now: 2_999) != nil, "the owner went with its first token")
+        #expect(Self.lookup(memory, "app:t", now: 3_000) == nil)
+        #expect(memory.count == 0)
+    }
+
+    static let account = AccountCacheTests.account
+
+    @Test("Accounts are served for the TTL on the injected clock, and the oldest read makes room")
+    func accountsExpireAndAreBounded() {
+        let clock = Mutex(1_000.0)
+        let cache = AccountCache(ttl: 30, capacity: 2, now: { clock.withLock { $0 } })
+        cache.store(Self.account, readMark: cache.readMark)
+        clock.withLock { $0 = 1_029.5 }
+        #expect(cache.account(id: "acc_1") != nil)
+        clock.withLock { $0 = 1_030 }
+        #expect(cache.account(id: "acc_1") == nil)
+
+        func record(_ id: String) -> AccountRecord {
+            AccountRecord(
+                accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
+                username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
+                idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
+        }
+        for (index, id) in ["a", "b", "c"].enumerated() {
+            clock.withLock { $0 = 2_000 + Double(index) }
+            cache.store(record(id), readMark: cache.readMark)
+        }
+        #expect(cache.account(id: "a") == nil)
+        #expect(cache.account(id: "b") != nil)
+        #expect(cache.account(id: "c") != nil)
+    }
+
+    @Test("Touches: at most once per interval per account; when full, the oldest touch is forgotten")
+    func touches() {
+        let cache = AccountCache(capacity: 2)
+        #expect(cache.claimTouch(id: "a", now: 1_000))
+        #expect(!cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval - 1))
+        #expect(cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval))
+        #expect(cache.claimTouch(id: "b", now: 1_400))
+        #expect(cache.claimTouch(id: "c", now: 1_401))  // full: a (touched at 1,300) ends soonest
+        #expect(cache.claimTouch(id: "a", now: 1_402))
+        #expect(!cache.claimTouch(id: "c", now: 1_403))
+    }
+
+    @Test("API keys: made-up key ids make room among themselves; a real key stays in memory")
+    func apiKeysOutlastUnknownIds() async throws {
+        let url = try await TestPostgres.freshDatabase(named: "key_cache_real")
+        let pool = PostgresPool(url: url, size: 1)
+        defer { pool.close() }
+        let migrator = try Migrator(directory: BuiltProducts.packageRoot() + "/migrations")
+        _ = try await migrator.apply(on: pool)
+        let store = APIKeyStore(database: Database(pool: pool))
+        let authenticator = APIKeyAuthenticator(bootstrapKey: nil, keys: store, cacheLimit: 3)
+        let (_, apiKey) = try await APIKeyAuthenticator.create(name: "real", permissions: [.tokensAcquire], store: store)
+        _ = try await authenticator.authenticate("Bearer " + apiKey)
+        for index in 0..<10 {
+            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }
+        }
+        #expect(authenticator.cachedKeyCount == 3)
+        #expect(authenticator.authenticateFromMemory("Bearer " + apiKey) != nil, "unknown ids pushed the real key out")
+    }
+}
