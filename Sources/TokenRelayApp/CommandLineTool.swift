@@ -62,15 +62,16 @@ public enum CommandLineTool {
     }
 
     private static func serve(_ configuration: Configuration) async throws -> Int32 {
-        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
+        let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
         let service = try TokenRelayService(configuration: configuration, logger: logger)
         let port = try await service.start()
         // One machine-readable line for scripts and tests that start the binary on port 0.
-        FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.listenHost):\#(port)"}"#.utf8 + [10]))
+        FileHandle.standardOutput.write(
+            Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.http.listenHost):\#(port)"}"#.utf8 + [10]))
         let hangup = reloadOnHangup(service, logger: logger)
         await waitForTermination()
         hangup.cancel()
-        logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.shutdownTimeoutSeconds)])
+        logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.http.shutdownTimeoutSeconds)])
         // Stops accepting, lets requests in flight finish, flushes key usage, closes the pool.
         let drained = await service.shutdown()
         logger.info("service.stopped", ["drained": String(drained)])
@@ -78,14 +79,14 @@ public enum CommandLineTool {
     }
 
     private static func migrate(_ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.databaseURL.isEmpty else {
+        guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
-        guard let directory = Migrator.locateDirectory(configured: configuration.migrationsDirectory) else {
+        guard let directory = Migrator.locateDirectory(configured: configuration.database.migrationsDirectory) else {
             throw ConfigurationError(setting: "TOKENRELAY_MIGRATIONS_DIR", reason: "no migrations directory found; set it")
         }
         let migrator = try Migrator(directory: directory)
-        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
         let applied = try await migrator.apply(on: pool)
         print(#"{"applied":[\#(applied.map { "\"\($0)\"" }.joined(separator: ","))],"total":\#(migrator.migrations.count)}"#)
@@ -93,10 +94,12 @@ public enum CommandLineTool {
     }
 
     private static func healthcheck(_ configuration: Configuration) async -> Int32 {
-        let host = configuration.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.listenHost
+        let host = configuration.http.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.http.listenHost
         let client = HTTPClient()
         defer { client.shutdown() }
-        guard let response = try? await client.execute(HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.listenPort)/healthz", timeout: 5))
+        guard
+            let response = try? await client.execute(
+                HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.http.listenPort)/healthz", timeout: 5))
         else {
             return 1
         }
@@ -104,10 +107,10 @@ public enum CommandLineTool {
     }
 
     private static func apiKeys(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.databaseURL.isEmpty else {
+        guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
-        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
         let store = APIKeyStore(database: Database(pool: pool))
         switch arguments.first {
@@ -174,14 +177,14 @@ public enum CommandLineTool {
     /// Re-encrypts every ciphertext under the ring's first key; prints one JSON object; exits 0
     /// when no row is left under another key, 1 otherwise (SPEC §12 Encryption keys).
     private static func rotateEncryption(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.databaseURL.isEmpty else {
+        guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
-        guard !configuration.clientId.isEmpty else {
+        guard !configuration.identity.clientId.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ID", reason: "is required")
         }
         let ring: KeyRing
-        do { ring = try KeyRing(parsing: configuration.encryptionKeys) } catch {
+        do { ring = try KeyRing(parsing: configuration.encryption.keys) } catch {
             throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: error.description)
         }
         var batchSize = 500
@@ -189,11 +192,11 @@ public enum CommandLineTool {
             guard let size = Int(text), (1...100_000).contains(size) else { return usage("--batch-size must be an integer in 1...100000") }
             batchSize = size
         }
-        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
-        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
         let database = Database(pool: pool)
-        let store = CiphertextStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
+        let store = CiphertextStore(database: database, clientId: configuration.identity.clientId, cipher: TokenCipher(ring: ring))
         let report = try await KeyRotation(store: store, logger: logger, batchSize: batchSize).run()
         try await AuditStore(database: database).record(
             .encryptionRotated, actor: "cli", accountId: nil, outcome: report.remaining == 0 ? "success" : "incomplete",
@@ -251,7 +254,7 @@ public enum CommandLineTool {
                 return
             }
             do {
-                service.reloadKeyRing(try KeyRing(parsing: configuration.encryptionKeys))
+                service.reloadKeyRing(try KeyRing(parsing: configuration.encryption.keys))
             } catch let error as KeyRingError {
                 logger.error("encryption.key_ring_reload_failed", ["setting": "TOKENRELAY_ENCRYPTION_KEYS", "error": error.description])
             } catch {

@@ -43,26 +43,26 @@ public final class TokenRelayService: Sendable {
         let metrics = Metrics()
         metrics.describeOperations()
         self.metrics = metrics
-        let pool = PostgresPool(url: configuration.databaseURL, size: configuration.databasePoolSize)
+        let pool = PostgresPool(url: configuration.database.url, size: configuration.database.poolSize)
         self.pool = pool
         let http = HTTPClient()
         self.http = http
         let database = Database(pool: pool)
         let ring: KeyRing
-        do { ring = try KeyRing(parsing: configuration.encryptionKeys) } catch {
+        do { ring = try KeyRing(parsing: configuration.encryption.keys) } catch {
             throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: String(describing: error))
         }
         let authorities: AuthorityValidator
         let defaultAuthority: Authority
         do {
             authorities = try AuthorityValidator(
-                knownAuthorities: configuration.knownAuthorities, allowHTTPLoopback: configuration.allowHTTPLoopback,
-                defaultAuthority: configuration.authority)
-            defaultAuthority = try authorities.validate(configuration.authority)
+                knownAuthorities: configuration.identity.knownAuthorities, allowHTTPLoopback: configuration.identity.allowHTTPLoopback,
+                defaultAuthority: configuration.identity.authority)
+            defaultAuthority = try authorities.validate(configuration.identity.authority)
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)
         }
-        let migrator = try Migrator.locateDirectory(configured: configuration.migrationsDirectory).map { try Migrator(directory: $0) }
+        let migrator = try Migrator.locateDirectory(configured: configuration.database.migrationsDirectory).map { try Migrator(directory: $0) }
         self.migrator = migrator
 
         let urls = PublicURLs(configuration: configuration)
@@ -70,8 +70,8 @@ public final class TokenRelayService: Sendable {
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
         let cipher = TokenCipher(ring: ring)
         self.cipher = cipher
-        let store = TokenStore(database: database, clientId: configuration.clientId, cipher: cipher)
-        let ciphertexts = CiphertextStore(database: database, clientId: configuration.clientId, cipher: cipher)
+        let store = TokenStore(database: database, clientId: configuration.identity.clientId, cipher: cipher)
+        let ciphertexts = CiphertextStore(database: database, clientId: configuration.identity.clientId, cipher: cipher)
         self.ciphertexts = ciphertexts
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
         let credential = try ClientCredential(configuration: configuration)
@@ -79,45 +79,46 @@ public final class TokenRelayService: Sendable {
         // Per replica: each replica learns from its own token-endpoint answers (SPEC §12 Health).
         let credentialHealth = CredentialHealth(metrics: metrics)
         self.credentialHealth = credentialHealth
-        Self.noteExpiry(of: credential, secretExpiresAt: configuration.clientSecretExpiresAt, in: credentialHealth)
+        Self.noteExpiry(of: credential, secretExpiresAt: configuration.credential.secretExpiresAt, in: credentialHealth)
         let sts = STSClient(
-            http: upstream, clientId: configuration.clientId, credential: credential,
-            maxAttempts: configuration.maxAttempts,
-            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
+            http: upstream, clientId: configuration.identity.clientId, credential: credential,
+            maxAttempts: configuration.tokens.maxAttempts,
+            maxRetryAfterSeconds: configuration.tokens.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
         let memory = MemoryTokenCache()
-        let accounts = AccountCache(ttl: TimeInterval(configuration.cacheTTLSeconds))
-        let uiRequired = UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds)
+        let accounts = AccountCache(ttl: TimeInterval(configuration.tokens.cacheTTLSeconds))
+        let uiRequired = UIRequiredMemory(ttlSeconds: configuration.tokens.uiRequiredTTLSeconds)
         let declinedScopes = DeclinedScopesMemory()
         let leaseWaiters = LeaseWaiters()
-        let redemptionLimiter = RedemptionLimiter(limit: configuration.maxConcurrentRefreshes)
+        let redemptionLimiter = RedemptionLimiter(limit: configuration.tokens.maxConcurrentRefreshes)
         var executor = RefreshExecutor(
-            store: store, endpoint: sts, clientId: configuration.clientId, expirySkewSeconds: configuration.expirySkewSeconds,
+            store: store, endpoint: sts, clientId: configuration.identity.clientId, expirySkewSeconds: configuration.tokens.expirySkewSeconds,
             limiter: redemptionLimiter, waiters: leaseWaiters, pendingRotations: PendingRotations(), metrics: metrics, logger: logger, now: now)
-        executor.leaseSeconds = Double(configuration.refreshLeaseSeconds)
+        executor.leaseSeconds = Double(configuration.tokens.refreshLeaseSeconds)
         let refresher = CoalescedRefresher(executor: executor)
         let tokens = SilentAcquisition(
             resolver: AccountResolver(store: store, accounts: accounts),
-            cache: TokenCacheReader(store: store, memory: memory, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics, now: now),
+            cache: TokenCacheReader(store: store, memory: memory, expirySkewSeconds: configuration.tokens.expirySkewSeconds, metrics: metrics, now: now),
             refresher: refresher,
             background: BackgroundRefresher(
-                refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: configuration.clientCapabilities, logger: logger,
+                refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: configuration.identity.clientCapabilities, logger: logger,
                 now: now,
                 forget: { SilentAcquisition.forget($0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired) }),
-            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, clientId: configuration.clientId,
-            clientCapabilities: configuration.clientCapabilities, metrics: metrics, logger: logger, now: now,
-            allowExtendedLifetime: configuration.allowExtendedLifetime)
+            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, clientId: configuration.identity.clientId,
+            clientCapabilities: configuration.identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
+            allowExtendedLifetime: configuration.tokens.allowExtendedLifetime)
         let grants = GrantTokenService(
             store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
-            clientCapabilities: configuration.clientCapabilities, expirySkewSeconds: configuration.expirySkewSeconds, metrics: metrics, logger: logger,
+            clientCapabilities: configuration.identity.clientCapabilities, expirySkewSeconds: configuration.tokens.expirySkewSeconds, metrics: metrics,
+            logger: logger,
             now: now)
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
-            clientId: configuration.clientId, urls: urls, redirectAfterOrigins: configuration.redirectAfterOrigins,
-            clientCapabilities: configuration.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
+            clientId: configuration.identity.clientId, urls: urls, redirectAfterOrigins: configuration.identity.redirectAfterOrigins,
+            clientCapabilities: configuration.identity.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
-            apis: configuration.downstreamAPIs, tokens: tokens, grants: grants, http: upstream, maxAttempts: configuration.maxAttempts,
-            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
+            apis: configuration.downstream.apis, tokens: tokens, grants: grants, http: upstream, maxAttempts: configuration.tokens.maxAttempts,
+            maxRetryAfterSeconds: configuration.tokens.maxRetryAfterSeconds)
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
             health: HealthChecks(
@@ -140,20 +141,20 @@ public final class TokenRelayService: Sendable {
             ]
         }
         keepAlive = KeepAliveJob(
-            store: KeepAliveStore(database: database, clientId: configuration.clientId), leases: JobLeaseStore(database: database),
+            store: KeepAliveStore(database: database, clientId: configuration.identity.clientId), leases: JobLeaseStore(database: database),
             accounts: store, tokens: tokens,
-            events: AccountEventStore(database: database), afterDays: configuration.keepAliveAfterDays,
-            maxPerMinute: configuration.keepAliveMaxPerMinute, metrics: metrics, logger: logger)
+            events: AccountEventStore(database: database), afterDays: configuration.keepAlive.afterDays,
+            maxPerMinute: configuration.keepAlive.maxPerMinute, metrics: metrics, logger: logger)
         metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
         metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
-        webhooks = configuration.webhookURL.map { url in
+        webhooks = configuration.webhooks.url.map { url in
             WebhookDeliverer(
-                database: database, url: url, secret: configuration.webhookSecret ?? "", http: http,
-                maxBackoffSeconds: configuration.webhookMaxBackoffSeconds, metrics: metrics, logger: logger)
+                database: database, url: url, secret: configuration.webhooks.secret ?? "", http: http,
+                maxBackoffSeconds: configuration.webhooks.maxBackoffSeconds, metrics: metrics, logger: logger)
         }
         let authenticator = APIKeyAuthenticator(
-            bootstrapKey: configuration.bootstrapAPIKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.rateLimitPerKey,
-            cacheTTL: TimeInterval(configuration.cacheTTLSeconds))
+            bootstrapKey: configuration.apiKeys.bootstrapKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.limits.rateLimitPerKey,
+            cacheTTL: TimeInterval(configuration.tokens.cacheTTLSeconds))
         self.authenticator = authenticator
         let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
         self.invalidation = invalidation
@@ -177,22 +178,22 @@ public final class TokenRelayService: Sendable {
             services: services, logger: logger)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
-                host: configuration.listenHost, port: configuration.listenPort, threadCount: configuration.serverThreads,
-                maxBodyBytes: configuration.maxBodyBytes, maxConnections: configuration.maxConnections,
-                connectionTimeoutSeconds: configuration.clientTimeoutSeconds, requestHeadTimeoutSeconds: configuration.clientTimeoutSeconds),
+                host: configuration.http.listenHost, port: configuration.http.listenPort, threadCount: configuration.http.serverThreads,
+                maxBodyBytes: configuration.limits.maxBodyBytes, maxConnections: configuration.limits.maxConnections,
+                connectionTimeoutSeconds: configuration.http.clientTimeoutSeconds, requestHeadTimeoutSeconds: configuration.http.clientTimeoutSeconds),
             handler: handler)
     }
 
     /// Applies migrations when configured, then serves. Returns the bound port.
     public func start() async throws -> Int {
-        if configuration.migrateOnStart, let migrator {
+        if configuration.database.migrateOnStart, let migrator {
             let applied = try await migrator.apply(on: pool)
             logger.info("migrate.applied", ["migrations.count": String(applied.count)])
         }
-        invalidation.start(url: configuration.databaseListenURL ?? configuration.databaseURL)
+        invalidation.start(url: configuration.database.listenURL ?? configuration.database.url)
         try server.start()
         urls.serverStarted(port: server.port)
-        logger.info("service.listening", ["listen.host": configuration.listenHost, "listen.port": String(server.port)])
+        logger.info("service.listening", ["listen.host": configuration.http.listenHost, "listen.port": String(server.port)])
         startBackgroundJobs()
         return server.port
     }
@@ -210,9 +211,9 @@ public final class TokenRelayService: Sendable {
 
     private func startBackgroundJobs() {
         var jobs: [Task<Void, Never>] = []
-        if configuration.keepAliveAfterDays > 0 {
+        if configuration.keepAlive.afterDays > 0 {
             let keepAlive = self.keepAlive
-            let interval = Double(configuration.keepAliveIntervalSeconds)
+            let interval = Double(configuration.keepAlive.intervalSeconds)
             let logger = self.logger
             jobs.append(
                 Task {
@@ -229,7 +230,7 @@ public final class TokenRelayService: Sendable {
             webhookJob.withLock { $0 = job }
             jobs.append(job)
         }
-        let (issuance, store, interval) = (self.issuance, issuanceStore, configuration.issuanceFlushIntervalSeconds)
+        let (issuance, store, interval) = (self.issuance, issuanceStore, configuration.tokens.issuanceFlushIntervalSeconds)
         jobs.append(Task { await issuance.run(store: store, intervalSeconds: interval) })
         backgroundJobs.withLock { $0 = jobs }
     }
@@ -247,7 +248,7 @@ public final class TokenRelayService: Sendable {
     ///   use stays.
     public func reloadCredential(_ configuration: Configuration) throws {
         try credential.reload(from: configuration)
-        Self.noteExpiry(of: credential, secretExpiresAt: configuration.clientSecretExpiresAt, in: credentialHealth)
+        Self.noteExpiry(of: credential, secretExpiresAt: configuration.credential.secretExpiresAt, in: credentialHealth)
         logger.info("credential.reloaded", [:])
     }
 
@@ -274,7 +275,7 @@ public final class TokenRelayService: Sendable {
     /// - Returns: whether every in-flight request finished in time.
     @discardableResult
     public func shutdown() async -> Bool {
-        let drained = server.drain(timeoutSeconds: Double(configuration.shutdownTimeoutSeconds))
+        let drained = server.drain(timeoutSeconds: Double(configuration.http.shutdownTimeoutSeconds))
         await issuance.flush(to: issuanceStore)
         await flushKeyUsage()
         // A webhook POST in flight is cut off; the loop then releases its lease, so another
