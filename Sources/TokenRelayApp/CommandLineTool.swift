@@ -64,17 +64,13 @@ public enum CommandLineTool {
     private static func serve(_ configuration: Configuration) async throws -> Int32 {
         let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
         let service = try TokenRelayService(configuration: configuration, logger: logger)
-        let port = try await service.start()
-        // One machine-readable line for scripts and tests that start the binary on port 0.
-        FileHandle.standardOutput.write(
-            Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.http.listenHost):\#(port)"}"#.utf8 + [10]))
-        let hangup = reloadOnHangup(service, logger: logger)
-        await waitForTermination()
-        hangup.cancel()
-        logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.http.shutdownTimeoutSeconds)])
-        // Stops accepting, lets requests in flight finish, flushes key usage, closes the pool.
-        let drained = await service.shutdown()
-        logger.info("service.stopped", ["drained": String(drained)])
+        let host = configuration.http.listenHost
+        // Serves until SIGTERM, then stops accepting, lets requests in flight finish, flushes
+        // the counts and closes the pool; SIGHUP re-reads the key ring and the credential.
+        try await service.run { port in
+            // One machine-readable line for scripts and tests that start the binary on port 0.
+            FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(host):\#(port)"}"#.utf8 + [10]))
+        }
         return 0
     }
 
@@ -238,72 +234,5 @@ public enum CommandLineTool {
             every command and sub-command takes --help
             configuration: TOKENRELAY_* environment variables (see README.md)
             """)
-    }
-
-    /// On SIGHUP, reads the key ring again (`TOKENRELAY_ENCRYPTION_KEYS` or its `_FILE`, SPEC §11);
-    /// a ring that does not parse is logged and the current one kept.
-    private static func reloadOnHangup(_ service: TokenRelayService, logger: Logger) -> any DispatchSourceSignal {
-        signal(SIGHUP, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "token-relay.sighup"))
-        source.setEventHandler {
-            let configuration: Configuration
-            do {
-                configuration = try ConfigurationLoader().load(requireIdentity: false)
-            } catch {
-                logger.error("configuration.reload_failed", ["error": String(describing: error)])
-                return
-            }
-            do {
-                service.reloadKeyRing(try KeyRing(parsing: configuration.encryption.keys))
-            } catch let error as KeyRingError {
-                logger.error("encryption.key_ring_reload_failed", ["setting": "TOKENRELAY_ENCRYPTION_KEYS", "error": error.description])
-            } catch {
-                logger.error("encryption.key_ring_reload_failed", ["error": String(describing: error)])
-            }
-            do {
-                try service.reloadCredential(configuration)
-            } catch let error as ConfigurationError {
-                logger.error("credential.reload_failed", ["setting": error.setting, "error": error.description])
-            } catch {
-                logger.error("credential.reload_failed", ["error": String(describing: error)])
-            }
-        }
-        source.resume()
-        return source
-    }
-
-    /// Suspends until SIGINT or SIGTERM.
-    private static func waitForTermination() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            signal(SIGINT, SIG_IGN)
-            signal(SIGTERM, SIG_IGN)
-            let queue = DispatchQueue(label: "token-relay.signals")
-            let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
-            let resumed = ResumeOnce(continuation, keepAlive: sources)
-            for source in sources {
-                source.setEventHandler { resumed.resume() }
-                source.resume()
-            }
-        }
-    }
-}
-
-/// Resumes a continuation once however many signals arrive; keeps the signal sources alive.
-private final class ResumeOnce: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Void, Never>?
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ continuation: CheckedContinuation<Void, Never>, keepAlive sources: [any DispatchSourceSignal]) {
-        self.continuation = continuation
-        self.sources = sources
-    }
-
-    func resume() {
-        lock.lock()
-        let pending = continuation
-        continuation = nil
-        lock.unlock()
-        pending?.resume()
     }
 }
