@@ -88,6 +88,8 @@ public final class TokenRelayService: Sendable {
         let accounts = AccountCache(ttl: TimeInterval(configuration.cacheTTLSeconds))
         let uiRequired = UIRequiredMemory(ttlSeconds: configuration.uiRequiredTTLSeconds)
         let declinedScopes = DeclinedScopesMemory()
+        let downstreamThrottle = ThrottleMemory()
+        let throttles = [sts.throttle, downstreamThrottle]
         let leaseWaiters = LeaseWaiters()
         let redemptionLimiter = RedemptionLimiter(limit: configuration.maxConcurrentRefreshes)
         var executor = RefreshExecutor(
@@ -102,8 +104,12 @@ public final class TokenRelayService: Sendable {
             background: BackgroundRefresher(
                 refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: configuration.clientCapabilities, logger: logger,
                 now: now,
-                forget: { SilentAcquisition.forget($0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired) }),
-            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, clientId: configuration.clientId,
+                forget: {
+                    SilentAcquisition.forget(
+                        $0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles)
+                }),
+            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
+            clientId: configuration.clientId,
             clientCapabilities: configuration.clientCapabilities, metrics: metrics, logger: logger, now: now,
             allowExtendedLifetime: configuration.allowExtendedLifetime)
         let grants = GrantTokenService(
@@ -117,7 +123,7 @@ public final class TokenRelayService: Sendable {
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
             apis: configuration.downstreamAPIs, tokens: tokens, grants: grants, http: upstream, maxAttempts: configuration.maxAttempts,
-            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds)
+            maxRetryAfterSeconds: configuration.maxRetryAfterSeconds, throttle: downstreamThrottle)
         let services = AppServices(
             configuration: configuration, store: store, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream, authorities: authorities,
             health: HealthChecks(
