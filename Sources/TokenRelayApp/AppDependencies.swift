@@ -130,6 +130,8 @@ struct AppDependencies: Sendable {
         let accounts = AccountCache(ttl: TimeInterval(tokenSettings.cacheTTLSeconds))
         let uiRequired = UIRequiredMemory(ttlSeconds: tokenSettings.uiRequiredTTLSeconds)
         let declinedScopes = DeclinedScopesMemory()
+        let downstreamThrottle = ThrottleMemory()
+        let throttles = [sts.throttle, downstreamThrottle]
         let leaseWaiters = LeaseWaiters()
         let redemptionLimiter = RedemptionLimiter(limit: tokenSettings.maxConcurrentRefreshes)
         var executor = RefreshExecutor(
@@ -144,8 +146,12 @@ struct AppDependencies: Sendable {
             background: BackgroundRefresher(
                 refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: identity.clientCapabilities, logger: logger,
                 now: now,
-                forget: { SilentAcquisition.forget($0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired) }),
-            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, clientId: identity.clientId,
+                forget: {
+                    SilentAcquisition.forget(
+                        $0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles)
+                }),
+            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
+            clientId: identity.clientId,
             clientCapabilities: identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
             allowExtendedLifetime: tokenSettings.allowExtendedLifetime)
         let grants = GrantTokenService(
@@ -159,7 +165,7 @@ struct AppDependencies: Sendable {
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
             apis: configuration.downstream.apis, tokens: tokens, grants: grants, http: upstream, maxAttempts: tokenSettings.maxAttempts,
-            maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds)
+            maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds, throttle: downstreamThrottle)
         let issuance = IssuanceCounter(metrics: metrics)
         self.issuance = issuance
         issuanceStore = IssuanceStore(database: database)

@@ -93,6 +93,70 @@ struct RetryAndThrottleTests {
         }
     }
 
+    /// A 429 `Retry-After: 60` on `id`'s forced refresh at `base`, then the identical request
+    /// held back by the throttle memory with no STS call.
+    static func throttleRemembered(_ stack: TokenRelayStack, _ id: String, on base: String = "") async throws {
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "status": 429, "retry_after": "60"])
+        let refused = try await stack.request(
+            "POST", base + "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true],
+            headers: ["Request-Timeout": "1.5"])
+        #expect(refused.status == 429, "\(refused.text)")
+        #expect(refused.json["error"] as? String == "throttled")
+        let before = try await stack.emulatorCount()
+        let held = try await stack.request("POST", base + "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(held.status == 429, "\(held.text)")
+        #expect(held.json["error"] as? String == "throttled")
+        #expect(try await stack.emulatorCount() == before, "the throttle memory did not hold the identical request back")
+    }
+
+    @Test("SPEC §12: a new sign-in for the account clears its throttle memory; the next forced refresh reaches the STS")
+    func signInClearsThrottleMemory() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_throttle_signin")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId(Self.alice)
+        try await Self.throttleRemembered(stack, id)
+        // A downstream call as the account, remembered too.
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "graph", "status": 429, "retry_after": "60"])
+        let relayed = try await stack.request("GET", "/v1/downstream/graph/me", headers: ["X-Account-Id": id, "Request-Timeout": "5"])
+        #expect(relayed.status == 429)
+        let held = try await stack.request("GET", "/v1/downstream/graph/me", headers: ["X-Account-Id": id])
+        #expect(held.json["error"] as? String == "throttled", "\(held.text)")
+
+        #expect(try await stack.signInAccountId(Self.alice) == id)
+        let before = try await stack.emulatorCount()
+        let served = try await Self.refresh(stack, id)
+        #expect(served.status == 200, "the throttle memory outlived the new sign-in: \(served.text)")
+        #expect(served.json["source"] as? String == "refresh")
+        #expect(try await stack.emulatorCount() > before, "no STS call after the new sign-in")
+        let graphBefore = try await stack.emulatorCount("graph_requests")
+        let called = try await stack.request("GET", "/v1/downstream/graph/me", headers: ["X-Account-Id": id])
+        #expect(called.status == 200, "the downstream throttle memory outlived the new sign-in: \(called.text)")
+        #expect(try await stack.emulatorCount("graph_requests") == graphBefore + 1)
+    }
+
+    @Test("SPEC §12: a sign-in on another replica clears this replica's throttle memory for the account within 2 s")
+    func signInElsewhereClearsThrottleMemory() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_throttle_replica")
+        defer { stack.stop() }
+        let other = try stack.startReplica()
+        defer { other.stop() }
+        let id = try await stack.signInAccountId(Self.alice)
+        try await Self.throttleRemembered(stack, id)
+
+        #expect(try await stack.signInAccountId(Self.alice, on: other.baseURL) == id)
+        let started = Date()
+        var served: TestResponse? = nil
+        while Date().timeIntervalSince(started) < 2 {
+            let answer = try await Self.refresh(stack, id)
+            if answer.status == 200 {
+                served = answer
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(served?.json["source"] as? String == "refresh", "this replica still holds the account's throttle memory 2 s after a sign-in elsewhere")
+    }
+
     @Test("A 503 without Retry-After and then a 200: retried after a backoff, the caller gets a token")
     func unavailableThenServed() async throws {
         let stack = try await TokenRelayStack(name: "e2e_503_200")

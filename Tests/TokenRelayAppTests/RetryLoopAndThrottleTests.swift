@@ -327,6 +327,36 @@ struct RetryLoopAndThrottleTests {
         #expect(memory.recall("d", now: now.addingTimeInterval(2)) != nil)
     }
 
+    @Test("Throttle memory: forget(accountId:) drops the account's STS and downstream entries; other accounts, the app and OBO stay")
+    func forgetAccount() {
+        let memory = ThrottleMemory()
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let token = "https://login.microsoftonline.com/t/oauth2/v2.0/token"
+        let alice = ThrottleMemory.stsKey(clientId: "c", authority: token, scopes: "user.read", account: "alice-id")
+        let aliceMail = ThrottleMemory.stsKey(clientId: "c", authority: token, scopes: "mail.read", account: "alice-id")
+        let aliceGraph = ThrottleMemory.downstreamKey(
+            api: "graph", identity: DownstreamIdentity.account("alice-id").throttleIdentity, path: "me",
+            accountId: DownstreamIdentity.account("alice-id").accountId)
+        let bob = ThrottleMemory.stsKey(clientId: "c", authority: token, scopes: "user.read", account: "bob-id")
+        // A grant digest or an identity that happens to read like the account id is not the account.
+        let app = ThrottleMemory.stsKey(clientId: "c", authority: token, scopes: "user.read", grantDigest: "alice-id")
+        let appGraph = ThrottleMemory.downstreamKey(api: "graph", identity: DownstreamIdentity.app.throttleIdentity, path: "me", accountId: nil)
+        let obo = ThrottleMemory.downstreamKey(
+            api: "graph", identity: DownstreamIdentity.onBehalfOf(assertion: "a.b.c").throttleIdentity, path: "me",
+            accountId: DownstreamIdentity.onBehalfOf(assertion: "a.b.c").accountId)
+        let all = [alice, aliceMail, aliceGraph, bob, app, appGraph, obo]
+        for key in all { memory.remember(key, seconds: 60, status: 429, now: now) }
+        #expect(memory.count == all.count)
+        #expect(app != alice)
+
+        memory.forget(accountId: "alice-id")
+        for key in [alice, aliceMail, aliceGraph] { #expect(memory.recall(key, now: now) == nil, "\(key.text) outlived the account") }
+        for key in [bob, app, appGraph, obo] { #expect(memory.recall(key, now: now) != nil, "\(key.text) was forgotten with another account") }
+        #expect(memory.count == 4)
+        memory.forget(accountId: "nobody")
+        #expect(memory.count == 4)
+    }
+
     @Test("STS keys: same client, authority, scopes and account; claims play no part")
     func keys() {
         let one = ThrottleMemory.stsKey(clientId: "C", authority: "https://login.microsoftonline.com/T/oauth2/v2.0/token", scopes: "user.read", account: "a")

@@ -20,7 +20,7 @@ struct ThrottledHTTPClientTests {
 
     /// One GET through the layer, classified as the downstream service does.
     func send(
-        _ peer: ScriptedPeer, _ time: VirtualClock, key: String = "k", deadline: Double = 10, maxAttempts: Int = 3
+        _ peer: ScriptedPeer, _ time: VirtualClock, key: ThrottleMemory.Key = "k", deadline: Double = 10, maxAttempts: Int = 3
     ) async -> Result<RetryingHTTPClient.Final, ThrottledHTTPClient.Failure> {
         let context = RequestContext(
             correlationId: UUID().uuidString, deadline: time.clock.now().addingTimeInterval(deadline), caller: nil, access: .unrestricted)
@@ -95,8 +95,8 @@ struct ThrottledHTTPClientTests {
         let waited = try ScriptedPeer([ScriptedPeer.answer(429, [("Retry-After", "2")])], fallback: ScriptedPeer.answer(200))
         _ = await send(waited, time, key: "waited")
         #expect(time.sleeps.contains(2), "the 2-second Retry-After was not waited for")
-        for key in ["429-bare", "500", "waited"] {
-            #expect(throws: Never.self, "\(key) was remembered") { try client(time).admit(key, target: "downstream") }
+        for key: ThrottleMemory.Key in ["429-bare", "500", "waited"] {
+            #expect(throws: Never.self, "\(key.text) was remembered") { try client(time).admit(key, target: "downstream") }
         }
         #expect(memory.count == 1)
     }

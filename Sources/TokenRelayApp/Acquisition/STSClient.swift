@@ -22,7 +22,8 @@ struct STSClient: Sendable {
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
     let metrics: Metrics
-    /// Retry-After answers of this replica's STS calls (SPEC §5 throttle memory).
+    /// Retry-After answers of this replica's STS calls (SPEC §5 throttle memory); an account's
+    /// entries go with the account's other memories (``SilentAcquisition/forget(_:memory:accounts:declinedScopes:uiRequired:throttles:)``).
     let throttle = ThrottleMemory()
     /// Told of every accepted and every rejected client credential (SPEC §12 Health).
     var credentialHealth: CredentialHealth? = nil
@@ -38,9 +39,13 @@ struct STSClient: Sendable {
     func redeem(
         grant: [(String, String)], authority: Authority, scopes: ScopeSet?, claims: String?, context: RequestContext, account: String? = nil
     ) async throws(STSCallError) -> TokenResponse {
-        let throttleKey = ThrottleMemory.stsKey(
-            clientId: clientId, authority: authority.tokenEndpoint, scopes: scopes?.cacheKey ?? "",
-            account: account ?? Self.grantDigest(grant))
+        let scopesKey = scopes?.cacheKey ?? ""
+        let throttleKey =
+            if let account {
+                ThrottleMemory.stsKey(clientId: clientId, authority: authority.tokenEndpoint, scopes: scopesKey, account: account)
+            } else {
+                ThrottleMemory.stsKey(clientId: clientId, authority: authority.tokenEndpoint, scopes: scopesKey, grantDigest: Self.grantDigest(grant))
+            }
         // Asked before the form is built: a held-back request signs no client assertion.
         do { try upstream.admit(throttleKey, target: "sts") } catch { throw .rejected(.heldBack(error)) }
         var form = [("client_id", clientId)] + grant

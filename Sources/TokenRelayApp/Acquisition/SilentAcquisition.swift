@@ -19,6 +19,9 @@ struct SilentAcquisition: Sendable {
     let declinedScopes: DeclinedScopesMemory
     /// Interaction-required answers replayed without an STS call (SPEC §5).
     let uiRequired: UIRequiredMemory
+    /// The throttle memories whose entries can be an account's (the STS client's, the downstream
+    /// APIs'): forgotten with the account's other memories (SPEC §12).
+    let throttles: [ThrottleMemory]
     let clientId: String
     let clientCapabilities: [String]
     let metrics: Metrics
@@ -165,16 +168,21 @@ struct SilentAcquisition: Sendable {
     /// Drops everything this replica holds in memory for the account (deleted, signed in again,
     /// refresh token dead).
     func forgetInMemory(_ accountId: String) {
-        Self.forget(accountId, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired)
+        Self.forget(accountId, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles)
     }
 
+    /// The one place an account is forgotten in memory: its access tokens, its record, and its
+    /// declined-scopes, UI-required and throttle memories (SPEC §12 Memories and replicas), for a
+    /// local sign-in, a dead refresh token and the `ReplicaInvalidation` hooks alike.
     static func forget(
-        _ accountId: String, memory: MemoryTokenCache, accounts: AccountCache, declinedScopes: DeclinedScopesMemory, uiRequired: UIRequiredMemory
+        _ accountId: String, memory: MemoryTokenCache, accounts: AccountCache, declinedScopes: DeclinedScopesMemory, uiRequired: UIRequiredMemory,
+        throttles: [ThrottleMemory]
     ) {
         memory.removeAll(accountId: accountId)
         accounts.remove(id: accountId)
         declinedScopes.forget(accountId: accountId)
         uiRequired.forget(accountId: accountId)
+        for throttle in throttles { throttle.forget(accountId: accountId) }
     }
 
     // MARK: After a cache hit

@@ -22,6 +22,11 @@ enum DownstreamIdentity: Sendable, Equatable {
         }
     }
 
+    /// The account id of an `X-Account-Id` call; nil for the app and on-behalf-of.
+    var accountId: String? {
+        if case .account(let id) = self { id } else { nil }
+    }
+
     /// The identity the request's headers name.
     /// - Throws: `Problem` 400 `invalid_request` for none or several identity headers, an empty
     ///   value, or `X-App-Only` other than `true`.

@@ -15,8 +15,9 @@ struct DownstreamService: Sendable {
     let http: RetryingHTTPClient
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
-    /// Retry-After answers of the APIs, per (api, identity, path) (SPEC §5, §12 Downstream).
-    let throttle = ThrottleMemory()
+    /// Retry-After answers of the APIs, per (api, identity, path) (SPEC §5, §12 Downstream);
+    /// shared with ``SilentAcquisition/throttles``, which forgets an account's entries.
+    let throttle: ThrottleMemory
 
     /// Methods relayed (SPEC §6 `{ANY}`); HEAD is routed with GET.
     static let relayedMethods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -43,7 +44,9 @@ struct DownstreamService: Sendable {
 
         /// The throttle-memory key: the API, whose token, and the path. Same path, same
         /// throttled resource (Graph throttles per resource and workload, not per URL query).
-        var throttleKey: String { ThrottleMemory.downstreamKey(api: api, identity: identity.throttleIdentity, path: path) }
+        var throttleKey: ThrottleMemory.Key {
+            ThrottleMemory.downstreamKey(api: api, identity: identity.throttleIdentity, path: path, accountId: identity.accountId)
+        }
     }
 
     func relay(_ call: Call, context: RequestContext) async throws -> HTTPResponse {

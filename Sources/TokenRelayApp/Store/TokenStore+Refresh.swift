@@ -3,7 +3,8 @@ import IdentityCore
 import PostgresBridge
 
 /// The refresh engine's statements (ADR 0012): a claim and a fenced write, each one autocommit
-/// statement (one round trip, nothing held between them), so a refresh holds no connection,
+/// call of a function of migration 0010 (one round trip, nothing held between them; PL/pgSQL
+/// plans their inner statements once per connection), so a refresh holds no connection,
 /// transaction or lock while the STS answers, and works through pgbouncer in transaction mode.
 extension TokenStore: RefreshTokenStore {
     func claimRefresh(_ claim: RefreshClaimRequest) async throws -> RefreshClaim {
@@ -30,29 +31,12 @@ extension TokenStore: RefreshTokenStore {
         return .heldElsewhere(secondsLeft: max(0, secondsLeft))
     }
 
-    /// One statement: the cache check (`fresh`, in SQL so it costs no extra round trip), the
-    /// lease claim (only when the lease is free or expired, and no usable token is stored), and
-    /// what the row looked like before. Every part sees the same snapshot; a concurrent claim
-    /// that committed first makes the UPDATE re-check its row and match nothing (READ COMMITTED).
+    /// One call (migration 0010, `tokenrelay_claim_refresh`): the cache check (`fresh`), the lease
+    /// claim (only when the lease is free or expired, and no usable token is stored), and what the
+    /// row holds when it could not be claimed.
     private static let claimStatement = """
-        WITH fresh AS (
-          SELECT 1 FROM access_tokens
-          WHERE $5::bool AND account_id = $1 AND client_id = $2 AND environment = $3 AND realm = $4
-            AND string_to_array(target, ' ') @> string_to_array($6::text, ' ')
-            AND expires_on >= $7::int8 AND ($8::bool OR refresh_on IS NULL OR refresh_on > $9::int8)
-          LIMIT 1),
-        current AS (
-          SELECT extract(epoch FROM lease_expires_at - now()) AS seconds_left FROM refresh_tokens
-          WHERE account_id = $1 AND client_id = $2),
-        claimed AS (
-          UPDATE refresh_tokens SET lease_owner = $10::text, lease_expires_at = now() + make_interval(secs => $11::float8)
-          WHERE account_id = $1 AND client_id = $2 AND (lease_owner IS NULL OR lease_expires_at <= now())
-            AND NOT EXISTS (SELECT 1 FROM fresh)
-          RETURNING key_id, nonce, ciphertext, generation)
-        SELECT c.key_id, c.nonce, c.ciphertext, c.generation AS claimed_generation,
-               EXISTS (SELECT 1 FROM fresh) AS fresh, EXISTS (SELECT 1 FROM current) AS has_token,
-               (SELECT seconds_left FROM current)::text AS lease_seconds_left
-        FROM (SELECT 1) AS one LEFT JOIN claimed c ON true
+        SELECT key_id, nonce, ciphertext, claimed_generation, fresh, has_token, lease_seconds_left::text AS lease_seconds_left
+        FROM tokenrelay_claim_refresh($1::text, $2::text, $3::text, $4::text, $5::bool, $6::text, $7::int8, $8::bool, $9::int8, $10::text, $11::float8)
         """
 
     func writeRotation(_ write: RotationWrite) async throws -> RotationWriteOutcome {
@@ -76,7 +60,6 @@ extension TokenStore: RefreshTokenStore {
             .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.refreshReleased(write.accountId).payload),
             write.notifyAccessTokensReplaced ? .text(ReplicaInvalidation.Message.accessTokensReplaced(write.accountId).payload) : .null,
         ]
-        var statement = Self.rotationStatement
         if let token = write.accessToken, let sealedAccess {
             let target = ScopeSet(normalizing: token.scopes)
             parameters += [
@@ -84,65 +67,29 @@ extension TokenStore: RefreshTokenStore {
                 .text(sealedAccess.keyId), .bytes(sealedAccess.nonce), .bytes(sealedAccess.ciphertext), .int(Int64(token.expiresOn)),
                 token.extExpiresOn.map { .int(Int64($0)) } ?? .null, token.refreshOn.map { .int(Int64($0)) } ?? .null,
             ]
-            statement = Self.rotationWithAccessTokenStatement
+        } else {
+            parameters += Array(repeating: .null, count: 10)
         }
-        let row = try connection.query(statement, parameters).rows.first
+        let row = try connection.query(Self.rotationStatement, parameters).rows.first
         if let generation = row?.int("stored_generation") { return .stored(generation: generation) }
         if row?.bool("already_stored") == true { return .alreadyStored }
         return .fencedOut
     }
 
-    /// The fenced write: the refresh token row changes only if it is still at the generation that
-    /// was redeemed (`$3`); then the lineage gains a link, the lease is released and waiters are
-    /// notified. Without a rotated token (`$4` null) the row keeps its token and generation.
-    /// `already_stored` (from the statement's snapshot) tells a retry that an earlier attempt,
-    /// whose answer was lost with the connection, did commit this same rotation: the link after
-    /// `$3` replaced the redeemed token (`$8`) with this answer's token (`$9`). The replaced
-    /// fingerprint alone is not enough: after a lease takeover, the other redemption of the same
-    /// token stored a link with the same `$8` (and its own token), and that is a fenced-out write.
-    private static let rotationCTEs = """
-        WITH rotated AS (
-          UPDATE refresh_tokens SET key_id = COALESCE($4::text, key_id), nonce = COALESCE($5::bytea, nonce),
-            ciphertext = COALESCE($6::bytea, ciphertext), family_id = COALESCE($7::text, family_id),
-            generation = generation + CASE WHEN $4::text IS NULL THEN 0 ELSE 1 END,
-            rotated_at = CASE WHEN $4::text IS NULL THEN rotated_at ELSE now() END,
-            replaced_fingerprint = CASE WHEN $4::text IS NULL THEN replaced_fingerprint ELSE $8::text END,
-            updated_at = now(), lease_owner = NULL, lease_expires_at = NULL
-          WHERE account_id = $1 AND client_id = $2 AND generation = $3::int8
-          RETURNING generation),
-        lineage AS (
-          INSERT INTO refresh_token_lineage (account_id, client_id, generation, fingerprint, replaced_fingerprint, cause)
-          SELECT $1, $2, generation, $9::text, $8::text, 'rotation' FROM rotated WHERE $4::text IS NOT NULL
-          ON CONFLICT (account_id, client_id, generation) DO NOTHING),
-        pruned AS (
-          DELETE FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2 AND generation <= (SELECT generation FROM rotated) - 10)
+    /// The fenced write (migration 0010, `tokenrelay_store_rotation`): the refresh token row
+    /// changes only if it is still at the generation that was redeemed (`$3`); then the lineage
+    /// gains a link, the access token (`$13`…`$22`, all null for the refresh token alone) replaces
+    /// the entries it overlaps, the lease is released and waiters are notified. Without a rotated
+    /// token (`$4` null) the row keeps its token and generation. `already_stored` tells a retry that
+    /// an earlier attempt, whose answer was lost with the connection, did commit this same rotation:
+    /// the link after `$3` replaced the redeemed token (`$8`) with this answer's token (`$9`). The
+    /// replaced fingerprint alone is not enough: after a lease takeover, the other redemption of the
+    /// same token stored a link with the same `$8` (and its own token), and that is a fenced-out write.
+    private static let rotationStatement = """
+        SELECT stored_generation, already_stored FROM tokenrelay_store_rotation(
+          $1::text, $2::text, $3::int8, $4::text, $5::bytea, $6::bytea, $7::text, $8::text, $9::text, $10::text, $11::text, $12::text,
+          $13::text, $14::text, $15::text, $16::text, $17::text, $18::bytea, $19::bytea, $20::int8, $21::int8, $22::int8)
         """
-
-    private static let rotationResult = """
-        SELECT (SELECT generation FROM rotated) AS stored_generation,
-               EXISTS (SELECT 1 FROM refresh_token_lineage WHERE account_id = $1 AND client_id = $2 AND generation = $3::int8 + 1
-                       AND replaced_fingerprint = $8::text AND fingerprint = $9::text) AS already_stored,
-               (SELECT pg_notify($10::text, $11::text) FROM rotated) AS released,
-               (SELECT pg_notify($10::text, $12::text) FROM rotated WHERE $12::text IS NOT NULL) AS replaced
-        """
-
-    private static let rotationStatement = rotationCTEs + "\n" + rotationResult
-
-    /// The rotation and the new access token in one statement (MSAL's overlap rule: an entry whose
-    /// scopes overlap the new one's is replaced), both only when the fence held.
-    private static let rotationWithAccessTokenStatement =
-        rotationCTEs + """
-            ,
-            dropped AS (
-              DELETE FROM access_tokens WHERE account_id = $1 AND environment = $13 AND realm = $14 AND client_id = $2
-                AND target <> $15 AND string_to_array(target, ' ') && string_to_array($15::text, ' ') AND EXISTS (SELECT 1 FROM rotated)),
-            cached AS (
-              INSERT INTO access_tokens (account_id, environment, realm, client_id, target, scopes, key_id, nonce, ciphertext, expires_on, ext_expires_on, refresh_on)
-              SELECT $1, $13, $14, $2, $15, $16, $17, $18::bytea, $19::bytea, $20::int8, $21::int8, $22::int8 WHERE EXISTS (SELECT 1 FROM rotated)
-              ON CONFLICT (account_id, environment, realm, client_id, target) DO UPDATE SET
-                scopes = EXCLUDED.scopes, key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce, ciphertext = EXCLUDED.ciphertext,
-                expires_on = EXCLUDED.expires_on, ext_expires_on = EXCLUDED.ext_expires_on, refresh_on = EXCLUDED.refresh_on, cached_at = now())
-            """ + "\n" + rotationResult
 
     func releaseRefreshLease(accountId: String, owner: String) async throws {
         let clientId = self.clientId

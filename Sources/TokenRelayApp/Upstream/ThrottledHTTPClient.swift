@@ -9,7 +9,7 @@ import IdentityCore
 /// sees nothing more from this replica for that key before the time it named.
 ///
 /// The caller chooses the key (``ThrottleMemory/stsKey(clientId:authority:scopes:account:)``,
-/// ``ThrottleMemory/downstreamKey(api:identity:path:)``) and turns ``HeldBack`` into its own
+/// ``ThrottleMemory/downstreamKey(api:identity:path:accountId:)``) and turns ``HeldBack`` into its own
 /// answer (429 `throttled` with `Retry-After`).
 struct ThrottledHTTPClient: Sendable {
     /// A request the memory held back: nothing was sent.
@@ -42,7 +42,7 @@ struct ThrottledHTTPClient: Sendable {
     /// assertion) that a held-back request should not.
     /// - Parameter target: a bounded label for metrics (`sts`, `downstream`).
     /// - Throws: ``HeldBack`` while the memory holds `key`.
-    func admit(_ key: String, target: String) throws(HeldBack) {
+    func admit(_ key: ThrottleMemory.Key, target: String) throws(HeldBack) {
         guard let (entry, remaining) = memory.recall(key, now: clock.now()) else { return }
         metrics.increment("tokenrelay_throttled_total", ["target": target, "reason": "memory"])
         throw HeldBack(status: entry.status, remainingSeconds: remaining)
@@ -58,7 +58,7 @@ struct ThrottledHTTPClient: Sendable {
     /// - Returns: what the last attempt produced, and the policy's final decision.
     /// - Throws: ``Failure``: held back (nothing sent), or the deadline passed.
     func send(
-        _ request: HTTPClientRequest, throttleKey: String, policy: RetryPolicy, target: String, context: RequestContext,
+        _ request: HTTPClientRequest, throttleKey: ThrottleMemory.Key, policy: RetryPolicy, target: String, context: RequestContext,
         classify: (Result<HTTPClientResponse, HTTPClientError>) -> RetryPolicy.Outcome
     ) async throws(Failure) -> RetryingHTTPClient.Final {
         do { try admit(throttleKey, target: target) } catch { throw .heldBack(error) }
