@@ -133,6 +133,16 @@ public final class ManagedProcess: Sendable {
         process.withLock { $0 }?.terminate()
     }
 
+    /// Kills the child with SIGKILL (a crash: no handler runs, nothing is drained or released)
+    /// and waits for it to be gone. Returns false when it was not running.
+    @discardableResult
+    public func killAbruptly() -> Bool {
+        guard let process = process.withLock({ $0 }), process.isRunning else { return false }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return true
+    }
+
     /// Waits for the child to exit and returns its exit status (nil when already collected by ``stop()``).
     public func waitForExit() -> Int32? {
         guard let process = process.withLock({ $0 }) else { return nil }

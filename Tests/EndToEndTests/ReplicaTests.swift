@@ -168,7 +168,7 @@ struct ReplicaTests {
         print("ttl fallback (TTL 5 s): key refused \(keyRefused ?? -1) s and account gone \(accountGone ?? -1) s after the last poll began")
     }
 
-    @Test("1,000 concurrent requests for an expired token over three replicas: one rotation chain, at most three STS calls")
+    @Test("1,000 concurrent requests for an expired token over three replicas through pgbouncer: exactly one STS call, one new lineage link")
     func singleFlightAcrossReplicas() async throws {
         Self.raiseOpenFileLimit()
         // No rotation grace: a request that used a superseded refresh token would fail.
@@ -186,6 +186,7 @@ struct ReplicaTests {
         // The STS answers after 1 s, so all 1,000 requests arrive while the refresh is running.
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 1000])
         let before = try await Self.chain(stack, user)
+        let linksBefore = try await RefreshLeaseTests.lineage(stack, id)
         let callsBefore = try await stack.emulatorCount("token_requests")
 
         let bases = [stack.baseURL, second.baseURL, third.baseURL]
@@ -206,9 +207,11 @@ struct ReplicaTests {
         print("single flight: 1000 requests over 3 replicas in \(elapsed) s, \(calls) STS call(s), chain \(after)")
         #expect(statuses.count == 1_000)
         #expect(statuses.allSatisfy { $0.0 == 200 && $0.1 }, "statuses: \(Set(statuses.map(\.0)))")
-        #expect(calls >= 1 && calls <= 3)
-        #expect(after["redeemed", default: 0] - before["redeemed", default: 0] == calls)
-        #expect(after["issued", default: 0] - before["issued", default: 0] == calls)
+        // One lease for all three replicas: the two that did not get it wait for its release and
+        // find the new token stored (ADR 0012).
+        #expect(calls == 1)
+        #expect(after["redeemed", default: 0] - before["redeemed", default: 0] == 1)
+        #expect(after["issued", default: 0] - before["issued", default: 0] == 1)
         // One chain: no redemption presented a refresh token already rotated away.
         #expect(after["rejected_superseded", default: 0] == before["rejected_superseded", default: 0])
         #expect(after["reused_within_grace", default: 0] == before["reused_within_grace", default: 0])
@@ -233,6 +236,18 @@ struct ReplicaTests {
         #expect(Int(claims) == calls)
         #expect(Int(rotations) == calls)
         print("single flight: \(Int(coalesced)) requests coalesced, \(Int(claims)) lease claims")
+
+        // The lineage gained exactly one link, the rotation of the sign-in's token.
+        let links = try await RefreshLeaseTests.lineage(stack, id)
+        #expect(links.count == linksBefore.count + 1, "\(linksBefore) → \(links)")
+        #expect(links.last?.replaced == linksBefore.last?.fingerprint, "\(linksBefore) → \(links)")
+        RefreshLeaseTests.expectChained(links)
+        // What is stored is the chain's head: with grace 0 the next redemption works only then.
+        let next = try await stack.request(
+            "POST", third.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true],
+            headers: ["Request-Timeout": "10"])
+        #expect(next.status == 200, "\(next.text)")
+        #expect(try await Self.chain(stack, user)["rejected_superseded", default: 0] == before["rejected_superseded", default: 0])
     }
 
     @Test("pgbouncer, 4 server connections for 3 replicas × 8: a burst of sign-ins, refreshes and listings, no 500; a deletion reaches another replica in 2 s")

@@ -32,17 +32,47 @@ final class RefreshCoalescer<Value: Sendable>: Sendable {
             }
         }
         guard let deadline else { return (try await task.value, joined) }
-        let value = try await withThrowingTaskGroup(of: Value?.self) { group -> Value? in
-            group.addTask { try await task.value }
-            group.addTask {
-                let seconds = deadline.timeIntervalSinceNow
-                if seconds > 0 { try await Task.sleep(for: .milliseconds(Int(seconds * 1000))) }
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? nil
-        }
-        guard let value else { throw Problem.deadlinePassed(before: "sts") }
+        guard let value = try await Self.value(of: task, until: deadline) else { throw Problem.deadlinePassed(before: "sts") }
         return (value, joined)
+    }
+
+    /// `task`'s value, or nil at `deadline` if it has not ended by then (it runs on). Not a task
+    /// group racing a timer: awaiting a `Task`'s value does not end when the awaiting child is
+    /// cancelled, and a group waits for all its children, so the caller would wait for the whole
+    /// STS call and get its 504 only then.
+    private static func value(of task: Task<Value, any Error>, until deadline: Date) async throws -> Value? {
+        let race = FirstResult<Value?>()
+        return try await withCheckedThrowingContinuation { continuation in
+            race.start(continuation)
+            let timer = Task {
+                let seconds = deadline.timeIntervalSinceNow
+                if seconds > 0 { try? await Task.sleep(for: .milliseconds(Int((seconds * 1000).rounded(.up)))) }
+                // Cancelled: the work ended first.
+                if !Task.isCancelled { race.finish(.success(nil)) }
+            }
+            Task {
+                let result = await task.result
+                race.finish(result.map { Optional($0) })
+                timer.cancel()
+            }
+        }
+    }
+}
+
+/// Resumes a continuation with the first result it is given; later ones are dropped.
+private final class FirstResult<Value: Sendable>: Sendable {
+    private let continuation = Mutex<CheckedContinuation<Value, any Error>?>(nil)
+
+    /// Called before the racers start.
+    func start(_ continuation: CheckedContinuation<Value, any Error>) {
+        self.continuation.withLock { $0 = continuation }
+    }
+
+    func finish(_ result: Result<Value, any Error>) {
+        let waiting = continuation.withLock { current -> CheckedContinuation<Value, any Error>? in
+            defer { current = nil }
+            return current
+        }
+        waiting?.resume(with: result)
     }
 }

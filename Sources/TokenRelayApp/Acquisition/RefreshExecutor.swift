@@ -27,6 +27,11 @@ struct RefreshExecutor: Sendable {
     /// the lease passes; the rest is the margin for storing the answer.
     static let redemptionShareOfLease = 0.75
 
+    /// TokenRelay's own waits (for a redemption slot, for another redemption's lease) end this
+    /// long before the caller's deadline, so the caller gets their 503 with Retry-After, which
+    /// says why, rather than the coalescer's 504 "deadline passed" that fires at the deadline.
+    static let ownWaitMarginSeconds = 0.1
+
     /// One refresh of one account's tokens for one scope set.
     struct Request: Sendable {
         let account: AccountRecord
@@ -54,7 +59,7 @@ struct RefreshExecutor: Sendable {
     ///   unreachable); after the STS answered, nothing is thrown: the rotation is kept (stored, or
     ///   pending in this replica) and the token served.
     func run(_ request: Request) async throws -> Outcome {
-        guard await limiter.acquire(until: request.context.deadline) else {
+        guard await limiter.acquire(until: request.context.deadline.addingTimeInterval(-Self.ownWaitMarginSeconds)) else {
             metrics.increment("tokenrelay_refresh_total", ["outcome": AcquisitionError.concurrencyLimit.refreshOutcome])
             return .failure(.concurrencyLimit)
         }
@@ -104,7 +109,7 @@ struct RefreshExecutor: Sendable {
                 action = machine.cachedRead(usable: cached != nil)
 
             case .wait:
-                let remaining = request.context.remainingSeconds
+                let remaining = request.context.remainingSeconds - Self.ownWaitMarginSeconds
                 guard remaining > 0 else {
                     failure = .leaseWaitTimeout
                     action = machine.deadlinePassed()

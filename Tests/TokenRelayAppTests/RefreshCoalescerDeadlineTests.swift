@@ -1,0 +1,48 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenRelayApp
+
+/// A caller's deadline bounds its wait for a coalesced refresh, never the refresh itself (SPEC §5
+/// deadlines): the caller gets 504 at its deadline while the work runs on and its result still
+/// reaches later callers. (A task group racing the work against a timer waited for the work.)
+@Suite("Refresh coalescer deadlines")
+struct RefreshCoalescerDeadlineTests {
+    @Test("A caller whose deadline passes first gets 504 at the deadline, not when the work ends; the work runs on")
+    func deadlineBeforeWork() async throws {
+        let coalescer = RefreshCoalescer<Int>()
+        let finished = Mutex(false)
+        let started = Date()
+        await #expect {
+            _ = try await coalescer.run(key: "k", until: Date().addingTimeInterval(0.2)) {
+                try? await Task.sleep(for: .seconds(3))
+                finished.withLock { $0 = true }
+                return 42
+            }
+        } throws: { error in
+            (error as? Problem)?.status == 504 && (error as? Problem)?.code == .upstreamUnavailable
+        }
+        // Returned while the work still ran (the bound is loose: unit suites run in parallel on
+        // few cores; before the fix the caller waited the whole 3 s).
+        let waited = Date().timeIntervalSince(started)
+        #expect(finished.withLock { $0 } == false, "the caller waited \(waited) s, until the work ended, for a 0.2 s deadline")
+        #expect(waited >= 0.19 && waited < 2.5, "the caller waited \(waited) s for a 0.2 s deadline")
+        // The work ran on: a caller without a deadline joins it and gets its value.
+        let (value, joined) = try await coalescer.run(key: "k") { 0 }
+        #expect(value == 42)
+        #expect(joined)
+        #expect(finished.withLock { $0 })
+    }
+
+    @Test("Work that ends before the deadline gives its value, and a failure is the caller's")
+    func workBeforeDeadline() async throws {
+        let coalescer = RefreshCoalescer<Int>()
+        let (value, joined) = try await coalescer.run(key: "k", until: Date().addingTimeInterval(30)) { 7 }
+        #expect(value == 7)
+        #expect(!joined)
+        await #expect(throws: Problem.self) {
+            _ = try await coalescer.run(key: "other", until: Date().addingTimeInterval(30)) { throw Problem(.internal, "boom") }
+        }
+    }
+}
