@@ -67,12 +67,7 @@ struct APIKeyLimitsTests {
 
     @Test("Every registered route declares the access of SPEC §12's permission table")
     func permissionTable() throws {
-        var configuration = Configuration()
-        configuration.database.url = "postgresql://nobody@127.0.0.1:1/none"
-        configuration.identity.clientId = "00000000-0000-0000-0000-000000000001"
-        configuration.identity.authority = "https://login.microsoftonline.com/common"
-        configuration.encryption.keys = "k1:" + Data(repeating: 7, count: 32).base64EncodedString()
-        configuration.http.listenPort = 0
+        let configuration = Configuration.offline()
         let service = try TokenRelayService(configuration: configuration, logger: Logger(level: .error, logPII: false, sink: .memory()))
         defer { service.stop() }
         #expect(!service.routeAccess.isEmpty)

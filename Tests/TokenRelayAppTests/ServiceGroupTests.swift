@@ -127,12 +127,7 @@ struct ServiceGroupTests {
 
     @Test("Dependencies list their services in start order: the pool closes last, the HTTP server stops first")
     func dependencyOrder() throws {
-        var configuration = Configuration()
-        configuration.database.url = "postgresql://nobody@127.0.0.1:1/none"
-        configuration.identity.clientId = "00000000-0000-0000-0000-000000000001"
-        configuration.identity.authority = "https://login.microsoftonline.com/common"
-        configuration.encryption.keys = "k1:" + Data(repeating: 7, count: 32).base64EncodedString()
-        configuration.http.listenPort = 0
+        let configuration = Configuration.offline()
         let live = try AppDependencies.live(configuration: configuration, logger: Self.logger)
         defer { live.close() }
         #expect(
