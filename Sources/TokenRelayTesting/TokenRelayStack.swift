@@ -225,6 +225,13 @@ public struct TestResponse: Sendable {
         body = response.body
     }
 
+    /// An answer that came from somewhere other than the HTTP client (an in-process handler).
+    public init(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
     public var text: String { String(decoding: body, as: UTF8.self) }
 
     /// The body as a JSON object, or empty.
