@@ -124,6 +124,10 @@ extension TokenStore {
         in connection: PostgresConnection, importedId: String, identity: LearnedIdentity, refreshToken: String?, familyId: String?,
         accessToken: StoredAccessToken
     ) throws -> ImportCompletion {
+        // A sign-in of the same user may be storing this identity right now (its account row
+        // written, not yet committed): wait for it, then merge into what it stored, rather than
+        // setting home_account_id into the unique index's violation (SPEC §12 Accounts).
+        try Self.lockIdentity(in: connection, clientId: clientId, environment: identity.environment, homeAccountId: identity.homeAccountId)
         let survivorId = try connection.query(
             "SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3 AND account_id <> $4",
             [.text(clientId), .text(identity.environment), .text(identity.homeAccountId), .text(importedId)]
@@ -169,6 +173,17 @@ extension TokenStore {
         // Last, as every event append (SPEC §12: in the transaction of the change it reports).
         if revived { try AccountEventStore.append(in: connection, .recovered, accountId: survivorId, data: ["reason": .string("import")]) }
         return ImportCompletion(account: try account(in: connection, id: survivorId), accessToken: moved, merged: true)
+    }
+
+    /// Serialises every writer of one user's identity, (client_id, environment,
+    /// home_account_id), the key of the accounts' unique index: a sign-in storing it and an
+    /// import's first redemption learning it (SPEC §12 Accounts). Transaction-scoped (pgbouncer
+    /// in transaction mode, SPEC §8). Taken after the imported account's refresh lock and before
+    /// any other account's: a sign-in takes it first of all, and the account an import locks
+    /// first has no home_account_id yet, so no sign-in can be waiting for that lock (no cycle).
+    static func lockIdentity(in connection: PostgresConnection, clientId: String, environment: String, homeAccountId: String) throws {
+        _ = try connection.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [.text("identity|\(clientId)|\(environment)|\(homeAccountId)")])
     }
 
     /// Adds or refreshes one tenant profile of an account (SPEC §12: a guest has several).

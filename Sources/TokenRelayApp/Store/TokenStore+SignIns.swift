@@ -85,11 +85,16 @@ extension TokenStore {
     ///
     /// A returning user's refresh lock is taken before anything is written, so a refresh already
     /// running for the account finishes first (and cannot then delete the new refresh token), and
-    /// the lock comes before the account row's lock in every transaction (no deadlock).
+    /// the lock comes before the account row's lock in every transaction (no deadlock). Before
+    /// both, the identity's lock (``lockIdentity(in:clientId:environment:homeAccountId:)``)
+    /// serialises it with an import's first redemption of the same user (SPEC §12 Accounts).
     func saveSignIn(_ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?) async throws -> AccountRecord {
         let clientId = self.clientId
         let newId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
+            // An import's first redemption may be giving another account this identity right now:
+            // whichever takes this lock first stores it, the other then finds it and merges.
+            try Self.lockIdentity(in: connection, clientId: clientId, environment: account.environment, homeAccountId: account.homeAccountId)
             let existing = try connection.query(
                 "SELECT account_id, state FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3",
                 [.text(clientId), .text(account.environment), .text(account.homeAccountId)]
