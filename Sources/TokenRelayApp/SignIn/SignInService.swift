@@ -33,7 +33,17 @@ struct SignInService: Sendable {
         var prompt: String?
         var claims: String?
         var redirectAfter: String?
+        /// The API key id that starts it (``linkActor`` for a signed start link), named in the
+        /// audit row of its completion (SPEC §12 Audit).
+        var startedBy: String? = nil
     }
+
+    /// The audit actor of a sign-in started by a signed `GET /v1/sign-ins/start` link: the link
+    /// carries no API key, its signature is the authority.
+    static let linkActor = "sign-in-link"
+    /// The audit actor of a completed sign-in whose starter is not known (a row an older
+    /// replica wrote before migration 0011).
+    static let unknownActor = "sign-in"
 
     struct Started: Sendable {
         let authorizeURL: String
@@ -73,7 +83,7 @@ struct SignInService: Sendable {
         try await store.savePendingSignIn(
             PendingSignIn(
                 signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
-                redirectAfter: request.redirectAfter, expiresAt: expiresAt),
+                redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy),
             stateHash: SHA256.hash(Array(state.utf8)))
 
         var query: [(String, String)] = [
@@ -152,7 +162,7 @@ struct SignInService: Sendable {
             SignedInAccount(
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
-            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken)
+            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor)
         forgetInMemory(account.accountId)
         // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, SPEC §7).
         logger.info(

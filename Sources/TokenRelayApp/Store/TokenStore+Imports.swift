@@ -120,9 +120,10 @@ extension TokenStore {
     ///   - refreshToken: the refresh token the imported account holds now (after rotation).
     ///   - familyId: `foci` of the response.
     ///   - accessToken: the new token, owned by the imported account.
+    ///   - actor: the API key id of the request that redeemed it, for the audit row (SPEC §12 Audit).
     func completeImport(
         in connection: PostgresConnection, importedId: String, identity: LearnedIdentity, refreshToken: String?, familyId: String?,
-        accessToken: StoredAccessToken
+        accessToken: StoredAccessToken, actor: String
     ) throws -> ImportCompletion {
         // A sign-in of the same user may be storing this identity right now (its account row
         // written, not yet committed): wait for it, then merge into what it stored, rather than
@@ -147,7 +148,7 @@ extension TokenStore {
                 ])
             try saveTenantProfile(in: connection, accountId: importedId, realm: identity.realm, localAccountId: identity.localAccountId, isHome: isHome)
             try saveAccessToken(in: connection, accessToken)
-            try AuditStore.record(in: connection, .importCompleted, actor: "import", accountId: importedId, outcome: "identified")
+            try AuditStore.record(in: connection, .importCompleted, actor: actor, accountId: importedId, outcome: "identified")
             return ImportCompletion(account: try account(in: connection, id: importedId), accessToken: accessToken, merged: false)
         }
 
@@ -168,7 +169,7 @@ extension TokenStore {
             "INSERT INTO account_aliases (alias_account_id, account_id, client_id) VALUES ($1, $2, $3)",
             [.text(importedId), .text(survivorId), .text(clientId)])
         try AuditStore.record(
-            in: connection, .importMerged, actor: "import", accountId: survivorId, outcome: "merged",
+            in: connection, .importMerged, actor: actor, accountId: survivorId, outcome: "merged",
             detail: ["alias_account_id": .string(importedId), "refresh_token": .string(survivorHasToken ? "kept" : "imported")])
         // Last, as every event append (SPEC §12: in the transaction of the change it reports).
         if revived { try AccountEventStore.append(in: connection, .recovered, accountId: survivorId, data: ["reason": .string("import")]) }
