@@ -61,7 +61,7 @@ final class AppHTTPHandler: HTTPHandler {
         var routeLabel = "unmatched"
         var response: HTTPResponse
         do {
-            let timeout = try Self.requestTimeout(request.headers, default: services.configuration.requestTimeoutSeconds)
+            let timeout = try Self.requestTimeout(request.headers, default: services.configuration.limits.requestTimeoutSeconds)
             var context = RequestContext(correlationId: correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil, access: .unrestricted)
             switch router.match(method: request.method, path: request.path) {
             case .notFound:
@@ -74,7 +74,8 @@ final class AppHTTPHandler: HTTPHandler {
                 routeLabel = route.template
                 if request.bodyExceededLimit {
                     throw Problem(
-                        .payloadTooLarge, "The request body exceeds \(services.configuration.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
+                        .payloadTooLarge, "The request body exceeds \(services.configuration.limits.maxBodyBytes) bytes.",
+                        extensions: ["field": .string("body")])
                 }
                 if case .requires(let permission) = route.access {
                     let caller = try await authenticator.authenticate(request.headers["Authorization"])
