@@ -17,6 +17,10 @@ struct Router: Sendable {
         let template: String
         let segments: [Segment]
         let access: RouteAccess
+        /// Whether the request pipeline reads a JSON body for the handler (``RouteRequest/body``).
+        let body: RouteBody
+        /// Route-specific preparation run once the caller is known (see ``RoutePreparation``).
+        let prepare: RoutePreparation?
         let handler: RouteHandler
     }
 
@@ -29,8 +33,16 @@ struct Router: Sendable {
     private(set) var routes: [Route] = []
 
     /// Registers `handler` for `method` on `template`.
-    mutating func add(_ method: String, _ template: String, access: RouteAccess, _ handler: @escaping RouteHandler) {
-        routes.append(Route(method: method, template: template, segments: Self.parse(template), access: access, handler: handler))
+    /// - Parameters:
+    ///   - body: `.json` to have the pipeline read the body once (415/400 before the handler runs).
+    ///   - prepare: memory-only work run before the handler, on the server thread when the
+    ///     caller is known there; it may answer by itself.
+    mutating func add(
+        _ method: String, _ template: String, access: RouteAccess, body: RouteBody = .none, prepare: RoutePreparation? = nil,
+        _ handler: @escaping RouteHandler
+    ) {
+        routes.append(
+            Route(method: method, template: template, segments: Self.parse(template), access: access, body: body, prepare: prepare, handler: handler))
     }
 
     /// The same handler for several methods (e.g. every method a relay passes through).
@@ -104,13 +116,39 @@ enum RouteAccess: Sendable, Equatable {
     case requires(Permission)
 }
 
+/// What the request pipeline reads for a route before its handler runs.
+enum RouteBody: Sendable, Equatable {
+    /// Nothing: the handler reads the request itself (query, raw body to relay).
+    case none
+    /// A JSON object body, read once by ``JSONBody`` (415, 400 `field: body`).
+    case json
+}
+
+/// The route-specific part of preparing a request, run once per request after authentication
+/// and body reading and before the handler, on the server thread when the caller was known in
+/// memory, else in the suspended step. It must not block (no I/O). It may refine the request
+/// (e.g. the silent route's parsed request and body correlation id), answer it (a response),
+/// or throw a problem; nil hands the request on to the handler.
+typealias RoutePreparation = @Sendable (inout RouteRequest) throws -> HTTPResponse?
+
 typealias RouteHandler = @Sendable (RouteRequest) async throws -> HTTPResponse
 
-/// What a route handler gets: the request, its path parameters and its per-request context.
+/// What a route handler gets: the request, its path parameters, its per-request context, and
+/// what the pipeline prepared (the JSON body, the route's own reading), never derived twice.
 struct RouteRequest: Sendable {
     let http: HTTPRequest
     let parameters: [String: String]
-    let context: RequestContext
+    var context: RequestContext
+    /// The JSON body for routes declared `body: .json`; empty for the others.
+    var body = JSONBody(members: [:])
+    /// The silent-token request read (scopes canonical) by the silent route's preparation.
+    var silent: SilentTokenRequest?
+
+    init(http: HTTPRequest, parameters: [String: String], context: RequestContext) {
+        self.http = http
+        self.parameters = parameters
+        self.context = context
+    }
 
     func parameter(_ name: String) -> String { parameters[name] ?? "" }
 }

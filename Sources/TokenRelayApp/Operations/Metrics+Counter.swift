@@ -16,3 +16,18 @@ extension Metrics {
         var value: Double { Double(count.load(ordering: .relaxed)) }
     }
 }
+
+extension Metrics {
+    /// One histogram series (name and labels resolved once) that hot paths observe under a lock
+    /// of its own, without label rendering (SPEC §10); `/metrics` adds it to the series of the
+    /// same name and labels.
+    final class HistogramSeries: Sendable {
+        private let histogram = Mutex(Histogram())
+
+        func observe(_ seconds: Double) {
+            histogram.withLock { $0.observe(seconds) }
+        }
+
+        var snapshot: Histogram { histogram.withLock { $0 } }
+    }
+}
