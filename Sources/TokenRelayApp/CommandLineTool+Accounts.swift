@@ -5,12 +5,12 @@ import PostgresBridge
 /// `token-relay accounts list|show|delete` and `token-relay keepalive --once` (SPEC §8, §12).
 extension CommandLineTool {
     static func accounts(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.databaseURL.isEmpty else {
+        guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
-        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
-        let store = AccountAdminStore(database: Database(pool: pool), clientId: configuration.clientId.isEmpty ? nil : configuration.clientId)
+        let store = AccountAdminStore(database: Database(pool: pool), clientId: configuration.identity.clientId.isEmpty ? nil : configuration.identity.clientId)
         switch arguments.first {
         case "list":
             let limitText = option("--limit", in: arguments)
@@ -65,7 +65,7 @@ extension CommandLineTool {
     static func keepAlive(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         // Only one pass on demand: in `serve` the pass runs on its own schedule.
         guard arguments.contains("--once") else { return usageError("keepalive needs --once", help: ["keepalive"]) }
-        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
+        let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
         let service = try TokenRelayService(configuration: configuration, logger: logger)
         defer { service.stop() }
         print(try await service.runKeepAlivePass())

@@ -62,30 +62,27 @@ public enum CommandLineTool {
     }
 
     private static func serve(_ configuration: Configuration) async throws -> Int32 {
-        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
+        let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
         let service = try TokenRelayService(configuration: configuration, logger: logger)
-        let port = try await service.start()
-        // One machine-readable line for scripts and tests that start the binary on port 0.
-        FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(configuration.listenHost):\#(port)"}"#.utf8 + [10]))
-        let hangup = reloadOnHangup(service, logger: logger)
-        await waitForTermination()
-        hangup.cancel()
-        logger.info("service.stopping", ["shutdown.timeout_s": String(configuration.shutdownTimeoutSeconds)])
-        // Stops accepting, lets requests in flight finish, flushes key usage, closes the pool.
-        let drained = await service.shutdown()
-        logger.info("service.stopped", ["drained": String(drained)])
+        let host = configuration.http.listenHost
+        // Serves until SIGTERM, then stops accepting, lets requests in flight finish, flushes
+        // the counts and closes the pool; SIGHUP re-reads the key ring and the credential.
+        try await service.run { port in
+            // One machine-readable line for scripts and tests that start the binary on port 0.
+            FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(host):\#(port)"}"#.utf8 + [10]))
+        }
         return 0
     }
 
     private static func migrate(_ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.databaseURL.isEmpty else {
+        guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
-        guard let directory = Migrator.locateDirectory(configured: configuration.migrationsDirectory) else {
+        guard let directory = Migrator.locateDirectory(configured: configuration.database.migrationsDirectory) else {
             throw ConfigurationError(setting: "TOKENRELAY_MIGRATIONS_DIR", reason: "no migrations directory found; set it")
         }
         let migrator = try Migrator(directory: directory)
-        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
         let applied = try await migrator.apply(on: pool)
         print(#"{"applied":[\#(applied.map { "\"\($0)\"" }.joined(separator: ","))],"total":\#(migrator.migrations.count)}"#)
@@ -93,10 +90,12 @@ public enum CommandLineTool {
     }
 
     private static func healthcheck(_ configuration: Configuration) async -> Int32 {
-        let host = configuration.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.listenHost
+        let host = configuration.http.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.http.listenHost
         let client = HTTPClient()
         defer { client.shutdown() }
-        guard let response = try? await client.execute(HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.listenPort)/healthz", timeout: 5))
+        guard
+            let response = try? await client.execute(
+                HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.http.listenPort)/healthz", timeout: 5))
         else {
             return 1
         }
@@ -104,10 +103,10 @@ public enum CommandLineTool {
     }
 
     private static func apiKeys(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.databaseURL.isEmpty else {
+        guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
-        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
         let store = APIKeyStore(database: Database(pool: pool))
         switch arguments.first {
@@ -174,14 +173,14 @@ public enum CommandLineTool {
     /// Re-encrypts every ciphertext under the ring's first key; prints one JSON object; exits 0
     /// when no row is left under another key, 1 otherwise (SPEC §12 Encryption keys).
     private static func rotateEncryption(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.databaseURL.isEmpty else {
+        guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
-        guard !configuration.clientId.isEmpty else {
+        guard !configuration.identity.clientId.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ID", reason: "is required")
         }
         let ring: KeyRing
-        do { ring = try KeyRing(parsing: configuration.encryptionKeys) } catch {
+        do { ring = try KeyRing(parsing: configuration.encryption.keys) } catch {
             throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: error.description)
         }
         var batchSize = 500
@@ -189,11 +188,11 @@ public enum CommandLineTool {
             guard let size = Int(text), (1...100_000).contains(size) else { return usage("--batch-size must be an integer in 1...100000") }
             batchSize = size
         }
-        let logger = Logger(level: configuration.logLevel, logPII: configuration.logPII)
-        let pool = PostgresPool(url: configuration.databaseURL, size: 1)
+        let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
         let database = Database(pool: pool)
-        let store = CiphertextStore(database: database, clientId: configuration.clientId, cipher: TokenCipher(ring: ring))
+        let store = CiphertextStore(database: database, clientId: configuration.identity.clientId, cipher: TokenCipher(ring: ring))
         let report = try await KeyRotation(store: store, logger: logger, batchSize: batchSize).run()
         try await AuditStore(database: database).record(
             .encryptionRotated, actor: "cli", accountId: nil, outcome: report.remaining == 0 ? "success" : "incomplete",
@@ -235,72 +234,5 @@ public enum CommandLineTool {
             every command and sub-command takes --help
             configuration: TOKENRELAY_* environment variables (see README.md)
             """)
-    }
-
-    /// On SIGHUP, reads the key ring again (`TOKENRELAY_ENCRYPTION_KEYS` or its `_FILE`, SPEC §11);
-    /// a ring that does not parse is logged and the current one kept.
-    private static func reloadOnHangup(_ service: TokenRelayService, logger: Logger) -> any DispatchSourceSignal {
-        signal(SIGHUP, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "token-relay.sighup"))
-        source.setEventHandler {
-            let configuration: Configuration
-            do {
-                configuration = try ConfigurationLoader().load(requireIdentity: false)
-            } catch {
-                logger.error("configuration.reload_failed", ["error": String(describing: error)])
-                return
-            }
-            do {
-                service.reloadKeyRing(try KeyRing(parsing: configuration.encryptionKeys))
-            } catch let error as KeyRingError {
-                logger.error("encryption.key_ring_reload_failed", ["setting": "TOKENRELAY_ENCRYPTION_KEYS", "error": error.description])
-            } catch {
-                logger.error("encryption.key_ring_reload_failed", ["error": String(describing: error)])
-            }
-            do {
-                try service.reloadCredential(configuration)
-            } catch let error as ConfigurationError {
-                logger.error("credential.reload_failed", ["setting": error.setting, "error": error.description])
-            } catch {
-                logger.error("credential.reload_failed", ["error": String(describing: error)])
-            }
-        }
-        source.resume()
-        return source
-    }
-
-    /// Suspends until SIGINT or SIGTERM.
-    private static func waitForTermination() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            signal(SIGINT, SIG_IGN)
-            signal(SIGTERM, SIG_IGN)
-            let queue = DispatchQueue(label: "token-relay.signals")
-            let sources = [SIGINT, SIGTERM].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
-            let resumed = ResumeOnce(continuation, keepAlive: sources)
-            for source in sources {
-                source.setEventHandler { resumed.resume() }
-                source.resume()
-            }
-        }
-    }
-}
-
-/// Resumes a continuation once however many signals arrive; keeps the signal sources alive.
-private final class ResumeOnce: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Void, Never>?
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ continuation: CheckedContinuation<Void, Never>, keepAlive sources: [any DispatchSourceSignal]) {
-        self.continuation = continuation
-        self.sources = sources
-    }
-
-    func resume() {
-        lock.lock()
-        let pending = continuation
-        continuation = nil
-        lock.unlock()
-        pending?.resume()
     }
 }

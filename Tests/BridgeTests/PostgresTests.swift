@@ -157,7 +157,10 @@ struct PostgresTests {
         let error = await #expect(throws: PostgresError.self) {
             try await pool.withConnection { try $0.query("SELECT 1") }
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Refused at once, not a connect_timeout waited out (the elapsed time alone is no proof on a
+        // loaded machine: the suite's tasks share two cores).
+        #expect(error?.serverMessage?.contains("refused") == true, "\(error?.serverMessage ?? "")")
+        #expect(ContinuousClock.now - started < .seconds(30))
         #expect(error?.isConnectionFailure == true)
         #expect(error?.label == "connection_failure")
         #expect(error?.description.contains("hunter2secret") == false)

@@ -67,12 +67,7 @@ struct APIKeyLimitsTests {
 
     @Test("Every registered route declares the access of SPEC §12's permission table")
     func permissionTable() throws {
-        var configuration = Configuration()
-        configuration.databaseURL = "postgresql://nobody@127.0.0.1:1/none"
-        configuration.clientId = "00000000-0000-0000-0000-000000000001"
-        configuration.authority = "https://login.microsoftonline.com/common"
-        configuration.encryptionKeys = "k1:" + Data(repeating: 7, count: 32).base64EncodedString()
-        configuration.listenPort = 0
+        let configuration = Configuration.offline()
         let service = try TokenRelayService(configuration: configuration, logger: Logger(level: .error, logPII: false, sink: .memory()))
         defer { service.stop() }
         #expect(!service.routeAccess.isEmpty)
@@ -93,9 +88,9 @@ struct APIKeyLimitsTests {
         let base = ["TOKENRELAY_DATABASE_URL": "postgresql://x"]
         let loaded = try ConfigurationLoader(environment: base.merging(["TOKENRELAY_RATE_LIMIT_PER_KEY": "2.5", "TOKENRELAY_CLIENT_TIMEOUT_S": "7"]) { $1 })
             .load(requireIdentity: false)
-        #expect(loaded.rateLimitPerKey == 2.5)
-        #expect(loaded.clientTimeoutSeconds == 7)
-        #expect(try ConfigurationLoader(environment: base).load(requireIdentity: false).rateLimitPerKey == 0)
+        #expect(loaded.limits.rateLimitPerKey == 2.5)
+        #expect(loaded.http.clientTimeoutSeconds == 7)
+        #expect(try ConfigurationLoader(environment: base).load(requireIdentity: false).limits.rateLimitPerKey == 0)
         for (name, value) in [("TOKENRELAY_RATE_LIMIT_PER_KEY", "-1"), ("TOKENRELAY_RATE_LIMIT_PER_KEY", "fast"), ("TOKENRELAY_CLIENT_TIMEOUT_S", "0")] {
             #expect(throws: ConfigurationError.self) { try ConfigurationLoader(environment: base.merging([name: value]) { $1 }).load(requireIdentity: false) }
         }

@@ -15,14 +15,14 @@ struct ConfigurationTests {
     @Test("Defaults follow SPEC §11")
     func defaults() throws {
         let config = try ConfigurationLoader(environment: Self.valid).load()
-        #expect(config.listen == "127.0.0.1:8080")
-        #expect(config.databasePoolSize == 8)
-        #expect(config.requestTimeoutSeconds == 30)
-        #expect(config.maxAttempts == 3)
-        #expect(config.maxRetryAfterSeconds == 60)
-        #expect(config.expirySkewSeconds == 300)
-        #expect(config.maxBodyBytes == 65536)
-        #expect(config.downstreamAPIs["graph"]?.baseURL == "https://graph.microsoft.com/v1.0")
+        #expect(config.http.listen == "127.0.0.1:8080")
+        #expect(config.database.poolSize == 8)
+        #expect(config.limits.requestTimeoutSeconds == 30)
+        #expect(config.tokens.maxAttempts == 3)
+        #expect(config.tokens.maxRetryAfterSeconds == 60)
+        #expect(config.tokens.expirySkewSeconds == 300)
+        #expect(config.limits.maxBodyBytes == 65536)
+        #expect(config.downstream.apis["graph"]?.baseURL == "https://graph.microsoft.com/v1.0")
     }
 
     @Test(
@@ -64,9 +64,9 @@ struct ConfigurationTests {
         environment["TOKENRELAY_CONFIG"] = directory + "/config.json"
         environment["TOKENRELAY_EXPIRY_SKEW_S"] = "60"
         let config = try ConfigurationLoader(environment: environment).load()
-        #expect(config.clientSecret == "from-file-secret")
-        #expect(config.maxAttempts == 5)
-        #expect(config.expirySkewSeconds == 60)
-        #expect(config.clientCapabilities == ["cp1"])
+        #expect(config.credential.secret == "from-file-secret")
+        #expect(config.tokens.maxAttempts == 5)
+        #expect(config.tokens.expirySkewSeconds == 60)
+        #expect(config.identity.clientCapabilities == ["cp1"])
     }
 }

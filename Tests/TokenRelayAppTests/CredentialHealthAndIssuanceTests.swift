@@ -93,10 +93,10 @@ struct CredentialHealthAndIssuanceTests {
         func load(_ value: String) throws -> Configuration {
             try ConfigurationLoader(environment: ["TOKENRELAY_CLIENT_SECRET_EXPIRES_AT": value]).load(requireIdentity: false)
         }
-        #expect(try load("2027-03-31T00:00:00Z").clientSecretExpiresAt == Date(timeIntervalSince1970: 1_806_451_200))
-        #expect(try load("2027-03-31T02:00:00+02:00").clientSecretExpiresAt == Date(timeIntervalSince1970: 1_806_451_200))
-        #expect(try load("2027-03-31T00:00:00.500Z").clientSecretExpiresAt == Date(timeIntervalSince1970: 1_806_451_200.5))
-        #expect(try ConfigurationLoader(environment: [:]).load(requireIdentity: false).clientSecretExpiresAt == nil)
+        #expect(try load("2027-03-31T00:00:00Z").credential.secretExpiresAt == Date(timeIntervalSince1970: 1_806_451_200))
+        #expect(try load("2027-03-31T02:00:00+02:00").credential.secretExpiresAt == Date(timeIntervalSince1970: 1_806_451_200))
+        #expect(try load("2027-03-31T00:00:00.500Z").credential.secretExpiresAt == Date(timeIntervalSince1970: 1_806_451_200.5))
+        #expect(try ConfigurationLoader(environment: [:]).load(requireIdentity: false).credential.secretExpiresAt == nil)
         for bad in ["2027-03-31", "tomorrow", "2027-03-31T00:00:00", "1806451200"] {
             let error = #expect(throws: ConfigurationError.self) { try load(bad) }
             #expect(error?.setting == "TOKENRELAY_CLIENT_SECRET_EXPIRES_AT", "\(bad)")

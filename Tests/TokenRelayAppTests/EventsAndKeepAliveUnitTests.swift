@@ -9,11 +9,11 @@ struct EventsAndKeepAliveUnitTests {
     @Test("Keep-alive and webhook defaults")
     func defaults() throws {
         let config = try ConfigurationLoader(environment: ConfigurationTests.valid).load()
-        #expect(config.keepAliveAfterDays == 60)
-        #expect(config.keepAliveMaxPerMinute == 30)
-        #expect(config.keepAliveIntervalSeconds == 3600)
-        #expect(config.webhookURL == nil)
-        #expect(config.webhookMaxBackoffSeconds == 300)
+        #expect(config.keepAlive.afterDays == 60)
+        #expect(config.keepAlive.maxPerMinute == 30)
+        #expect(config.keepAlive.intervalSeconds == 3600)
+        #expect(config.webhooks.url == nil)
+        #expect(config.webhooks.maxBackoffSeconds == 300)
     }
 
     @Test(
@@ -43,7 +43,7 @@ struct EventsAndKeepAliveUnitTests {
                 "TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:9/hook", "TOKENRELAY_ALLOW_HTTP_LOOPBACK": "true", "TOKENRELAY_WEBHOOK_SECRET_FILE": path,
             ]) { $1 }
         ).load()
-        #expect(config.webhookSecret == "from-a-file")
+        #expect(config.webhooks.secret == "from-a-file")
     }
 
     @Test("TokenRelay-Signature is t=<unix>,v1=<hex HMAC-SHA256 of \"t.body\">")

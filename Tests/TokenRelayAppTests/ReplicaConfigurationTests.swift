@@ -9,17 +9,17 @@ struct ReplicaConfigurationTests {
     @Test("Defaults: LISTEN on the main URL, 30 s cache TTL, 10 s shutdown; each can be set")
     func defaultsAndValues() throws {
         let defaults = try ConfigurationLoader(environment: ConfigurationTests.valid).load()
-        #expect(defaults.databaseListenURL == nil)
-        #expect(defaults.cacheTTLSeconds == 30)
-        #expect(defaults.shutdownTimeoutSeconds == 10)
+        #expect(defaults.database.listenURL == nil)
+        #expect(defaults.tokens.cacheTTLSeconds == 30)
+        #expect(defaults.http.shutdownTimeoutSeconds == 10)
         var environment = ConfigurationTests.valid
         environment["TOKENRELAY_DATABASE_LISTEN_URL"] = "postgresql://direct/tokenrelay"
         environment["TOKENRELAY_CACHE_TTL_S"] = "5"
         environment["TOKENRELAY_SHUTDOWN_TIMEOUT_S"] = "0"
         let set = try ConfigurationLoader(environment: environment).load()
-        #expect(set.databaseListenURL == "postgresql://direct/tokenrelay")
-        #expect(set.cacheTTLSeconds == 5)
-        #expect(set.shutdownTimeoutSeconds == 0)
+        #expect(set.database.listenURL == "postgresql://direct/tokenrelay")
+        #expect(set.tokens.cacheTTLSeconds == 5)
+        #expect(set.http.shutdownTimeoutSeconds == 0)
     }
 
     @Test("An unusable value stops start-up naming the setting", arguments: [("TOKENRELAY_CACHE_TTL_S", "0"), ("TOKENRELAY_SHUTDOWN_TIMEOUT_S", "-1")])

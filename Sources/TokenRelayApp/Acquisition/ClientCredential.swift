@@ -64,18 +64,19 @@ final class ClientCredential: Sendable {
     /// - Throws: `ConfigurationError` naming the setting that cannot be used.
     convenience init(configuration: Configuration) throws {
         let given = [
-            configuration.clientSecret.map { _ in "TOKENRELAY_CLIENT_SECRET" }, configuration.clientCertificate.map { _ in "TOKENRELAY_CLIENT_CERTIFICATE" },
-            configuration.clientAssertionFile.map { _ in "TOKENRELAY_CLIENT_ASSERTION_FILE" },
+            configuration.credential.secret.map { _ in "TOKENRELAY_CLIENT_SECRET" },
+            configuration.credential.certificate.map { _ in "TOKENRELAY_CLIENT_CERTIFICATE" },
+            configuration.credential.assertionFile.map { _ in "TOKENRELAY_CLIENT_ASSERTION_FILE" },
         ].compactMap { $0 }
         guard given.count <= 1 else {
             throw ConfigurationError(setting: given[1], reason: "set only one client credential (\(given.joined(separator: ", ")) are all set)")
         }
-        guard let algorithm = AssertionAlgorithm(rawValue: configuration.clientAssertionAlgorithm.uppercased()) else {
+        guard let algorithm = AssertionAlgorithm(rawValue: configuration.credential.assertionAlgorithm.uppercased()) else {
             throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ASSERTION_ALGORITHM", reason: "must be PS256 or RS256")
         }
-        if let secret = configuration.clientSecret {
-            self.init(clientId: configuration.clientId, kind: .secret(secret))
-        } else if let certificate = configuration.clientCertificate {
+        if let secret = configuration.credential.secret {
+            self.init(clientId: configuration.identity.clientId, kind: .secret(secret))
+        } else if let certificate = configuration.credential.certificate {
             let setting = "TOKENRELAY_CLIENT_CERTIFICATE"
             // The setting names a PEM file; `_FILE` (or a value starting with a PEM line) gives the PEM itself.
             let pem: String
@@ -98,14 +99,14 @@ final class ClientCredential: Sendable {
             guard parsed.publicKey == key.publicKey else {
                 throw ConfigurationError(setting: setting, reason: "the private key does not belong to the certificate")
             }
-            self.init(clientId: configuration.clientId, kind: .certificate(key: key, certificate: parsed, algorithm: algorithm))
-        } else if let path = configuration.clientAssertionFile {
+            self.init(clientId: configuration.identity.clientId, kind: .certificate(key: key, certificate: parsed, algorithm: algorithm))
+        } else if let path = configuration.credential.assertionFile {
             guard FileManager.default.isReadableFile(atPath: path) else {
                 throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ASSERTION_FILE", reason: "cannot read the file")
             }
-            self.init(clientId: configuration.clientId, kind: .assertionFile(path: path))
+            self.init(clientId: configuration.identity.clientId, kind: .assertionFile(path: path))
         } else {
-            self.init(clientId: configuration.clientId, kind: .none)
+            self.init(clientId: configuration.identity.clientId, kind: .none)
         }
     }
 

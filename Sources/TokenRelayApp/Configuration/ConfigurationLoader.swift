@@ -59,78 +59,78 @@ public struct ConfigurationLoader: Sendable {
             guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
                 throw ConfigurationError(setting: "TOKENRELAY_LISTEN", reason: "must be host:port")
             }
-            config.listenHost = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-            config.listenPort = port
+            config.http.listenHost = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            config.http.listenPort = port
         }
-        config.databaseURL = try value("database_url") ?? ""
-        config.databasePoolSize = try int("database_pool_size", 1...256) ?? config.databasePoolSize
-        config.clientId = try value("client_id") ?? ""
-        config.clientSecret = try value("client_secret")
-        config.clientCertificate = try value("client_certificate")
-        config.clientAssertionAlgorithm = try value("client_assertion_algorithm") ?? config.clientAssertionAlgorithm
-        config.clientAssertionFile = try value("client_assertion_file")
-        config.authority = try value("authority") ?? ""
-        config.knownAuthorities = try list("known_authorities") ?? []
-        config.allowHTTPLoopback = try bool("allow_http_loopback") ?? false
-        config.redirectURI = try value("redirect_uri")
-        config.encryptionKeys = try value("encryption_keys") ?? ""
+        config.database.url = try value("database_url") ?? ""
+        config.database.poolSize = try int("database_pool_size", 1...256) ?? config.database.poolSize
+        config.identity.clientId = try value("client_id") ?? ""
+        config.credential.secret = try value("client_secret")
+        config.credential.certificate = try value("client_certificate")
+        config.credential.assertionAlgorithm = try value("client_assertion_algorithm") ?? config.credential.assertionAlgorithm
+        config.credential.assertionFile = try value("client_assertion_file")
+        config.identity.authority = try value("authority") ?? ""
+        config.identity.knownAuthorities = try list("known_authorities") ?? []
+        config.identity.allowHTTPLoopback = try bool("allow_http_loopback") ?? false
+        config.identity.redirectURI = try value("redirect_uri")
+        config.encryption.keys = try value("encryption_keys") ?? ""
         if let apis = try value("downstream_apis") {
-            config.downstreamAPIs = try Self.parseDownstreamAPIs(apis)
+            config.downstream.apis = try Self.parseDownstreamAPIs(apis)
         }
-        config.bootstrapAPIKey = try value("bootstrap_api_key")
+        config.apiKeys.bootstrapKey = try value("bootstrap_api_key")
         if let level = try value("log_level") {
             guard let parsed = LogLevel(rawValue: level.lowercased()) else {
                 throw ConfigurationError(setting: "TOKENRELAY_LOG_LEVEL", reason: "must be one of debug, info, warn, error")
             }
-            config.logLevel = parsed
+            config.logging.level = parsed
         }
-        config.logPII = try bool("log_pii") ?? false
+        config.logging.pii = try bool("log_pii") ?? false
         if let timeout = try value("request_timeout_s") {
             guard let seconds = Double(timeout), seconds > 0, seconds <= 120 else {
                 throw ConfigurationError(setting: "TOKENRELAY_REQUEST_TIMEOUT_S", reason: "must be a number of seconds in (0, 120]")
             }
-            config.requestTimeoutSeconds = seconds
+            config.limits.requestTimeoutSeconds = seconds
         }
-        config.maxAttempts = try int("max_attempts", 1...10) ?? config.maxAttempts
-        config.maxRetryAfterSeconds = try int("max_retry_after_s", 0...3600) ?? config.maxRetryAfterSeconds
-        config.expirySkewSeconds = try int("expiry_skew_s", 0...3600) ?? config.expirySkewSeconds
-        config.uiRequiredTTLSeconds = try int("ui_required_ttl_s", 0...3600) ?? config.uiRequiredTTLSeconds
-        config.maxConcurrentRefreshes = try int("max_concurrent_refreshes", 1...100_000) ?? config.maxConcurrentRefreshes
-        config.refreshLeaseSeconds = try int("refresh_lease_s", 4...600) ?? config.refreshLeaseSeconds
-        config.allowExtendedLifetime = try bool("allow_extended_lifetime") ?? false
-        config.clientCapabilities = try list("client_capabilities") ?? []
-        config.maxBodyBytes = try int("max_body_bytes", 1024...(64 << 20)) ?? config.maxBodyBytes
-        config.maxConnections = try int("max_connections", 1...1_000_000) ?? config.maxConnections
+        config.tokens.maxAttempts = try int("max_attempts", 1...10) ?? config.tokens.maxAttempts
+        config.tokens.maxRetryAfterSeconds = try int("max_retry_after_s", 0...3600) ?? config.tokens.maxRetryAfterSeconds
+        config.tokens.expirySkewSeconds = try int("expiry_skew_s", 0...3600) ?? config.tokens.expirySkewSeconds
+        config.tokens.uiRequiredTTLSeconds = try int("ui_required_ttl_s", 0...3600) ?? config.tokens.uiRequiredTTLSeconds
+        config.tokens.maxConcurrentRefreshes = try int("max_concurrent_refreshes", 1...100_000) ?? config.tokens.maxConcurrentRefreshes
+        config.tokens.refreshLeaseSeconds = try int("refresh_lease_s", 4...600) ?? config.tokens.refreshLeaseSeconds
+        config.tokens.allowExtendedLifetime = try bool("allow_extended_lifetime") ?? false
+        config.identity.clientCapabilities = try list("client_capabilities") ?? []
+        config.limits.maxBodyBytes = try int("max_body_bytes", 1024...(64 << 20)) ?? config.limits.maxBodyBytes
+        config.limits.maxConnections = try int("max_connections", 1...1_000_000) ?? config.limits.maxConnections
         if let rate = try value("rate_limit_per_key") {
             guard let perSecond = Double(rate.trimmingCharacters(in: .whitespaces)), perSecond >= 0, perSecond <= 1_000_000 else {
                 throw ConfigurationError(
                     setting: "TOKENRELAY_RATE_LIMIT_PER_KEY", reason: "must be a number of requests per second in 0...1000000 (0 = no limit)")
             }
-            config.rateLimitPerKey = perSecond
+            config.limits.rateLimitPerKey = perSecond
         }
-        config.clientTimeoutSeconds = try int("client_timeout_s", 1...3600) ?? config.clientTimeoutSeconds
-        config.serverThreads = try int("server_threads", 1...256) ?? config.serverThreads
-        config.migrateOnStart = try bool("migrate_on_start") ?? false
-        config.publicBaseURL = try value("public_base_url")
-        config.redirectAfterOrigins = try list("redirect_after_origins") ?? []
-        config.migrationsDirectory = try value("migrations_dir")
-        config.databaseListenURL = try value("database_listen_url")
-        config.cacheTTLSeconds = try int("cache_ttl_s", 1...3600) ?? config.cacheTTLSeconds
-        config.shutdownTimeoutSeconds = try int("shutdown_timeout_s", 0...600) ?? config.shutdownTimeoutSeconds
-        config.keepAliveAfterDays = try int("keepalive_after_days", 0...89) ?? config.keepAliveAfterDays
-        config.keepAliveMaxPerMinute = try int("keepalive_max_per_minute", 1...6000) ?? config.keepAliveMaxPerMinute
-        config.keepAliveIntervalSeconds = try int("keepalive_interval_s", 60...604_800) ?? config.keepAliveIntervalSeconds
-        config.webhookURL = try value("webhook_url")
-        config.webhookSecret = try value("webhook_secret")
-        config.webhookMaxBackoffSeconds = try int("webhook_max_backoff_s", 1...86400) ?? config.webhookMaxBackoffSeconds
-        config.clientSecretExpiresAt = try value("client_secret_expires_at").map(Self.parseClientSecretExpiry)
-        config.issuanceFlushIntervalSeconds = try int("issuance_flush_interval_s", 1...3600) ?? config.issuanceFlushIntervalSeconds
-        if let url = config.webhookURL {
-            guard url.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(url)), URL(string: url) != nil else {
+        config.http.clientTimeoutSeconds = try int("client_timeout_s", 1...3600) ?? config.http.clientTimeoutSeconds
+        config.http.serverThreads = try int("server_threads", 1...256) ?? config.http.serverThreads
+        config.database.migrateOnStart = try bool("migrate_on_start") ?? false
+        config.http.publicBaseURL = try value("public_base_url")
+        config.identity.redirectAfterOrigins = try list("redirect_after_origins") ?? []
+        config.database.migrationsDirectory = try value("migrations_dir")
+        config.database.listenURL = try value("database_listen_url")
+        config.tokens.cacheTTLSeconds = try int("cache_ttl_s", 1...3600) ?? config.tokens.cacheTTLSeconds
+        config.http.shutdownTimeoutSeconds = try int("shutdown_timeout_s", 0...600) ?? config.http.shutdownTimeoutSeconds
+        config.keepAlive.afterDays = try int("keepalive_after_days", 0...89) ?? config.keepAlive.afterDays
+        config.keepAlive.maxPerMinute = try int("keepalive_max_per_minute", 1...6000) ?? config.keepAlive.maxPerMinute
+        config.keepAlive.intervalSeconds = try int("keepalive_interval_s", 60...604_800) ?? config.keepAlive.intervalSeconds
+        config.webhooks.url = try value("webhook_url")
+        config.webhooks.secret = try value("webhook_secret")
+        config.webhooks.maxBackoffSeconds = try int("webhook_max_backoff_s", 1...86400) ?? config.webhooks.maxBackoffSeconds
+        config.credential.secretExpiresAt = try value("client_secret_expires_at").map(Self.parseClientSecretExpiry)
+        config.tokens.issuanceFlushIntervalSeconds = try int("issuance_flush_interval_s", 1...3600) ?? config.tokens.issuanceFlushIntervalSeconds
+        if let url = config.webhooks.url {
+            guard url.hasPrefix("https://") || (config.identity.allowHTTPLoopback && Self.isLoopback(url)), URL(string: url) != nil else {
                 throw ConfigurationError(
                     setting: "TOKENRELAY_WEBHOOK_URL", reason: "must be an https URL (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
             }
-            guard let secret = config.webhookSecret, !secret.isEmpty else {
+            guard let secret = config.webhooks.secret, !secret.isEmpty else {
                 throw ConfigurationError(setting: "TOKENRELAY_WEBHOOK_SECRET", reason: "is required with TOKENRELAY_WEBHOOK_URL")
             }
         }
@@ -142,29 +142,31 @@ public struct ConfigurationLoader: Sendable {
     }
 
     private func validateIdentity(_ config: Configuration) throws {
-        guard !config.clientId.isEmpty else {
+        guard !config.identity.clientId.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ID", reason: "is required")
         }
-        guard !config.authority.isEmpty else {
+        guard !config.identity.authority.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: "is required")
         }
-        guard !config.databaseURL.isEmpty else {
+        guard !config.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
         }
         do {
             let validator = try AuthorityValidator(
-                knownAuthorities: config.knownAuthorities, allowHTTPLoopback: config.allowHTTPLoopback, defaultAuthority: config.authority)
-            _ = try validator.validate(config.authority)
+                knownAuthorities: config.identity.knownAuthorities, allowHTTPLoopback: config.identity.allowHTTPLoopback,
+                defaultAuthority: config.identity.authority)
+            _ = try validator.validate(config.identity.authority)
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)
         }
         do {
-            _ = try KeyRing(parsing: config.encryptionKeys)
+            _ = try KeyRing(parsing: config.encryption.keys)
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: String(describing: error))
         }
         _ = try ClientCredential(configuration: config)
-        for (name, api) in config.downstreamAPIs where !(api.baseURL.hasPrefix("https://") || (config.allowHTTPLoopback && Self.isLoopback(api.baseURL))) {
+        for (name, api) in config.downstream.apis
+        where !(api.baseURL.hasPrefix("https://") || (config.identity.allowHTTPLoopback && Self.isLoopback(api.baseURL))) {
             throw ConfigurationError(
                 setting: "TOKENRELAY_DOWNSTREAM_APIS", reason: "\(name).base_url must be https (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
         }

@@ -16,16 +16,16 @@ final class PublicURLs: Sendable {
     }
 
     var baseURL: String {
-        if let configured = configuration.publicBaseURL {
+        if let configured = configuration.http.publicBaseURL {
             return configured.hasSuffix("/") ? String(configured.dropLast()) : configured
         }
-        let port = boundPort.withLock { $0 } ?? configuration.listenPort
-        let host = configuration.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.listenHost
+        let port = boundPort.withLock { $0 } ?? configuration.http.listenPort
+        let host = configuration.http.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.http.listenHost
         return "http://\(host):\(port)"
     }
 
     /// `TOKENRELAY_REDIRECT_URI`, else `{base}/v1/sign-ins/callback`.
     var redirectURI: String {
-        configuration.redirectURI ?? baseURL + "/v1/sign-ins/callback"
+        configuration.identity.redirectURI ?? baseURL + "/v1/sign-ins/callback"
     }
 }

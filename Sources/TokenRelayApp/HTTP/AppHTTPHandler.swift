@@ -66,7 +66,7 @@ final class AppHTTPHandler: HTTPHandler {
     /// - Returns: the answer, or nil to suspend (the key must be looked up, or the handler run).
     private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
         let http = prepared.http
-        let timeout = try Self.requestTimeout(http.headers, default: services.configuration.requestTimeoutSeconds)
+        let timeout = try Self.requestTimeout(http.headers, default: services.configuration.limits.requestTimeoutSeconds)
         switch router.match(method: http.method, path: http.path) {
         case .notFound:
             throw Problem(.notFound, "No route matches \(http.method) \(http.path).")
@@ -79,7 +79,7 @@ final class AppHTTPHandler: HTTPHandler {
             prepared.route = route
             if http.bodyExceededLimit {
                 throw Problem(
-                    .payloadTooLarge, "The request body exceeds \(services.configuration.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
+                    .payloadTooLarge, "The request body exceeds \(services.configuration.limits.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
             }
             var request = RouteRequest(
                 http: http, parameters: parameters,

@@ -8,8 +8,9 @@ import IdentityCore
 /// Each redemption is the normal one (`SilentAcquisition.keepAliveRefresh`: the per-(account,
 /// client_id), the fenced rotation, the normal error mapping, so a dead refresh
 /// token puts the account in `interaction_required`). A pass holds a lease so one replica at a
-/// time runs it, and paces its STS calls at most `maxPerMinute` with jitter.
-struct KeepAliveJob: Sendable {
+/// time runs it, and paces its STS calls at most `maxPerMinute` with jitter. As a ``Service``
+/// it runs a pass every `intervalSeconds` until stopped.
+struct KeepAliveJob: Service {
     let store: KeepAliveStore
     let leases: JobLeaseStore
     let accounts: TokenStore
@@ -17,6 +18,8 @@ struct KeepAliveJob: Sendable {
     let events: AccountEventStore
     let afterDays: Int
     let maxPerMinute: Int
+    /// Seconds between passes in ``run()``, each jittered ±20 %.
+    var intervalSeconds: Int = 3600
     let metrics: Metrics
     let logger: Logger
     /// This replica's name in the lease.
@@ -41,6 +44,17 @@ struct KeepAliveJob: Sendable {
         var json: String { #"{"ran":\#(ran),"refreshed":\#(refreshed),"failed":\#(failed),"deferred":\#(deferred)}"# }
     }
 
+    /// Runs a pass every ``intervalSeconds`` (±20 %) until cancelled, the first 10–70 s after
+    /// start so that replicas started together do not all reach for the lease at once. A pass
+    /// in flight stops at its next redemption; a failed pass is logged and tried next time.
+    func run() async {
+        try? await Task.sleep(for: .seconds(Double.random(in: 10..<70)))
+        while !Task.isCancelled {
+            do { _ = try await runPass() } catch { logger.warn("keepalive.pass_failed", ["error": String(describing: type(of: error))]) }
+            try? await Task.sleep(for: .seconds(Double(intervalSeconds) * Double.random(in: 0.8..<1.2)))
+        }
+    }
+
     /// Runs one pass: every account whose refresh token is older than `afterDays` days.
     /// - Parameter sleep: waits between redemptions (seconds); injected so tests need not wait.
     /// - Throws: `Problem` when the database fails.
@@ -58,7 +72,8 @@ struct KeepAliveJob: Sendable {
             if index > 0 {
                 // Jitter only lengthens the gap (1–1.5 × spacing), so the rate never exceeds the bound.
                 await sleep(spacing * Double.random(in: 1..<1.5))
-                guard try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
+                // Stopped (shutdown): the rest wait for the next pass rather than go unpaced.
+                guard !Task.isCancelled, try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
             }
             guard let account = try await accounts.account(id: accountId), account.state == .active else { continue }
             switch await keepAlive(account) {

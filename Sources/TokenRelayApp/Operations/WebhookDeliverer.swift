@@ -17,7 +17,7 @@ import PostgresBridge
 /// earlier one; the next batch waits an exponential backoff with jitter (IdentityCore's
 /// `RetryPolicy` caps) for as long as the receiver stays down. The lease is released after every
 /// batch, so it is free while this replica is idle, backs off or stops.
-struct WebhookDeliverer: Sendable {
+struct WebhookDeliverer: Service {
     let database: Database
     let leases: JobLeaseStore
     let url: String

@@ -1,9 +1,12 @@
 import IdentityCore
 
-/// Everything route handlers call; built once at start-up by `TokenRelayService`.
+/// Everything route handlers call; built once by `AppDependencies`. Routes take their stores
+/// from here and build none.
 struct AppServices: Sendable {
     let configuration: Configuration
     let store: TokenStore
+    /// The account-event outbox (`GET /v1/events`).
+    let events: AccountEventStore
     let tokens: SilentAcquisition
     let grants: GrantTokenService
     let signIns: SignInService
@@ -12,8 +15,10 @@ struct AppServices: Sendable {
     let health: HealthChecks
     let metrics: Metrics
     let audit: AuditStore
-    /// Token answers per (key, account), written in batches (SPEC §12 Audit).
-    var issuance: IssuanceCounter? = nil
+    /// Token answers per (key, account), written in batches (SPEC §12 Audit). Always set by
+    /// `AppDependencies`; optional only so that the routes' `issuance?.record` stays as it is
+    /// while the request-pipeline change is under way.
+    let issuance: IssuanceCounter?
 }
 
 /// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).

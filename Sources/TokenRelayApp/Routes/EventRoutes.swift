@@ -21,7 +21,7 @@ enum EventRoutes {
                 }
                 after = decoded
             }
-            let page = try await AccountEventStore(database: services.store.database).page(
+            let page = try await services.events.page(
                 afterSeq: after, limit: limit, visibleTenants: request.context.access.visibleTenants)
             // The position after the last event returned: polling with it yields only newer events,
             // so a consumer keeps it even when a page comes back empty.

@@ -1,0 +1,283 @@
+import Foundation
+import HTTPClientBridge
+import HTTPServerBridge
+import IdentityCore
+import PostgresBridge
+
+/// Every object the service is made of, built once from the configuration: stores, memories,
+/// clients, the route table and handler, and the background jobs as ``Service``s.
+///
+/// Two forms: ``live(configuration:logger:)`` for `token-relay serve` (with the HTTP server), and
+/// ``test(databaseURL:authority:clientId:clientSecret:logger:configure:)`` for tests that drive
+/// ``handler`` in memory against a real PostgreSQL and the emulator (no HTTP server; signals are
+/// the ``ServiceGroup``'s, which such a test does not run). Nothing here starts: ``services()``
+/// gives what a group runs, ``close()`` what a caller without a group must call.
+struct AppDependencies: Sendable {
+    let configuration: Configuration
+    let logger: Logger
+    let metrics: Metrics
+    let pool: PostgresPool
+    let http: HTTPClient
+    let migrator: Migrator?
+    let urls: PublicURLs
+    let cipher: TokenCipher
+    let ciphertexts: CiphertextStore
+    let credential: ClientCredential
+    let credentialHealth: CredentialHealth
+    /// What route handlers call.
+    let services: AppServices
+    /// API-key authentication; `authenticator.forget(keyId:)` drops a revoked key from this replica's memory.
+    let authenticator: APIKeyAuthenticator
+    let router: Router
+    /// Turns requests into route calls; the HTTP server's handler, or a test's.
+    let handler: AppHTTPHandler
+    let invalidation: ReplicaInvalidation
+    let keepAlive: KeepAliveJob
+    /// Nil when `TOKENRELAY_WEBHOOK_URL` is unset.
+    let webhooks: WebhookDeliverer?
+    /// Token answers per (key, account), flushed in batches (SPEC §12 Audit).
+    let issuance: IssuanceCounter
+    let issuanceStore: IssuanceStore
+    /// Serves ``handler``; nil in the test form.
+    let server: HTTPServer?
+
+    /// Everything `token-relay serve` runs, the HTTP server included.
+    /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, credential, migrations).
+    static func live(configuration: Configuration, logger: Logger) throws -> AppDependencies {
+        try AppDependencies(configuration: configuration, logger: logger, serving: true)
+    }
+
+    /// Everything but the HTTP server, for in-process tests: the handler answers requests in
+    /// memory against the database at `databaseURL` and the authority (the emulator's).
+    /// - Parameters:
+    ///   - databaseURL: a migrated database (`TOKENRELAY_TEST_DATABASE_URL`).
+    ///   - authority: e.g. `http://127.0.0.1:PORT/{tenant}`; its origin is a known authority and
+    ///     loopback http is allowed.
+    ///   - clientId: the app registration's client id. Default `TokenRelayStack.clientId`.
+    ///   - clientSecret: the client secret. Default none.
+    ///   - logger: Default: errors only, kept in memory.
+    ///   - configure: changes to the rest of the configuration (a random key ring, port 0,
+    ///     pool of 4 otherwise).
+    /// - Throws: `ConfigurationError` when a setting cannot be used.
+    static func test(
+        databaseURL: String, authority: String, clientId: String = "6731de76-14a6-49ae-97bc-6eba6914391e", clientSecret: String? = nil,
+        logger: Logger = Logger(level: .error, logPII: false, sink: .memory()), configure: (inout Configuration) -> Void = { _ in }
+    ) throws -> AppDependencies {
+        var configuration = Configuration()
+        configuration.database.url = databaseURL
+        configuration.database.poolSize = 4
+        configuration.identity.clientId = clientId
+        configuration.identity.authority = authority
+        configuration.identity.allowHTTPLoopback = true
+        if let url = URLComponents(string: authority), let scheme = url.scheme, let host = url.host {
+            configuration.identity.knownAuthorities = [scheme + "://" + host + (url.port.map { ":\($0)" } ?? "")]
+        }
+        configuration.credential.secret = clientSecret
+        configuration.encryption.keys = KeyRing.generateEntry(id: "test1")
+        configuration.http.listenPort = 0
+        configure(&configuration)
+        return try AppDependencies(configuration: configuration, logger: logger, serving: false)
+    }
+
+    private init(configuration: Configuration, logger: Logger, serving: Bool) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let metrics = Metrics()
+        metrics.describeOperations()
+        self.metrics = metrics
+        let pool = PostgresPool(url: configuration.database.url, size: configuration.database.poolSize)
+        self.pool = pool
+        let http = HTTPClient()
+        self.http = http
+        let database = Database(pool: pool)
+        let ring: KeyRing
+        do { ring = try KeyRing(parsing: configuration.encryption.keys) } catch {
+            throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: String(describing: error))
+        }
+        let identity = configuration.identity
+        let authorities: AuthorityValidator
+        let defaultAuthority: Authority
+        do {
+            authorities = try AuthorityValidator(
+                knownAuthorities: identity.knownAuthorities, allowHTTPLoopback: identity.allowHTTPLoopback, defaultAuthority: identity.authority)
+            defaultAuthority = try authorities.validate(identity.authority)
+        } catch {
+            throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)
+        }
+        let migrator = try Migrator.locateDirectory(configured: configuration.database.migrationsDirectory).map { try Migrator(directory: $0) }
+        self.migrator = migrator
+
+        let urls = PublicURLs(configuration: configuration)
+        self.urls = urls
+        let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
+        let cipher = TokenCipher(ring: ring)
+        self.cipher = cipher
+        let store = TokenStore(database: database, clientId: identity.clientId, cipher: cipher)
+        let ciphertexts = CiphertextStore(database: database, clientId: identity.clientId, cipher: cipher)
+        self.ciphertexts = ciphertexts
+        let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
+        let credential = try ClientCredential(configuration: configuration)
+        self.credential = credential
+        // Per replica: each replica learns from its own token-endpoint answers (SPEC §12 Health).
+        let credentialHealth = CredentialHealth(metrics: metrics)
+        self.credentialHealth = credentialHealth
+        Self.noteExpiry(of: credential, secretExpiresAt: configuration.credential.secretExpiresAt, in: credentialHealth)
+        let tokenSettings = configuration.tokens
+        let sts = STSClient(
+            http: upstream, clientId: identity.clientId, credential: credential, maxAttempts: tokenSettings.maxAttempts,
+            maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
+        let memory = MemoryTokenCache()
+        let accounts = AccountCache(ttl: TimeInterval(tokenSettings.cacheTTLSeconds))
+        let uiRequired = UIRequiredMemory(ttlSeconds: tokenSettings.uiRequiredTTLSeconds)
+        let declinedScopes = DeclinedScopesMemory()
+        let downstreamThrottle = ThrottleMemory()
+        let throttles = [sts.throttle, downstreamThrottle]
+        let leaseWaiters = LeaseWaiters()
+        let redemptionLimiter = RedemptionLimiter(limit: tokenSettings.maxConcurrentRefreshes)
+        var executor = RefreshExecutor(
+            store: store, endpoint: sts, clientId: identity.clientId, expirySkewSeconds: tokenSettings.expirySkewSeconds,
+            limiter: redemptionLimiter, waiters: leaseWaiters, pendingRotations: PendingRotations(), metrics: metrics, logger: logger, now: now)
+        executor.leaseSeconds = Double(tokenSettings.refreshLeaseSeconds)
+        let refresher = CoalescedRefresher(executor: executor)
+        let tokens = SilentAcquisition(
+            resolver: AccountResolver(store: store, accounts: accounts),
+            cache: TokenCacheReader(store: store, memory: memory, expirySkewSeconds: tokenSettings.expirySkewSeconds, metrics: metrics, now: now),
+            refresher: refresher,
+            background: BackgroundRefresher(
+                refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: identity.clientCapabilities, logger: logger,
+                now: now,
+                forget: {
+                    SilentAcquisition.forget(
+                        $0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles)
+                }),
+            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
+            clientId: identity.clientId,
+            clientCapabilities: identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
+            allowExtendedLifetime: tokenSettings.allowExtendedLifetime)
+        let grants = GrantTokenService(
+            store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
+            clientCapabilities: identity.clientCapabilities, expirySkewSeconds: tokenSettings.expirySkewSeconds, metrics: metrics, logger: logger,
+            now: now)
+        let signIns = SignInService(
+            store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
+            clientId: identity.clientId, urls: urls, redirectAfterOrigins: identity.redirectAfterOrigins,
+            clientCapabilities: identity.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
+            links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
+        let downstream = DownstreamService(
+            apis: configuration.downstream.apis, tokens: tokens, grants: grants, http: upstream, maxAttempts: tokenSettings.maxAttempts,
+            maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds, throttle: downstreamThrottle)
+        let issuance = IssuanceCounter(metrics: metrics)
+        self.issuance = issuance
+        issuanceStore = IssuanceStore(database: database)
+        let events = AccountEventStore(database: database)
+        let services = AppServices(
+            configuration: configuration, store: store, events: events, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream,
+            authorities: authorities,
+            health: HealthChecks(database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth),
+            metrics: metrics, audit: AuditStore(database: database), issuance: issuance)
+        self.services = services
+        metrics.addGauges {
+            let stats = pool.statistics
+            return [
+                ("tokenrelay_db_pool_connections", ["state": "in_use"], Double(stats.inUse)),
+                ("tokenrelay_db_pool_connections", ["state": "size"], Double(stats.size)),
+                ("tokenrelay_db_pool_waiting", [:], Double(stats.waiting)),
+                ("tokenrelay_db_pool_waits", [:], Double(stats.totalWaits)),
+                ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
+                ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
+                ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
+                ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
+            ]
+        }
+        keepAlive = KeepAliveJob(
+            store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,
+            tokens: tokens, events: events, afterDays: configuration.keepAlive.afterDays, maxPerMinute: configuration.keepAlive.maxPerMinute,
+            intervalSeconds: configuration.keepAlive.intervalSeconds, metrics: metrics, logger: logger)
+        metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
+        metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
+        webhooks = configuration.webhooks.url.map { url in
+            WebhookDeliverer(
+                database: database, url: url, secret: configuration.webhooks.secret ?? "", http: http,
+                maxBackoffSeconds: configuration.webhooks.maxBackoffSeconds, metrics: metrics, logger: logger)
+        }
+        let authenticator = APIKeyAuthenticator(
+            bootstrapKey: configuration.apiKeys.bootstrapKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.limits.rateLimitPerKey,
+            cacheTTL: TimeInterval(tokenSettings.cacheTTLSeconds))
+        self.authenticator = authenticator
+        let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
+        self.invalidation = invalidation
+        invalidation.onAccountForgotten(tokens.forgetInMemory)
+        invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
+        invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
+        invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
+        invalidation.onResynchronise {
+            accounts.removeAll()
+            authenticator.forgetAll()
+            memory.removeAll()
+        }
+        metrics.addGauges {
+            [("tokenrelay_invalidation_listening", [:], invalidation.isListening ? 1 : 0)]
+        }
+        let router = Routes.make(services)
+        self.router = router
+        let handler = AppHTTPHandler(router: router, authenticator: authenticator, services: services, logger: logger)
+        self.handler = handler
+        server =
+            serving
+            ? HTTPServer(
+                configuration: HTTPServerConfiguration(
+                    host: configuration.http.listenHost, port: configuration.http.listenPort, threadCount: configuration.http.serverThreads,
+                    maxBodyBytes: configuration.limits.maxBodyBytes, maxConnections: configuration.limits.maxConnections,
+                    connectionTimeoutSeconds: configuration.http.clientTimeoutSeconds,
+                    requestHeadTimeoutSeconds: configuration.http.clientTimeoutSeconds),
+                handler: handler) : nil
+    }
+
+    /// The services a ``ServiceGroup`` runs, in start order (they stop in the reverse): the
+    /// pool and clients close last; the invalidation listener; the keep-alive and webhook jobs
+    /// (when configured); the key-usage and issuance flushes; the HTTP server (when this form
+    /// has one) first to stop, so a shutdown stops accepting, lets requests in flight finish,
+    /// writes the counts, stops the jobs and closes the pool, in that order.
+    /// - Parameter onListening: called with the bound port once the HTTP server accepts.
+    func services(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> [any Service] {
+        var services: [any Service] = [OnStop("Resources", close)]
+        services.append(InvalidationListener(invalidation: invalidation, url: configuration.database.listenURL ?? configuration.database.url))
+        if configuration.keepAlive.afterDays > 0 { services.append(keepAlive) }
+        if let webhooks { services.append(webhooks) }
+        // Best effort: readiness probes write the key usage meanwhile.
+        let ciphertexts = self.ciphertexts
+        services.append(OnStop("KeyUsageFlush") { _ = try? await ciphertexts.flushUsage() })
+        services.append(IssuanceFlusher(counter: issuance, store: issuanceStore, intervalSeconds: configuration.tokens.issuanceFlushIntervalSeconds))
+        if let server {
+            let urls = self.urls
+            let (logger, host) = (self.logger, configuration.http.listenHost)
+            services.append(
+                HTTPServerService(server: server, drainTimeoutSeconds: configuration.http.shutdownTimeoutSeconds, logger: logger) { port in
+                    urls.serverStarted(port: port)
+                    logger.info("service.listening", ["listen.host": host, "listen.port": String(port)])
+                    onListening(port)
+                })
+        }
+        return services
+    }
+
+    /// Stops the listener and the HTTP server (if started) and closes the HTTP client and the
+    /// pool. Idempotent; what a caller that runs no ``ServiceGroup`` calls when done.
+    func close() {
+        invalidation.stop()
+        server?.stop()
+        http.shutdown()
+        pool.close()
+    }
+
+    /// Tells readiness when the credential in use expires (SPEC §12 Health: warn 14 days before):
+    /// the certificate's notAfter, or `TOKENRELAY_CLIENT_SECRET_EXPIRES_AT` for a secret.
+    static func noteExpiry(of credential: ClientCredential, secretExpiresAt: Date?, in health: CredentialHealth) {
+        switch credential.kind {
+        case .secret: health.expiresAt(secretExpiresAt, credential: "client secret")
+        case .certificate(_, let certificate, _):
+            health.expiresAt(Date(timeIntervalSince1970: TimeInterval(certificate.notAfter)), credential: "client certificate")
+        case .none, .assertionFile: health.expiresAt(nil)
+        }
+    }
+}
