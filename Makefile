@@ -11,7 +11,8 @@ stop:                      ## stop the service and the emulator started by `make
 deps:                      ## install the Debian packages (idempotent)
 	@scripts/install-deps
 
-build:
+build:                     ## the commit for releaseId (scripts/release-id), then the package and its tests
+	@scripts/release-id
 	swift build --build-tests
 
 test: deps build           ## install, build once, start PostgreSQL, run every test, scan the test logs

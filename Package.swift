@@ -3,7 +3,16 @@
 //   C* system libraries → *Bridge modules (the only code that touches C) → IdentityCore (pure
 //   Swift, no I/O) → TokenRelayApp (acquisition, accounts, routes, store) → two executables.
 // The emulator uses the bridges but none of IdentityCore (SPEC §9).
+import Foundation
 import PackageDescription
+
+// The build's commit for `releaseId` (SPEC §8), compiled in from a file `make build` writes
+// (scripts/release-id). A plain `swift build` of a fresh checkout has no such file yet: it is
+// created here as `unknown`, so the build works and says it does not know its commit.
+let releaseIdFile = Context.packageDirectory + "/Sources/TokenRelayApp/Operations/release-id"
+if !FileManager.default.fileExists(atPath: releaseIdFile) {
+    FileManager.default.createFile(atPath: releaseIdFile, contents: Data("unknown\n".utf8))
+}
 
 let package = Package(
     name: "TokenRelay",
@@ -31,7 +40,8 @@ let package = Package(
         // MARK: Application and executables.
         .target(
             name: "TokenRelayApp",
-            dependencies: ["IdentityCore", "HTTPCommon", "HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge"]
+            dependencies: ["IdentityCore", "HTTPCommon", "HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge"],
+            resources: [.embedInCode("Operations/release-id")]
         ),
         .executableTarget(name: "TokenRelayCLI", dependencies: ["TokenRelayApp"]),
         .target(name: "STSEmulator", dependencies: ["HTTPCommon", "HTTPServerBridge", "CryptoBridge"]),

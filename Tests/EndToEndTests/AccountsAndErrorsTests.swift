@@ -46,7 +46,7 @@ struct AccountsAndErrorsTests {
         }
         #expect(
             audit == [
-                ["sign-in", "sign_in.completed", "success"], ["sign-in", "sign_in.completed", "success"],
+                ["bootstrap", "sign_in.completed", "success"], ["bootstrap", "sign_in.completed", "success"],
                 ["bootstrap", "account.deleted", "deleted"], ["bootstrap", "account.deleted", "absent"],
             ])
     }

@@ -7,6 +7,10 @@ import IdentityCore
 /// built here), the rest of the identity from the id_token, and when another account already
 /// has that `home_account_id` the import merges into it.
 extension SilentAcquisition {
+    /// The audit actor of an import completed by work no API key asked for (the keep-alive job,
+    /// a background refresh); a request's own key id otherwise (SPEC §12 Audit).
+    static let backgroundActor = "import"
+
     /// Redeems an imported account's refresh token once and records who it belongs to.
     /// - Returns: the token and the account now holding it (the survivor after a merge); nil when
     ///   another request completed the import meanwhile (the caller resolves the account again).
@@ -110,7 +114,7 @@ extension SilentAcquisition {
                 else { return nil }
                 return try store.completeImport(
                     in: connection, importedId: accountId, identity: identity, refreshToken: rotation.rotatedRefreshToken ?? refreshToken,
-                    familyId: response.foci, accessToken: token)
+                    familyId: response.foci, accessToken: token, actor: context.caller ?? Self.backgroundActor)
             }
         } catch {
             forgetInMemory(accountId)

@@ -5,10 +5,10 @@ import PostgresBridge
 
 /// Liveness and readiness in the shape of the IETF "Health Check Response Format for HTTP APIs"
 /// draft (`application/health+json`): `status` pass|warn|fail, `version`, `releaseId`, and
-/// `checks` whose values are arrays of objects (SPEC §8, §12 Health).
+/// `checks` whose values are arrays of objects (SPEC §8, §12 Health), for both probes.
 struct HealthChecks: Sendable {
-    static let version = "0.1.0"
-    static let releaseId = "0.1.0-skeleton"
+    static let version = BuildInfo.version
+    static let releaseId = BuildInfo.releaseId
 
     let database: Database
     let migrator: Migrator?
@@ -22,9 +22,24 @@ struct HealthChecks: Sendable {
     static let rotationThreshold: Int64 = 1 << 31
     /// The client credential's rejection and expiry warnings (SPEC §12 Health).
     var credential: CredentialHealth? = nil
+    /// When the service started (the checks are built at start-up), for the `uptime` check.
+    var started = ContinuousClock.now
 
+    /// The process serves: `pass` with an `uptime` check in seconds (the draft's §4 example of
+    /// a system-wide check). Answered on the server thread: no I/O, no lock.
     func liveness() -> HTTPResponse {
-        respond(status: "pass", checks: [:])
+        let uptime = ContinuousClock.now - started
+        let seconds = Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18
+        return respond(
+            status: "pass",
+            checks: [
+                "uptime": .array([
+                    .object([
+                        "componentType": .string("system"), "observedValue": .number((seconds * 1000).rounded(.down) / 1000),
+                        "observedUnit": .string("s"), "status": .string("pass"), "time": .string(Date().formatted(.iso8601)),
+                    ])
+                ])
+            ])
     }
 
     /// Database reachable, migrations current, encryption key loaded; 503 otherwise.

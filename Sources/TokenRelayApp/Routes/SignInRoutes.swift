@@ -26,7 +26,7 @@ enum SignInRoutes {
             let started = try await services.signIns.start(
                 SignInService.StartRequest(
                     scopes: scopes, authority: authority, loginHint: loginHint, prompt: prompt,
-                    claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after")))
+                    claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after"), startedBy: request.context.caller))
             let expiresAt = Date(timeIntervalSince1970: TimeInterval(started.expiresAt))
             return .json(
                 201,

@@ -46,6 +46,6 @@ enum SignInStartRoutes {
         }
         return SignInService.StartRequest(
             scopes: scopes, authority: authority, loginHint: parameters["login_hint"], prompt: parameters["prompt"], claims: parameters["claims"],
-            redirectAfter: parameters["redirect_after"])
+            redirectAfter: parameters["redirect_after"], startedBy: SignInService.linkActor)
     }
 }

@@ -33,7 +33,17 @@ struct SignInService: Sendable {
         var prompt: String?
         var claims: String?
         var redirectAfter: String?
+        /// The API key id that starts it (``linkActor`` for a signed start link), named in the
+        /// audit row of its completion (SPEC §12 Audit).
+        var startedBy: String? = nil
     }
+
+    /// The audit actor of a sign-in started by a signed `GET /v1/sign-ins/start` link: the link
+    /// carries no API key, its signature is the authority.
+    static let linkActor = "sign-in-link"
+    /// The audit actor of a completed sign-in whose starter is not known (a row an older
+    /// replica wrote before migration 0011).
+    static let unknownActor = "sign-in"
 
     struct Started: Sendable {
         let authorizeURL: String
@@ -73,7 +83,7 @@ struct SignInService: Sendable {
         try await store.savePendingSignIn(
             PendingSignIn(
                 signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
-                redirectAfter: request.redirectAfter, expiresAt: expiresAt),
+                redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy),
             stateHash: SHA256.hash(Array(state.utf8)))
 
         var query: [(String, String)] = [
@@ -152,7 +162,7 @@ struct SignInService: Sendable {
             SignedInAccount(
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
-            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken)
+            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor)
         forgetInMemory(account.accountId)
         // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, SPEC §7).
         logger.info(
@@ -163,18 +173,39 @@ struct SignInService: Sendable {
             ])
 
         if let redirectAfter = pending.redirectAfter {
-            let separator = redirectAfter.contains("?") ? "&" : "?"
-            return .redirect(redirectAfter + separator + FormEncoding.query([("account_id", account.accountId)]), account)
+            guard let location = Self.location(redirectAfter, accountId: account.accountId) else {
+                // Checked at the start; only a sign-in stored before that check can get here.
+                logger.warn("sign_in.redirect_after_unusable", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+                return .account(account)
+            }
+            return .redirect(location, account)
         }
         return .account(account)
     }
 
-    /// `redirect_after` must be an absolute http(s) URL on an allowed origin: no open redirect.
+    /// `redirect_after` with `account_id` added to its query (joined by `&` when it has one,
+    /// before any fragment), built with `URLComponents` rather than by concatenation.
+    static func location(_ redirectAfter: String, accountId: String) -> String? {
+        guard RedirectAfter.isWellFormed(redirectAfter), var components = URLComponents(string: redirectAfter) else { return nil }
+        let added = FormEncoding.query([("account_id", accountId)])
+        if let query = components.percentEncodedQuery, !query.isEmpty {
+            components.percentEncodedQuery = query + "&" + added
+        } else {
+            components.percentEncodedQuery = added
+        }
+        return components.string
+    }
+
+    /// `redirect_after` must be a well-formed absolute http(s) URL (RFC 3986 §4.3: only its
+    /// characters, no control character, space or raw non-ASCII) on an allowed origin: no open
+    /// redirect, and nothing the callback's `Location` header could not carry.
     func checkRedirectAfter(_ url: String) throws {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), ["http", "https"].contains(scheme),
-            let host = components.host?.lowercased()
+        guard RedirectAfter.isWellFormed(url), let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            ["http", "https"].contains(scheme), let host = components.host?.lowercased(), !host.isEmpty
         else {
-            throw Problem.invalidRequest(field: "redirect_after", "'redirect_after' must be an absolute http(s) URL.")
+            throw Problem.invalidRequest(
+                field: "redirect_after",
+                "'redirect_after' must be an absolute http(s) URL of RFC 3986 characters only (percent-encode spaces, control and non-ASCII characters).")
         }
         let origin = "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
         guard redirectAfterOrigins.contains(where: { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == origin }) else {

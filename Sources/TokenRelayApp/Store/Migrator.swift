@@ -30,6 +30,11 @@ public struct Migrator: Sendable {
         guard !migrations.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_MIGRATIONS_DIR", reason: "no .sql files in \(directory)")
         }
+        // `schema_migrations` is keyed by the number: a second file with it would never run.
+        for (earlier, later) in zip(migrations, migrations.dropFirst()) where earlier.version == later.version {
+            throw ConfigurationError(
+                setting: "TOKENRELAY_MIGRATIONS_DIR", reason: "\(earlier.name) and \(later.name) share the number \(later.version); renumber one")
+        }
     }
 
     /// The migrations directory: the configured one, else `migrations/` in the working

@@ -120,10 +120,15 @@ extension TokenStore {
     ///   - refreshToken: the refresh token the imported account holds now (after rotation).
     ///   - familyId: `foci` of the response.
     ///   - accessToken: the new token, owned by the imported account.
+    ///   - actor: the API key id of the request that redeemed it, for the audit row (SPEC §12 Audit).
     func completeImport(
         in connection: PostgresConnection, importedId: String, identity: LearnedIdentity, refreshToken: String?, familyId: String?,
-        accessToken: StoredAccessToken
+        accessToken: StoredAccessToken, actor: String
     ) throws -> ImportCompletion {
+        // A sign-in of the same user may be storing this identity right now (its account row
+        // written, not yet committed): wait for it, then merge into what it stored, rather than
+        // setting home_account_id into the unique index's violation (SPEC §12 Accounts).
+        try Self.lockIdentity(in: connection, clientId: clientId, environment: identity.environment, homeAccountId: identity.homeAccountId)
         let survivorId = try connection.query(
             "SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3 AND account_id <> $4",
             [.text(clientId), .text(identity.environment), .text(identity.homeAccountId), .text(importedId)]
@@ -143,7 +148,7 @@ extension TokenStore {
                 ])
             try saveTenantProfile(in: connection, accountId: importedId, realm: identity.realm, localAccountId: identity.localAccountId, isHome: isHome)
             try saveAccessToken(in: connection, accessToken)
-            try AuditStore.record(in: connection, .importCompleted, actor: "import", accountId: importedId, outcome: "identified")
+            try AuditStore.record(in: connection, .importCompleted, actor: actor, accountId: importedId, outcome: "identified")
             return ImportCompletion(account: try account(in: connection, id: importedId), accessToken: accessToken, merged: false)
         }
 
@@ -164,11 +169,22 @@ extension TokenStore {
             "INSERT INTO account_aliases (alias_account_id, account_id, client_id) VALUES ($1, $2, $3)",
             [.text(importedId), .text(survivorId), .text(clientId)])
         try AuditStore.record(
-            in: connection, .importMerged, actor: "import", accountId: survivorId, outcome: "merged",
+            in: connection, .importMerged, actor: actor, accountId: survivorId, outcome: "merged",
             detail: ["alias_account_id": .string(importedId), "refresh_token": .string(survivorHasToken ? "kept" : "imported")])
         // Last, as every event append (SPEC §12: in the transaction of the change it reports).
         if revived { try AccountEventStore.append(in: connection, .recovered, accountId: survivorId, data: ["reason": .string("import")]) }
         return ImportCompletion(account: try account(in: connection, id: survivorId), accessToken: moved, merged: true)
+    }
+
+    /// Serialises every writer of one user's identity, (client_id, environment,
+    /// home_account_id), the key of the accounts' unique index: a sign-in storing it and an
+    /// import's first redemption learning it (SPEC §12 Accounts). Transaction-scoped (pgbouncer
+    /// in transaction mode, SPEC §8). Taken after the imported account's refresh lock and before
+    /// any other account's: a sign-in takes it first of all, and the account an import locks
+    /// first has no home_account_id yet, so no sign-in can be waiting for that lock (no cycle).
+    static func lockIdentity(in connection: PostgresConnection, clientId: String, environment: String, homeAccountId: String) throws {
+        _ = try connection.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [.text("identity|\(clientId)|\(environment)|\(homeAccountId)")])
     }
 
     /// Adds or refreshes one tenant profile of an account (SPEC §12: a guest has several).

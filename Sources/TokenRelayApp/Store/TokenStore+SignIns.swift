@@ -13,6 +13,9 @@ struct PendingSignIn: Sendable {
     let redirectAfter: String?
     /// Unix seconds.
     let expiresAt: Int
+    /// Who started it, for the audit row of its completion (SPEC §12 Audit): the API key id,
+    /// ``SignInService/linkActor`` for a signed start link; nil for a row an older replica wrote.
+    var startedBy: String? = nil
 }
 
 /// What a successful sign-in writes, in one transaction.
@@ -39,13 +42,14 @@ extension TokenStore {
             _ = try connection.query("DELETE FROM sign_ins WHERE expires_at < now() - interval '1 hour'")
             return try connection.query(
                 """
-                INSERT INTO sign_ins (state_hash, sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after, expires_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10))
+                INSERT INTO sign_ins (state_hash, sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after, expires_at,
+                                      started_by)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11)
                 """,
                 [
                     .bytes(stateHash), .text(signIn.signInId), .text(signIn.authority), .text(signIn.scopes.joined(separator: " ")),
                     .text(signIn.nonce), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
-                    Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)),
+                    Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)), Self.optional(signIn.startedBy),
                 ]
             ).affectedRows
         }
@@ -62,7 +66,7 @@ extension TokenStore {
                     """
                     DELETE FROM sign_ins WHERE state_hash = $1
                     RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
-                      extract(epoch FROM expires_at)::bigint AS expires_at
+                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by
                     """,
                     [.bytes(stateHash)]
                 ).rows.first
@@ -76,7 +80,8 @@ extension TokenStore {
             return PendingSignIn(
                 signInId: signInId, authority: row.string("authority") ?? "",
                 scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init), nonce: row.string("nonce") ?? "",
-                codeVerifier: verifier, redirectAfter: row.string("redirect_after"), expiresAt: expiresAt)
+                codeVerifier: verifier, redirectAfter: row.string("redirect_after"), expiresAt: expiresAt,
+                startedBy: row.string("started_by"))
         }
     }
 
@@ -85,11 +90,19 @@ extension TokenStore {
     ///
     /// A returning user's refresh lock is taken before anything is written, so a refresh already
     /// running for the account finishes first (and cannot then delete the new refresh token), and
-    /// the lock comes before the account row's lock in every transaction (no deadlock).
-    func saveSignIn(_ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?) async throws -> AccountRecord {
+    /// the lock comes before the account row's lock in every transaction (no deadlock). Before
+    /// both, the identity's lock (``lockIdentity(in:clientId:environment:homeAccountId:)``)
+    /// serialises it with an import's first redemption of the same user (SPEC §12 Accounts).
+    /// - Parameter actor: who started the sign-in, for its audit row (SPEC §12 Audit).
+    func saveSignIn(
+        _ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?, actor: String
+    ) async throws -> AccountRecord {
         let clientId = self.clientId
         let newId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
+            // An import's first redemption may be giving another account this identity right now:
+            // whichever takes this lock first stores it, the other then finds it and merges.
+            try Self.lockIdentity(in: connection, clientId: clientId, environment: account.environment, homeAccountId: account.homeAccountId)
             let existing = try connection.query(
                 "SELECT account_id, state FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3",
                 [.text(clientId), .text(account.environment), .text(account.homeAccountId)]
@@ -131,7 +144,7 @@ extension TokenStore {
             if let accessToken {
                 try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))
             }
-            try AuditStore.record(in: connection, .signInCompleted, actor: "sign-in", accountId: record.accountId, outcome: "success")
+            try AuditStore.record(in: connection, .signInCompleted, actor: actor, accountId: record.accountId, outcome: "success")
             if existing?.string("state") == AccountRecord.State.interactionRequired.rawValue {
                 try AccountEventStore.append(in: connection, .recovered, accountId: record.accountId, data: ["reason": .string("sign_in")])
             }
