@@ -219,7 +219,7 @@ public struct TestResponse: Sendable {
     public let headers: HTTPHeaders
     public let body: [UInt8]
 
-    init(_ response: HTTPClientResponse) {
+    public init(_ response: HTTPClientResponse) {
         status = response.status
         headers = response.headers
         body = response.body
