@@ -2,11 +2,11 @@
 // TokenRelay: layers point one way.
 //   C* system libraries → *Bridge modules (the only code that touches C) → IdentityCore (pure
 //   Swift, no I/O) → TokenRelayApp (acquisition, accounts, routes, store) → two executables.
-// The emulator uses the bridges but none of IdentityCore (SPEC §9).
+// The emulator uses the bridges but none of IdentityCore (behaviour §9).
 import Foundation
 import PackageDescription
 
-// The build's commit for `releaseId` (SPEC §8), compiled in from a file `make build` writes
+// The build's commit for `releaseId` (behaviour §8), compiled in from a file `make build` writes
 // (scripts/release-id). A plain `swift build` of a fresh checkout has no such file yet: it is
 // created here as `unknown`, so the build works and says it does not know its commit.
 let releaseIdFile = Context.packageDirectory + "/Sources/TokenRelayApp/Operations/release-id"

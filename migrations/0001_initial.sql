@@ -1,4 +1,4 @@
--- TokenRelay initial schema (SPEC §1, §3, §7, §8, §12).
+-- TokenRelay initial schema (behaviour §1, §3, §7, §8, §12).
 -- Every token table leads with its owner key (account_id) so the data can later be partitioned or
 -- distributed by account without a redesign. Token columns hold AES-256-GCM ciphertexts only:
 -- key_id names the ring key, nonce is the 96-bit GCM nonce, ciphertext ends with the 16-byte tag.
@@ -83,7 +83,7 @@ CREATE TABLE api_keys (
     revoked_at    timestamptz
 );
 
--- Append-only audit trail (SPEC §12 Audit).
+-- Append-only audit trail (behaviour §12 Audit).
 CREATE TABLE audit_events (
     id           bigserial PRIMARY KEY,
     occurred_at  timestamptz NOT NULL DEFAULT now(),

@@ -1,4 +1,4 @@
--- Signed GET /v1/sign-ins/start links are single use across replicas (SPEC §3): each link's
+-- Signed GET /v1/sign-ins/start links are single use across replicas (behaviour §3): each link's
 -- signature hash is recorded when it is used; rows go once the link has expired.
 CREATE TABLE sign_in_start_links (
     signature_hash  bytea PRIMARY KEY,              -- SHA-256 of the link's signature

@@ -1,4 +1,4 @@
--- ADAL imports and guest tenant profiles (SPEC §3 import, §12 Accounts).
+-- ADAL imports and guest tenant profiles (behaviour §3 import, §12 Accounts).
 
 -- One row per tenant an account signed into: a guest signed into several tenants is one account
 -- (one home_account_id) with several profiles. Leads with account_id like every account table.

@@ -1,4 +1,4 @@
--- App (client credentials) and on-behalf-of tokens (SPEC §2, §12 Token requests and owners).
+-- App (client credentials) and on-behalf-of tokens (behaviour §2, §12 Token requests and owners).
 -- Like every token table these lead with their owner key: `app:{tenant}` for the service's own
 -- tokens, `obo:{hex sha256 of the assertion}` for on-behalf-of tokens. Token columns hold
 -- AES-256-GCM ciphertexts only (key_id, 96-bit nonce, ciphertext with its tag), sealed with

@@ -1,4 +1,4 @@
--- Account events (SPEC §12 Webhooks and events) and the keep-alive job's lease.
+-- Account events (behaviour §12 Webhooks and events) and the keep-alive job's lease.
 --
 -- account_events is a transactional outbox: each row is inserted in the same transaction as the
 -- account change it reports, so an event exists iff its change committed. `seq` orders events
@@ -21,7 +21,7 @@ CREATE INDEX account_events_undelivered_idx ON account_events (seq) WHERE delive
 
 -- Background jobs that one replica at a time runs for a long while (the keep-alive pass paces
 -- its STS calls over minutes): a lease renewed while the job runs, so no session state or
--- open transaction is needed (pgbouncer in transaction mode, SPEC §8).
+-- open transaction is needed (pgbouncer in transaction mode, behaviour §8).
 CREATE TABLE job_leases (
     job         text PRIMARY KEY,
     holder      text NOT NULL,

@@ -1,4 +1,4 @@
--- Encryptions made under each key of the ring (SPEC §12 Encryption keys): past 2^31 readiness
+-- Encryptions made under each key of the ring (behaviour §12 Encryption keys): past 2^31 readiness
 -- warns to rotate, far below AES-GCM's bound for random 96-bit nonces. Replicas count in memory
 -- and add their counts here in batches (on each readiness probe, at rotation and at shutdown),
 -- so a token write never pays for it.

@@ -25,7 +25,7 @@ public struct HTTPClientError: Error, CustomStringConvertible, Sendable {
 
     public var kind: Kind
     /// Whether any byte of the request reached the socket. False means the server cannot have
-    /// seen the request, so even a non-idempotent call may be retried (SPEC §5).
+    /// seen the request, so even a non-idempotent call may be retried (behaviour §5).
     public var requestSent: Bool
     /// The libcurl function (or bridge step) that reported the failure.
     public var function: String

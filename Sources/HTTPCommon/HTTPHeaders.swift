@@ -67,7 +67,7 @@ extension String {
     @inlinable
     public func caseInsensitiveEquals(_ other: String) -> Bool {
         // Indexing two `Span`s: zipping the UTF-8 views was a measurable share of a cached
-        // silent request (SPEC §10), which looks up several headers.
+        // silent request (behaviour §10), which looks up several headers.
         let a = utf8.span, b = other.utf8.span
         guard a.count == b.count else { return false }
         for index in 0..<a.count where a[index] != b[index] {

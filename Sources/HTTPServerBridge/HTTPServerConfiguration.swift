@@ -9,7 +9,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// Number of libmicrohttpd polling threads (`MHD_OPTION_THREAD_POOL_SIZE`). Default 2, one per
     /// core of the reference machine; 1 means a single internal polling thread.
     public var threadCount: Int
-    /// Largest request body kept, in bytes. Default 65536 (SPEC §7). A larger body is read and
+    /// Largest request body kept, in bytes. Default 65536 (behaviour §7). A larger body is read and
     /// discarded, and the handler sees `bodyExceededLimit == true` with an empty body.
     public var maxBodyBytes: Int
     /// Most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`); further ones are refused.

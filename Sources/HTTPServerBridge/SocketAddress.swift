@@ -43,7 +43,7 @@ struct SocketAddress {
     static func numericHost(of address: UnsafePointer<sockaddr>) -> String? {
         if Int32(address.pointee.sa_family) == AF_INET {
             // Dotted quad written here: glibc's inet_ntop formats IPv4 through sprintf, a
-            // measurable share of a cached silent request (SPEC §10).
+            // measurable share of a cached silent request (behaviour §10).
             let bits = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
             var text: [UInt8] = []
             text.reserveCapacity(15)

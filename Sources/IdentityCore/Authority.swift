@@ -1,4 +1,4 @@
-/// The kind of identity provider behind an authority (SPEC §1).
+/// The kind of identity provider behind an authority (behaviour §1).
 public enum AuthorityType: String, Sendable {
     /// Microsoft Entra ID (public and sovereign clouds), personal accounts via `consumers`/`common`.
     case aad
@@ -11,7 +11,7 @@ public enum AuthorityType: String, Sendable {
 /// A validated, canonical authority: `https://host[:port]/tenant[/policy]`.
 ///
 /// Build one with `AuthorityValidator.validate(_:)`; it never makes a network call.
-/// Source: SPEC §1 "Authority"; Microsoft identity platform "Authority" and
+/// Source: behaviour §1 "Authority"; Microsoft identity platform "Authority" and
 /// "Azure AD B2C: MSAL authority" docs.
 public struct Authority: Sendable, Hashable {
     /// Canonical URL: scheme, lower-cased host, port only when not the scheme's default,
@@ -45,7 +45,7 @@ public struct Authority: Sendable, Hashable {
     }
 
     /// Cache partition: the host (`+ ":port"` when not the default), with the aliases of one
-    /// cloud folded into one canonical host (SPEC §1: ADAL-era data says login.windows.net).
+    /// cloud folded into one canonical host (behaviour §1: ADAL-era data says login.windows.net).
     public var environment: String {
         let canonical = Authority.environmentAliases[host] ?? host
         return port == Authority.defaultPort(scheme) ? canonical : "\(canonical):\(port)"

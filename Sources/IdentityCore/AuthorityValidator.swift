@@ -1,6 +1,6 @@
 import Foundation
 
-/// Authority validation without network calls (SPEC §1 "Authority", MSAL "authority
+/// Authority validation without network calls (behaviour §1 "Authority", MSAL "authority
 /// validation" / `knownAuthorities`).
 ///
 /// Accepted: the well-known AAD hosts over https on port 443 with any tenant; any other host

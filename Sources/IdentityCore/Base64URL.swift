@@ -3,7 +3,7 @@ import Foundation
 /// Lenient base64 / base64url codec (RFC 4648 §4 and §5).
 ///
 /// The identity platform sends `client_info`, JWT segments and `claims` as base64url, usually
-/// without `=` padding, sometimes as standard base64 with padding (SPEC §5 "parsed leniently").
+/// without `=` padding, sometimes as standard base64 with padding (behaviour §5 "parsed leniently").
 enum Base64URL {
     /// Decodes base64url or standard base64, with or without padding.
     /// - Returns: the bytes, or nil when the text is not base64.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Claims challenges from resources (SPEC §1 "Claims challenge"; Microsoft identity platform
+/// Claims challenges from resources (behaviour §1 "Claims challenge"; Microsoft identity platform
 /// "Claims challenges, claims requests and client capabilities"; case 18).
 public enum ClaimsChallenge {
     /// The claims request of a `Bearer` challenge with `error="insufficient_claims"`.

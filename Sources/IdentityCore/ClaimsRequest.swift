@@ -1,7 +1,7 @@
 import Foundation
 
 /// The `claims` request parameter (OpenID Connect Core §5.5) with client capabilities
-/// (SPEC §1: `{"access_token":{"xms_cc":{"values":["cp1"]}}}` merged into every token
+/// (behaviour §1: `{"access_token":{"xms_cc":{"values":["cp1"]}}}` merged into every token
 /// request when `client_capabilities` is configured; Microsoft identity platform "Client
 /// capabilities" / CAE docs).
 public enum ClaimsRequest {
@@ -33,7 +33,7 @@ public enum ClaimsRequest {
     }
 
     /// Whether a request with these claims must skip the access-token cache: any claim other
-    /// than `access_token.xms_cc` does (capability-only claims do not, SPEC §1). Unparseable
+    /// than `access_token.xms_cc` does (capability-only claims do not, behaviour §1). Unparseable
     /// claims bypass the cache (they go to the STS, which judges them).
     public static func bypassesCache(claims: String?) -> Bool {
         guard let claims, !claims.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return false }

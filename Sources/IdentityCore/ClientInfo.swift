@@ -3,7 +3,7 @@ import Foundation
 /// The STS's `client_info`: base64url JSON `{"uid": ..., "utid": ...}` returned when the
 /// request sends `client_info=1`.
 ///
-/// Source: SPEC §1 "Account"; MSAL's account model (`home_account_id` = `{uid}.{utid}`).
+/// Source: behaviour §1 "Account"; MSAL's account model (`home_account_id` = `{uid}.{utid}`).
 /// For B2C the uid is `{oid}-{policy}`: never build it from id_token claims.
 public struct ClientInfo: Sendable, Equatable {
     /// The user's object id in the home tenant (B2C: `{oid}-{policy}`).

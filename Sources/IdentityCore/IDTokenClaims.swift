@@ -27,7 +27,7 @@ public struct IDTokenClaims: Sendable {
     /// The first (usually only) audience.
     public var audience: String? { audiences.first }
 
-    /// `preferred_username`, else (B2C) the first of `emails` (SPEC §12 "Accounts").
+    /// `preferred_username`, else (B2C) the first of `emails` (behaviour §12 "Accounts").
     public var username: String? {
         if let preferredUsername, !preferredUsername.isEmpty { return preferredUsername }
         return emails.first

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Validates an id_token from the authorization-code redemption (SPEC §3 callback;
+/// Validates an id_token from the authorization-code redemption (behaviour §3 callback;
 /// OpenID Connect Core §3.1.3.7; Microsoft identity platform "ID tokens: validate").
 ///
 /// Checks, in order: `alg` is RS256 or PS256 (never `none`), the signature (through the

@@ -46,7 +46,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 
     /// An integer: an integral number, or a string of ASCII digits (the STS sometimes sends
-    /// `"expires_in": "3599"`, SPEC §5).
+    /// `"expires_in": "3599"`, behaviour §5).
     public var intValue: Int? {
         switch self {
         case .number(let value):

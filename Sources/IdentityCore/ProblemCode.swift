@@ -1,4 +1,4 @@
-/// TokenRelay's stable machine error codes and their HTTP statuses (SPEC §4, §12 "Problems").
+/// TokenRelay's stable machine error codes and their HTTP statuses (behaviour §4, §12 "Problems").
 public enum ProblemCode: String, Sendable, CaseIterable {
     case invalidRequest = "invalid_request"
     case invalidScope = "invalid_scope"
@@ -20,7 +20,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case upstreamUnavailable = "upstream_unavailable"
     case `internal`
 
-    /// The HTTP status (SPEC §4). `upstream_unavailable` is 503 here; a timeout may answer 504.
+    /// The HTTP status (behaviour §4). `upstream_unavailable` is 503 here; a timeout may answer 504.
     public var status: Int {
         switch self {
         case .invalidRequest, .invalidScope, .invalidAuthority, .userCanceled: 400
@@ -63,6 +63,6 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         }
     }
 
-    /// `urn:tokenrelay:problem:{error}` (SPEC §12).
+    /// `urn:tokenrelay:problem:{error}` (behaviour §12).
     public var typeURI: String { "urn:tokenrelay:problem:\(rawValue)" }
 }

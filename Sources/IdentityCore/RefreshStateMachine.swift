@@ -1,4 +1,4 @@
-/// The decisions of one refresh-token redemption (SPEC §2 step 3, §10; ADR 0012), as a pure
+/// The decisions of one refresh-token redemption (behaviour §2.6, §10; ADR 0012), as a pure
 /// state machine in the shape of postgres-nio's `ConnectionStateMachine`: the executor reports
 /// what happened (an event) and performs the ``Action`` it gets back. Nothing here does I/O, so
 /// every event can be fed in every state by a unit test.
@@ -150,7 +150,7 @@ public struct RefreshStateMachine: Sendable {
     }
 
     /// The STS call failed; `refreshTokenDead` when the STS said the refresh token itself is
-    /// expired, revoked or idle (SPEC §2 step 1).
+    /// expired, revoked or idle (behaviour §2.2).
     public mutating func stsFailed(refreshTokenDead: Bool) -> Action {
         guard case .redeeming(let generation) = state else { return unexpected() }
         if refreshTokenDead {

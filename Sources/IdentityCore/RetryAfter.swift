@@ -2,7 +2,7 @@ import Foundation
 
 /// `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date.
 public enum RetryAfter {
-    /// Seconds to wait, rounded up, never shortened (SPEC §5).
+    /// Seconds to wait, rounded up, never shortened (behaviour §5).
     /// - Parameters:
     ///   - value: the header value; lookups of the header must be case-insensitive (case 21).
     ///   - now: current time, for an HTTP-date.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The one retry policy for the STS and downstream APIs (SPEC §5), as a pure decision
+/// The one retry policy for the STS and downstream APIs (behaviour §5), as a pure decision
 /// function: the caller reports how an attempt ended and performs the decision; time and
 /// randomness are injected.
 ///
@@ -14,7 +14,7 @@ import Foundation
 /// no byte of the request was sent; at most `maxAttempts` attempts. A give-up always carries
 /// the seconds to suggest (the upstream's Retry-After, or the backoff cap that would have
 /// come next, rounded up), since `throttled` and `upstream_unavailable` always carry
-/// `Retry-After` (SPEC §12).
+/// `Retry-After` (behaviour §12).
 public struct RetryPolicy: Sendable {
     /// Who is called.
     public enum Target: Sendable, Equatable {

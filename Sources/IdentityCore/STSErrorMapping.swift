@@ -1,6 +1,6 @@
 import Foundation
 
-/// The STS-error → TokenRelay table (SPEC §4, §5; STYLE: "a table, one test per row").
+/// The STS-error → TokenRelay table (behaviour §4, §5; STYLE: "a table, one test per row").
 ///
 /// Sources: Microsoft identity platform "Microsoft Entra authentication and authorization
 /// error codes" (AADSTS meanings); "Handle errors and exceptions in MSAL" and MSAL.NET's

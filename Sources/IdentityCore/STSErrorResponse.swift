@@ -24,7 +24,7 @@ public enum STSErrorCode: Sendable, Hashable, CustomStringConvertible {
 /// An OAuth error body from the token endpoint (RFC 6749 §5.2 plus the identity platform's
 /// `error_codes`, `suberror`, `trace_id`, `correlation_id`, `claims`).
 ///
-/// Parsed leniently (SPEC §5): a plain-text body (case 10 "Too Many Requests") gives
+/// Parsed leniently (behaviour §5): a plain-text body (case 10 "Too Many Requests") gives
 /// `error == nil`; B2C bodies carry only `error` and `error_description` (case 08), so the
 /// codes and ids are also read from the description text.
 public struct STSErrorResponse: Sendable, Equatable {

@@ -1,5 +1,5 @@
 /// What a failed token-endpoint response means for TokenRelay: what to do with the refresh
-/// token and the account, and which problem to answer (SPEC §2 step 4, §4, §5).
+/// token and the account, and which problem to answer (behaviour §4.3, §4, §5).
 public struct STSFailure: Sendable, Equatable {
     /// The action class of an STS error.
     public enum Disposition: String, Sendable, Equatable, CaseIterable {
@@ -12,7 +12,7 @@ public struct STSFailure: Sendable, Equatable {
         /// The user declined at the authority (`access_denied`, AADSTS65004, AADB2C90091).
         case userCanceled = "user_canceled"
         /// The STS rejected TokenRelay's own client credential: 502, touches no account,
-        /// readiness warns (SPEC §12).
+        /// readiness warns (behaviour §12).
         case clientCredentialRejected = "client_credential_rejected"
         /// 429: honour Retry-After, fill the throttle memory, keep the refresh token.
         case throttled

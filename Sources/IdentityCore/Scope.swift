@@ -1,6 +1,6 @@
 /// One scope split into its resource and its permission name.
 ///
-/// `https://graph.microsoft.com/User.Read` and `User.Read` are the same scope (SPEC §1:
+/// `https://graph.microsoft.com/User.Read` and `User.Read` are the same scope (behaviour §1:
 /// unprefixed scopes belong to Microsoft Graph; MSAL Android #672). The resource is everything
 /// before the last `/`, so `https://management.core.windows.net//.default` has the resource
 /// `https://management.core.windows.net/`.

@@ -1,4 +1,4 @@
-/// A scope request that breaks SPEC §1's rules. Maps to 400 `invalid_scope`; `field` names
+/// A scope request that breaks behaviour §1's rules. Maps to 400 `invalid_scope`; `field` names
 /// the request field (`scopes` or `resource`), `detail` is safe to show.
 public struct ScopeError: Error, Sendable, Equatable, CustomStringConvertible {
     public let field: String

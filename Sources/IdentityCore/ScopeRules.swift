@@ -1,6 +1,6 @@
 import Foundation
 
-/// Request and response rules for scopes (SPEC §1 "Scopes", §4 `server_declined_scopes`).
+/// Request and response rules for scopes (behaviour §1 "Scopes", §4 `server_declined_scopes`).
 ///
 /// Sources: Microsoft identity platform "Scopes and permissions" (`/.default`, one resource
 /// per token request: AADSTS28000 / AADSTS70011); MSAL's declined-scope handling (MSAL

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A normalised, order-free, case-insensitive set of resource scopes (SPEC §1 "Scopes",
+/// A normalised, order-free, case-insensitive set of resource scopes (behaviour §1 "Scopes",
 /// §12 "canonical").
 ///
 /// Graph scopes are kept short (`User.Read`), other resources' scopes as full URIs, the OIDC
@@ -50,18 +50,18 @@ public struct ScopeSet: Sendable, Hashable {
     public var isDefaultScope: Bool { scopes.contains { $0.isDefault } }
 
     /// True when every scope of `other` is in this set (case-insensitive): the cache rule
-    /// "served from an entry whose target is a superset" (SPEC §1).
+    /// "served from an entry whose target is a superset" (behaviour §1).
     public func isSuperset(of other: ScopeSet) -> Bool {
         Set(canonical.map { $0.lowercased() }).isSuperset(of: other.canonical.map { $0.lowercased() })
     }
 
     /// The `scope` parameter for a user-token request: full URIs plus
-    /// `openid profile offline_access` (SPEC §1: added to every user-token request).
+    /// `openid profile offline_access` (behaviour §1: added to every user-token request).
     public var wireValue: String {
         (scopes.map(\.fullURI) + ["openid", "profile", "offline_access"]).joined(separator: " ")
     }
 
-    /// The `scope` parameter without OIDC scopes (client credentials, SPEC §2 `tokens/app`).
+    /// The `scope` parameter without OIDC scopes (client credentials, behaviour §2 `tokens/app`).
     public var resourceWireValue: String {
         scopes.map(\.fullURI).joined(separator: " ")
     }

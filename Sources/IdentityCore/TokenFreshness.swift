@@ -13,7 +13,7 @@ public struct CachedTokenTimes: Sendable, Equatable {
     }
 }
 
-/// Whether a cached access token may be served (SPEC §1 "Access token cache entry", §5
+/// Whether a cached access token may be served (behaviour §1 "Access token cache entry", §5
 /// `ext_expires_on`, §12 "Token requests"; MSAL's 5-minute expiry margin and `refresh_in`
 /// proactive refresh, MSAL ObjC common PR #975).
 public enum TokenFreshness: Sendable, Equatable {

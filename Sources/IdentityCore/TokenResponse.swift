@@ -1,7 +1,7 @@
 /// A successful token-endpoint response (RFC 6749 §5.1 plus the identity platform's
 /// `ext_expires_in`, `refresh_in`, `client_info`, `foci`).
 ///
-/// Parsed leniently (SPEC §5): numbers may be digit strings; a missing or empty
+/// Parsed leniently (behaviour §5): numbers may be digit strings; a missing or empty
 /// `refresh_token` is nil, never "" (case 14: never store a null over a stored token);
 /// `foci` is kept for information (case 13).
 public struct TokenResponse: Sendable {

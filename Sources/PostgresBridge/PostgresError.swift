@@ -45,7 +45,7 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     public var serverMessage: String?
 
     /// True when the server is unreachable or the connection was lost: the pool reconnects on
-    /// next use, and the caller should treat the database as down (SPEC §5), not the request as bad.
+    /// next use, and the caller should treat the database as down (behaviour §5), not the request as bad.
     public var isConnectionFailure: Bool { code == .connectionFailure }
 
     /// True for SQLSTATE 23505 (unique_violation).

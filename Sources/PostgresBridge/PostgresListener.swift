@@ -5,7 +5,7 @@ import Synchronization
 /// callback, on a thread of its own; it reconnects by itself after losing the server.
 ///
 /// LISTEN is session state: it needs a direct connection, not one through pgbouncer in
-/// transaction mode (SPEC §8, `TOKENRELAY_DATABASE_LISTEN_URL`). TCP keep-alives are on, so a
+/// transaction mode (behaviour §8, `TOKENRELAY_DATABASE_LISTEN_URL`). TCP keep-alives are on, so a
 /// silently dropped network path is noticed within about 15 seconds.
 public final class PostgresListener: Sendable {
     /// What the listener reports, in order, on its own thread.

@@ -8,7 +8,7 @@ import Synchronization
 /// count): `withConnection` queues a job and suspends without holding a thread until a worker
 /// has run it. Connections are made lazily, on a worker's first job; a broken one (server
 /// restarted, backend terminated, network lost) is replaced on its next use, so the service
-/// recovers by itself when the database comes back (SPEC §5).
+/// recovers by itself when the database comes back (behaviour §5).
 public final class PostgresPool: Sendable {
     /// The most connections the pool holds.
     public let size: Int

@@ -1,7 +1,7 @@
 import HTTPCommon
 
 extension IdentityPlatformEmulator {
-    /// Graph's `message` resource, enough to relay writes (SPEC §6): `POST /v1.0/me/messages`
+    /// Graph's `message` resource, enough to relay writes (behaviour §6): `POST /v1.0/me/messages`
     /// creates a draft from the JSON body (201, `Location`, `ETag`), `GET` (and `HEAD`) lists the caller's
     /// drafts (`$top` honoured) or reads one, `PATCH` merges members into one (200), `DELETE`
     /// removes one (204). Drafts live in memory per signed-in user (`oid`). Source:

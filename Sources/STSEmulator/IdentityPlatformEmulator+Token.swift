@@ -401,7 +401,7 @@ extension IdentityPlatformEmulator {
             if let idToken { state.issued.record(idToken, .idToken) }
             if let refreshToken, reusing == nil { state.issued.record(refreshToken, .refreshToken) }
         }
-        // Numbers as digit strings when the user's controls ask for it (SPEC §5: the platform is inconsistent).
+        // Numbers as digit strings when the user's controls ask for it (behaviour §5: the platform is inconsistent).
         let number: (Int) -> JSONValue = { controls.numbersAsStrings ? .string(String($0)) : .int($0) }
         var body: [(String, JSONValue)] = [
             ("token_type", "Bearer"), ("scope", .string(scopeField)), ("expires_in", number(expiresIn)), ("ext_expires_in", number(extExpiresIn)),

@@ -5,7 +5,7 @@ import HTTPServerBridge
 import Synchronization
 
 /// The Microsoft identity platform v2.0 endpoints and Microsoft Graph `/v1.0/me`, emulated
-/// closely enough for TokenRelay's tests and demo (SPEC §9), plus a `/_control` API that injects
+/// closely enough for TokenRelay's tests and demo (behaviour §9), plus a `/_control` API that injects
 /// faults and per-user behaviour.
 ///
 /// Routes (`{authority}` is `{tenant}`, `{tenant}/{policy}` or `tfp/{tenant}/{policy}` for B2C):

@@ -124,7 +124,7 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 /// A small recursive-descent JSON reader: the emulator keeps its own so that no parsing code is
-/// shared with the service under test (SPEC §9).
+/// shared with the service under test (behaviour §9).
 private struct JSONParser {
     let bytes: [UInt8]
     var index = 0

@@ -4,7 +4,7 @@
 /// "declined_scopes": ["User.ReadBasic.All"], "consent_required_scopes": ["Calendars.ReadWrite"],
 /// "revoke_refresh_tokens": true, "decline_consent": false, "latency_ms": 0, "numbers_as_strings": false,
 /// "foci": "1"}`.
-/// `expires_in`/`refresh_in` make "after expiry" testable without sleeping (SPEC §12).
+/// `expires_in`/`refresh_in` make "after expiry" testable without sleeping (behaviour §12).
 struct UserControls: Sendable {
     /// Access-token lifetime (seconds); nil: the configured default (3600).
     var expiresIn: Int?
@@ -23,7 +23,7 @@ struct UserControls: Sendable {
     var declineConsent = false
     /// Delay before every token, Graph and authorize answer for this user (milliseconds).
     var latencyMs = 0
-    /// Send `expires_in`, `ext_expires_in` and `refresh_in` as digit strings (SPEC §5).
+    /// Send `expires_in`, `ext_expires_in` and `refresh_in` as digit strings (behaviour §5).
     var numbersAsStrings = false
     /// `foci` sent with each refresh token (a family refresh token, case 13); nil: none.
     var familyID: String?

@@ -35,7 +35,7 @@ struct AppDependencies: Sendable {
     let keepAlive: KeepAliveJob
     /// Nil when `TOKENRELAY_WEBHOOK_URL` is unset.
     let webhooks: WebhookDeliverer?
-    /// Token answers per (key, account), flushed in batches (SPEC §12 Audit).
+    /// Token answers per (key, account), flushed in batches (behaviour §12 Audit).
     let issuance: IssuanceCounter
     let issuanceStore: IssuanceStore
     /// Serves ``handler``; nil in the test form.
@@ -118,7 +118,7 @@ struct AppDependencies: Sendable {
         let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
         let credential = try ClientCredential(configuration: configuration)
         self.credential = credential
-        // Per replica: each replica learns from its own token-endpoint answers (SPEC §12 Health).
+        // Per replica: each replica learns from its own token-endpoint answers (behaviour §12 Health).
         let credentialHealth = CredentialHealth(metrics: metrics)
         self.credentialHealth = credentialHealth
         Self.noteExpiry(of: credential, secretExpiresAt: configuration.credential.secretExpiresAt, in: credentialHealth)
@@ -270,7 +270,7 @@ struct AppDependencies: Sendable {
         pool.close()
     }
 
-    /// Tells readiness when the credential in use expires (SPEC §12 Health: warn 14 days before):
+    /// Tells readiness when the credential in use expires (behaviour §12 Health: warn 14 days before):
     /// the certificate's notAfter, or `TOKENRELAY_CLIENT_SECRET_EXPIRES_AT` for a secret.
     static func noteExpiry(of credential: ClientCredential, secretExpiresAt: Date?, in health: CredentialHealth) {
         switch credential.kind {

@@ -2,7 +2,7 @@ import Foundation
 import IdentityCore
 import PostgresBridge
 
-/// `token-relay accounts list|show|delete` and `token-relay keepalive --once` (SPEC §8, §12).
+/// `token-relay accounts list|show|delete` and `token-relay keepalive --once` (behaviour §8, §12).
 extension CommandLineTool {
     static func accounts(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         guard !configuration.database.url.isEmpty else {
@@ -39,7 +39,7 @@ extension CommandLineTool {
                 FileHandle.standardError.write(Data("token-relay: no account \(id)\n".utf8))
                 return 1
             }
-            // Tokens given per API key for this account (SPEC §12 Audit), as far as flushed.
+            // Tokens given per API key for this account (behaviour §12 Audit), as far as flushed.
             let issuance = try await IssuanceStore(database: Database(pool: pool)).counts(accountId: account.accountId)
             // The refresh token's generation, lease and chain (ADR 0012): fingerprints, never the token.
             let refreshToken = try await store.refreshToken(of: account)

@@ -3,7 +3,7 @@ import HTTPClientBridge
 import IdentityCore
 import PostgresBridge
 
-/// `token-relay` sub-commands (SPEC §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
+/// `token-relay` sub-commands (behaviour §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
 /// `api-keys create|list|revoke`, `encryption generate-key|rotate`, `accounts list|show|delete`,
 /// `keepalive --once`. Exit codes: 0 success, 1 failure,
 /// 2 usage or configuration error (one clear line on standard error).
@@ -171,7 +171,7 @@ public enum CommandLineTool {
     }
 
     /// Re-encrypts every ciphertext under the ring's first key; prints one JSON object; exits 0
-    /// when no row is left under another key, 1 otherwise (SPEC §12 Encryption keys).
+    /// when no row is left under another key, 1 otherwise (behaviour §12 Encryption keys).
     private static func rotateEncryption(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         guard !configuration.database.url.isEmpty else {
             throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")

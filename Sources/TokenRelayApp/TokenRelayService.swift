@@ -17,7 +17,7 @@ public final class TokenRelayService: Sendable {
     }
     /// API-key authentication; `authenticator.forget(keyId:)` drops a revoked key from this replica's memory.
     var authenticator: APIKeyAuthenticator { dependencies.authenticator }
-    /// Token answers per (key, account), flushed in batches (SPEC §12 Audit).
+    /// Token answers per (key, account), flushed in batches (behaviour §12 Audit).
     var issuance: IssuanceCounter { dependencies.issuance }
 
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, migrations).
@@ -61,7 +61,7 @@ public final class TokenRelayService: Sendable {
     }
 
     /// On SIGHUP: reads the configuration again and takes its key ring
-    /// (`TOKENRELAY_ENCRYPTION_KEYS` or its `_FILE`) and client credential (SPEC §11). What does
+    /// (`TOKENRELAY_ENCRYPTION_KEYS` or its `_FILE`) and client credential (behaviour §11). What does
     /// not parse is logged and the one in use kept.
     private func reloadFromEnvironment() {
         let configuration: Configuration
@@ -86,14 +86,14 @@ public final class TokenRelayService: Sendable {
         }
     }
 
-    /// Replaces the encryption key ring (SIGHUP, SPEC §11): new tokens are sealed under its first
+    /// Replaces the encryption key ring (SIGHUP, behaviour §11): new tokens are sealed under its first
     /// key; stored tokens open under any of its keys.
     public func reloadKeyRing(_ ring: KeyRing) {
         dependencies.cipher.reload(ring)
         logger.info("encryption.key_ring_reloaded", ["key_id": ring.primary.id, "keys.count": String(ring.keys.count)])
     }
 
-    /// Takes the client credential the configuration names now (SIGHUP, SPEC §11: a rotated
+    /// Takes the client credential the configuration names now (SIGHUP, behaviour §11: a rotated
     /// secret or certificate file is used without a restart).
     /// - Throws: `ConfigurationError` naming the setting that cannot be used; the credential in
     ///   use stays.

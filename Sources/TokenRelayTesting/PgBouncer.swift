@@ -3,7 +3,7 @@ import Glibc
 import PostgresBridge
 
 /// Debian's pgbouncer in front of one test database, in transaction pooling mode: what a
-/// production deployment with many replicas puts between them and PostgreSQL (SPEC §8). Tests
+/// production deployment with many replicas puts between them and PostgreSQL (behaviour §8). Tests
 /// give replicas ``url`` as `TOKENRELAY_DATABASE_URL` and the direct URL as
 /// `TOKENRELAY_DATABASE_LISTEN_URL` (LISTEN needs a session, which transaction pooling does not
 /// keep), so that every statement the service runs is multiplexed over a pool smaller than the
@@ -157,7 +157,7 @@ public final class PgBouncer: Sendable {
             listen_addr =
             listen_port = \(port)
             unix_socket_dir = \(directory)
-            ; What production uses with many replicas (SPEC §8): a server connection per transaction.
+            ; What production uses with many replicas (behaviour §8): a server connection per transaction.
             pool_mode = transaction
             default_pool_size = \(poolSize)
             max_db_connections = \(poolSize)

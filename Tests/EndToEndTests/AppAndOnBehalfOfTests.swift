@@ -127,7 +127,7 @@ struct AppAndOnBehalfOfTests {
         #expect(try await Self.grantCount(stack, "client_credentials") == 1)
         let log = stack.relay.log()
         #expect(!log.contains("client_assertion="))
-        // The test certificate is valid for 2 days: readiness warns (SPEC §12 Health: < 14 days).
+        // The test certificate is valid for 2 days: readiness warns (behaviour §12 Health: < 14 days).
         let ready = try await stack.request("GET", "/readyz", authenticated: false)
         #expect(ready.status == 200)
         #expect(ready.json["status"] as? String == "warn")

@@ -3,7 +3,7 @@ import PostgresBridge
 import Testing
 import TokenRelayTesting
 
-/// Every audit row names who did it (SPEC §12 Audit: "who: key id"; issue 10 item 7): the
+/// Every audit row names who did it (behaviour §12 Audit: "who: key id"; issue 10 item 7): the
 /// `keyid` of `trk_<keyid>_<secret>` for API calls (`bootstrap` for the bootstrap key), `cli`
 /// for the command line.
 @Suite("Audit rows name the caller's key id", .serialized)

@@ -70,7 +70,7 @@ struct CommandLineTests {
         let api = try await stack.request("GET", "/v1/accounts/\(alice)")
         var shown = json(try Self.run(["accounts", "show", alice], environment: environment).1)
         #expect(shown["username"] as? String == "alice@contoso.example")
-        // Plus the operator-only token issuance counts (SPEC §12 Audit; IssuanceCountTests).
+        // Plus the operator-only token issuance counts (behaviour §12 Audit; IssuanceCountTests).
         #expect(shown.removeValue(forKey: "issuance") is [Any])
         // And the refresh token's state and chain (CommandLineTests.accountsShowLineage).
         #expect(shown.removeValue(forKey: "refresh_token") is [String: Any])
@@ -101,7 +101,7 @@ struct CommandLineTests {
         let alice = try await stack.signInAccountId("alice@contoso.example")
         _ = try await stack.signInAccountId("bob@contoso.example")
         let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
-        // Alice is also a guest in another tenant (a profile of her account, SPEC §12 Accounts).
+        // Alice is also a guest in another tenant (a profile of her account, behaviour §12 Accounts).
         try await stack.withDatabase { connection in
             _ = try connection.query(
                 "INSERT INTO account_tenant_profiles (account_id, realm, local_account_id, is_home) VALUES ($1, 'fabrikam-guest', NULL, false)",

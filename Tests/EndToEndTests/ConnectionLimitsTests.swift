@@ -3,7 +3,7 @@ import Glibc
 import Testing
 import TokenRelayTesting
 
-/// SPEC §7 Limits through the real binary: body size, header size, connection count, and the
+/// behaviour §7 Limits through the real binary: body size, header size, connection count, and the
 /// inactivity timeout that cuts off a client that stops sending.
 @Suite("Connection limits", .serialized)
 struct ConnectionLimitsTests {

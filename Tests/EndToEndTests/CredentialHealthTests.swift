@@ -3,7 +3,7 @@ import Testing
 import TokenRelayTesting
 
 /// A rejected or expiring client credential turns readiness to `warn` (still 200) and shows in
-/// `/metrics`, through the real binaries (SPEC §12 Problems, Health).
+/// `/metrics`, through the real binaries (behaviour §12 Problems, Health).
 @Suite("Client credential health through the whole stack", .serialized)
 struct CredentialHealthTests {
     static func refresh(_ stack: TokenRelayStack, _ id: String) async throws -> TestResponse {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// SIGHUP re-reads the client credential (SPEC §11): a secret rotated in its `_FILE` is used
+/// SIGHUP re-reads the client credential (behaviour §11): a secret rotated in its `_FILE` is used
 /// without a restart; a credential setting that cannot be read keeps the one in use.
 @Suite("Client credential reload on SIGHUP")
 struct CredentialReloadTests {

@@ -5,7 +5,7 @@ import Testing
 import TokenRelayTesting
 
 /// Key rotation while the service serves, swapped ciphertexts, key usage and a bad key ring
-/// (SPEC §7, §11, §12 Encryption keys), on the built binaries.
+/// (behaviour §7, §11, §12 Encryption keys), on the built binaries.
 @Suite("Encryption keys: rotation, row binding, usage, start-up", .serialized)
 struct EncryptionRotationTests {
     static func key() -> String { Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() }

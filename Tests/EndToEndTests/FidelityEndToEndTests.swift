@@ -3,8 +3,8 @@ import HTTPClientBridge
 import Testing
 import TokenRelayTesting
 
-/// The case files (shared/cases) not covered elsewhere, the UI-required memory (SPEC §5), claims
-/// challenges both ways (SPEC §1, §6) and signed `sign_in_url`s (SPEC §3), through the real binaries.
+/// The case files (shared/cases) not covered elsewhere, the UI-required memory (behaviour §5), claims
+/// challenges both ways (behaviour §1, §6) and signed `sign_in_url`s (behaviour §3), through the real binaries.
 @Suite("Identity-platform fidelity through the whole stack", .serialized)
 struct FidelityEndToEndTests {
     static let alice = "alice@contoso.example"

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// `/healthz` in the shape `/readyz` answers (SPEC §8, §12 Health; issue 10 item 5): the IETF
+/// `/healthz` in the shape `/readyz` answers (behaviour §8, §12 Health; issue 10 item 5): the IETF
 /// "Health Check Response Format for HTTP APIs" draft (draft-inadarei-api-health-check-06 §3:
 /// `status`, `version`, `releaseId`, `checks` whose values are arrays of objects with
 /// `observedValue`, `observedUnit`, `status`, `time`), and a `releaseId` naming the build.

@@ -3,7 +3,7 @@ import PostgresBridge
 import Testing
 import TokenRelayTesting
 
-/// A sign-in racing an import's first redemption for the same user (SPEC §3 import, §12
+/// A sign-in racing an import's first redemption for the same user (behaviour §3 import, §12
 /// Accounts; issue 10 item 10): whichever stores the user's `home_account_id` first, the other
 /// merges into it; never the unique index's 500.
 ///

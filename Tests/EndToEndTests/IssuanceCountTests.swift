@@ -4,7 +4,7 @@ import Testing
 import TokenRelayTesting
 
 /// Token issuance is counted per (key, account) with `last_at`, flushed in batches, never a
-/// write per request (SPEC §12 Audit), through the real binaries.
+/// write per request (behaviour §12 Audit), through the real binaries.
 @Suite("Token issuance counts through the whole stack", .serialized)
 struct IssuanceCountTests {
     static func silent(_ stack: TokenRelayStack, _ id: String, key: String? = nil, forceRefresh: Bool = false) async throws -> TestResponse {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// `redirect_after` (SPEC §3; issue 10 item 13): a well-formed absolute URL (RFC 3986 §3, §4.3)
+/// `redirect_after` (behaviour §3; issue 10 item 13): a well-formed absolute URL (RFC 3986 §3, §4.3)
 /// on an allowed origin, checked when the sign-in starts (`POST /v1/sign-ins` and the signed
 /// `GET /v1/sign-ins/start`); the callback's `Location` adds `account_id` to its query.
 @Suite("redirect_after is a well-formed absolute URL, checked at the start", .serialized)

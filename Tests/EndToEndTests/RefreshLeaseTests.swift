@@ -6,7 +6,7 @@ import Testing
 import TokenRelayTesting
 
 /// The guarantees of the refresh engine that holds nothing of PostgreSQL while the STS answers
-/// (SPEC §2 step 3, §5, §10; ADR 0012), end to end: a lease taken over after the holder is
+/// (behaviour §2.6, §5, §10; ADR 0012), end to end: a lease taken over after the holder is
 /// killed, a PostgreSQL restart in the middle of a refresh storm, the pool free while
 /// redemptions wait on the STS, and the per-replica bound on redemptions in flight. The
 /// single-flight storm over three replicas is ``ReplicaTests/singleFlightAcrossReplicas()``.

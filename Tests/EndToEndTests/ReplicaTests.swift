@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 import TokenRelayTesting
 
-/// Several `token-relay serve` processes on one PostgreSQL (SPEC §8, §12 Memories and replicas),
+/// Several `token-relay serve` processes on one PostgreSQL (behaviour §8, §12 Memories and replicas),
 /// single flight across replicas (§2 step 3, §10), a lost connection between the STS answer and
 /// COMMIT, a database outage (§5) and graceful shutdown. Tests of several replicas reach the
 /// database as production does: through pgbouncer in transaction mode, with LISTEN on a direct
@@ -59,7 +59,7 @@ struct ReplicaTests {
 
     /// A stack on a fresh database that its replicas reach through a pgbouncer of its own in
     /// transaction mode (`TOKENRELAY_DATABASE_URL`, also ``TokenRelayStack/databaseURL`` for CLI
-    /// runs), LISTENing on a direct connection (`TOKENRELAY_DATABASE_LISTEN_URL`), as SPEC §8
+    /// runs), LISTENing on a direct connection (`TOKENRELAY_DATABASE_LISTEN_URL`), as behaviour §8
     /// describes production. Stop the stack (and its replicas) before the pgbouncer.
     static func stackBehindPgBouncer(
         name: String, poolSize: Int = 5, environment: [String: String] = [:], emulatorArguments: [String] = []

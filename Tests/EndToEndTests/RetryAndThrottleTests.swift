@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// SPEC §5 and §6 through the real binaries: Retry-After waits within the deadline, throttled
+/// behaviour §5 and §6 through the real binaries: Retry-After waits within the deadline, throttled
 /// answers beyond it, the throttle memory, backoff for downstream APIs, methods other than GET,
 /// proactive refresh falling back to the valid token, and the extended lifetime.
 @Suite("Retries, throttling and resilience through the whole stack", .serialized)
@@ -109,7 +109,7 @@ struct RetryAndThrottleTests {
         #expect(try await stack.emulatorCount() == before, "the throttle memory did not hold the identical request back")
     }
 
-    @Test("SPEC §12: a new sign-in for the account clears its throttle memory; the next forced refresh reaches the STS")
+    @Test("behaviour §12: a new sign-in for the account clears its throttle memory; the next forced refresh reaches the STS")
     func signInClearsThrottleMemory() async throws {
         let stack = try await TokenRelayStack(name: "e2e_throttle_signin")
         defer { stack.stop() }
@@ -134,7 +134,7 @@ struct RetryAndThrottleTests {
         #expect(try await stack.emulatorCount("graph_requests") == graphBefore + 1)
     }
 
-    @Test("SPEC §12: a sign-in on another replica clears this replica's throttle memory for the account within 2 s")
+    @Test("behaviour §12: a sign-in on another replica clears this replica's throttle memory for the account within 2 s")
     func signInElsewhereClearsThrottleMemory() async throws {
         let stack = try await TokenRelayStack(name: "e2e_throttle_replica")
         defer { stack.stop() }
@@ -295,7 +295,7 @@ struct RetryAndThrottleTests {
         for allowed in [true, false] {
             let stack = try await TokenRelayStack(name: "e2e_extended_\(allowed)", environment: ["TOKENRELAY_ALLOW_EXTENDED_LIFETIME": String(allowed)])
             defer { stack.stop() }
-            // expires_in ≤ expiry skew: expired on arrival, no waiting (SPEC §12 Time in tests).
+            // expires_in ≤ expiry skew: expired on arrival, no waiting (behaviour §12 Time in tests).
             _ = try await stack.control("POST", "/_control/users/\(Self.alice)", json: ["expires_in": 120, "ext_expires_in": 7200])
             let id = try await stack.signInAccountId()
             _ = try await stack.control(

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// STS answers injected into the emulator reach the caller as the problems of SPEC §4 and leave
+/// STS answers injected into the emulator reach the caller as the problems of behaviour §4 and leave
 /// the stored refresh token as the case files say.
 @Suite("STS errors through the whole stack", .serialized)
 struct STSErrorMappingEndToEndTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// Every row of the STS-error table (SPEC §4, `STSErrorMapping.table`) through the real binaries:
+/// Every row of the STS-error table (behaviour §4, `STSErrorMapping.table`) through the real binaries:
 /// the emulator answers the row's response shape, TokenRelay answers the row's problem, and the
 /// refresh token survives or dies as the row says. The expectations are written here, apart from
 /// the table, so a changed row fails a test.

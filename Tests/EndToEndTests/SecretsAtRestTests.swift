@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// What is stored and what is logged (SPEC §7): a database dump shows no token, the service's
+/// What is stored and what is logged (behaviour §7): a database dump shows no token, the service's
 /// log shows no token and no username unless `TOKENRELAY_LOG_PII` is on.
 @Suite("Secrets at rest and in logs", .serialized)
 struct SecretsAtRestTests {

@@ -211,7 +211,7 @@ struct SignInAndSilentTokenTests {
         #expect(!log.contains(stack.apiKey))
         #expect(!log.contains("alice@contoso.example"))
 
-        // A database dump shows no token: only ciphertexts are stored (SPEC §7).
+        // A database dump shows no token: only ciphertexts are stored (behaviour §7).
         let dump = try await stack.withDatabase { connection in
             try ["accounts", "refresh_tokens", "access_tokens", "sign_ins"].map { table in
                 try connection.query("SELECT row_to_json(t)::text AS row FROM \(table) t").rows.compactMap { $0.string("row") }.joined()

@@ -2,7 +2,7 @@ import Testing
 
 @testable import IdentityCore
 
-@Suite("Authority validation and canonical form (SPEC §1)")
+@Suite("Authority validation and canonical form (behaviour §1)")
 struct AuthorityTests {
     let open = try! AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import IdentityCore
 
-@Suite("WWW-Authenticate (RFC 9110 §11.6.1) and claims (SPEC §1)")
+@Suite("WWW-Authenticate (RFC 9110 §11.6.1) and claims (behaviour §1)")
 struct ChallengeAndClaimsTests {
     @Test("several challenges, quoted escapes, token68, case-insensitive names")
     func challenges() {
@@ -77,7 +77,7 @@ struct ChallengeAndClaimsTests {
     }
 }
 
-@Suite("Token freshness (SPEC §1, §5, §12)")
+@Suite("Token freshness (behaviour §1, §5, §12)")
 struct TokenFreshnessTests {
     @Test("served iff expires_on − now ≥ max(expiry_skew, min_ttl)")
     func boundary() {
@@ -106,7 +106,7 @@ struct TokenFreshnessTests {
     }
 }
 
-@Suite("Problem codes (SPEC §4, §12)")
+@Suite("Problem codes (behaviour §4, §12)")
 struct ProblemCodeTests {
     @Test(
         "status, type URI and title per code",

@@ -2,10 +2,10 @@ import Testing
 
 @testable import IdentityCore
 
-/// The refresh-token redemption's decisions (SPEC §2 step 3, §10), fed as events without a
+/// The refresh-token redemption's decisions (behaviour §2.6, §10), fed as events without a
 /// database or an STS: every event in every state reachable in each mode, the behaviours by name,
 /// and one whole path per outcome.
-@Suite("Refresh state machine (SPEC §2 step 3)")
+@Suite("Refresh state machine (behaviour §2.6)")
 struct RefreshStateMachineTests {
     typealias Machine = RefreshStateMachine
     typealias Mode = RefreshStateMachine.Mode

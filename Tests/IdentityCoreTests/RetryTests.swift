@@ -29,7 +29,7 @@ struct RetryAfterTests {
     }
 }
 
-@Suite("Retry policy (SPEC §5)")
+@Suite("Retry policy (behaviour §5)")
 struct RetryPolicyTests {
     let sts = RetryPolicy(target: .sts)
     let idempotent = RetryPolicy(target: .downstream(idempotent: true))

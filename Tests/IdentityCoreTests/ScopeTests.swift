@@ -2,7 +2,7 @@ import Testing
 
 @testable import IdentityCore
 
-@Suite("Scopes (SPEC §1, §12 canonical)")
+@Suite("Scopes (behaviour §1, §12 canonical)")
 struct ScopeTests {
     @Test("canonical: Graph short, others full, OIDC removed, sorted and de-duplicated case-insensitively")
     func canonical() {

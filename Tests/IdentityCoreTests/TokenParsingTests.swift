@@ -3,7 +3,7 @@ import Testing
 
 @testable import IdentityCore
 
-@Suite("JSON, client_info and token responses (SPEC §1, §5 lenient parsing)")
+@Suite("JSON, client_info and token responses (behaviour §1, §5 lenient parsing)")
 struct TokenParsingTests {
     @Test("JSONValue accessors; intValue accepts digit strings only")
     func jsonAccessors() throws {

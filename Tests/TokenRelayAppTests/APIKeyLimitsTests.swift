@@ -65,7 +65,7 @@ struct APIKeyLimitsTests {
         #expect(problem.extensions["retry_after_s"] == .number(1))
     }
 
-    @Test("Every registered route declares the access of SPEC §12's permission table")
+    @Test("Every registered route declares the access of behaviour §12's permission table")
     func permissionTable() throws {
         let configuration = Configuration.offline()
         let service = try TokenRelayService(configuration: configuration, logger: Logger(level: .error, logPII: false, sink: .memory()))

@@ -4,7 +4,7 @@ import Testing
 @testable import IdentityCore
 @testable import TokenRelayApp
 
-/// The account object's guest and import fields (SPEC §3, §12 Accounts).
+/// The account object's guest and import fields (behaviour §3, §12 Accounts).
 @Suite("Account object: tenant profiles, imports")
 struct AccountObjectTests {
     static func record(home: String?, realm: String, profiles: [TenantProfile]? = nil) -> AccountRecord {

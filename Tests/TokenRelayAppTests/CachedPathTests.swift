@@ -5,7 +5,7 @@ import Testing
 
 @testable import TokenRelayApp
 
-/// The pieces that make the cached silent path fast (SPEC §10) must give the same bytes and
+/// The pieces that make the cached silent path fast (behaviour §10) must give the same bytes and
 /// the same decisions as the general code they stand in for.
 @Suite("Cached silent path")
 struct CachedPathTests {

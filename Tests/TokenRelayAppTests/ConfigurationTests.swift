@@ -12,7 +12,7 @@ struct ConfigurationTests {
         "TOKENRELAY_ENCRYPTION_KEYS": "k1:" + Data(repeating: 3, count: 32).base64EncodedString(),
     ]
 
-    @Test("Defaults follow SPEC §11")
+    @Test("Defaults follow behaviour §11")
     func defaults() throws {
         let config = try ConfigurationLoader(environment: Self.valid).load()
         #expect(config.http.listen == "127.0.0.1:8080")

@@ -7,7 +7,7 @@ import TokenRelayTesting
 
 @testable import TokenRelayApp
 
-/// The client credential's readiness warning and the issuance tally, on their own (SPEC §12
+/// The client credential's readiness warning and the issuance tally, on their own (behaviour §12
 /// Health, Audit); the whole-stack behaviour is in EndToEndTests.
 @Suite("Credential health and issuance counts")
 struct CredentialHealthAndIssuanceTests {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import TokenRelayApp
 
-/// SPEC §12 Problems: the STS's answer surfaced whole in the problem.
+/// behaviour §12 Problems: the STS's answer surfaced whole in the problem.
 @Suite("Problems from STS failures")
 struct ProblemFromSTSFailureTests {
     static func failure(_ status: Int, _ body: String, headers: [(String, String)] = []) -> STSFailure {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import TokenRelayApp
 
-/// A caller's deadline bounds its wait for a coalesced refresh, never the refresh itself (SPEC §5
+/// A caller's deadline bounds its wait for a coalesced refresh, never the refresh itself (behaviour §5
 /// deadlines): the caller gets 504 at its deadline while the work runs on and its result still
 /// reaches later callers. (A task group racing the work against a timer waited for the work.)
 @Suite("Refresh coalescer deadlines")

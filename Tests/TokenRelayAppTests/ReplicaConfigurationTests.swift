@@ -3,7 +3,7 @@ import Testing
 
 @testable import TokenRelayApp
 
-/// The replica and shutdown settings (SPEC §8, §11, §12).
+/// The replica and shutdown settings (behaviour §8, §11, §12).
 @Suite("Replica settings")
 struct ReplicaConfigurationTests {
     @Test("Defaults: LISTEN on the main URL, 30 s cache TTL, 10 s shutdown; each can be set")

@@ -4,7 +4,7 @@ import Testing
 
 @testable import TokenRelayApp
 
-/// The invalidation messages and hooks of cross-replica invalidation (SPEC §12), without a database.
+/// The invalidation messages and hooks of cross-replica invalidation (behaviour §12), without a database.
 @Suite("Replica invalidation")
 struct ReplicaInvalidationTests {
     @Test(

@@ -81,7 +81,7 @@ final class VirtualClock: Sendable {
     }
 }
 
-@Suite("Retry loop and throttle memory (SPEC §5)")
+@Suite("Retry loop and throttle memory (behaviour §5)")
 struct RetryLoopAndThrottleTests {
     let http = HTTPClient()
     let metrics = Metrics()

@@ -4,7 +4,7 @@ import Testing
 
 @testable import TokenRelayApp
 
-/// SPEC §3 signed `GET /v1/sign-ins/start` links: HMAC over the canonical parameters, expiry
+/// behaviour §3 signed `GET /v1/sign-ins/start` links: HMAC over the canonical parameters, expiry
 /// within 10 minutes, tampering named by field. (Single use is in the database: end-to-end tests.)
 @Suite("Sign-in start links")
 struct SignInStartLinksTests {

@@ -6,7 +6,7 @@ import Testing
 @testable import TokenRelayApp
 
 /// The throttle layer on its own: a real loopback peer, virtual time.
-@Suite("Throttle layer around the retry loop (SPEC §5)")
+@Suite("Throttle layer around the retry loop (behaviour §5)")
 struct ThrottledHTTPClientTests {
     let http = HTTPClient()
     let metrics = Metrics()

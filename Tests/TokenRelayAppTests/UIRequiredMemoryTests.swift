@@ -2,7 +2,7 @@ import Testing
 
 @testable import TokenRelayApp
 
-/// SPEC §5 UI-required memory: replayed for its TTL, per (account, key), bounded, forgotten on sign-in.
+/// behaviour §5 UI-required memory: replayed for its TTL, per (account, key), bounded, forgotten on sign-in.
 @Suite("UI-required memory")
 struct UIRequiredMemoryTests {
     static func problem(_ detail: String = "MFA") -> Problem {

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// Accounts this replica read recently, by `account_id`, so a cache hit needs no database
-/// round trip (SPEC §10). Entries live `ttl` seconds (SPEC §12: `TOKENRELAY_CACHE_TTL_S`, the
+/// round trip (behaviour §10). Entries live `ttl` seconds (behaviour §12: `TOKENRELAY_CACHE_TTL_S`, the
 /// bound on cross-replica staleness when no notification arrives) and are dropped at once when
 /// this replica deletes, re-signs-in or marks the account. At most `capacity` accounts are held
 /// (the soonest to expire, i.e. the oldest read, make room: ``ExpiringMap``); a miss costs one
@@ -58,7 +58,7 @@ final class AccountCache: Sendable {
     }
 
     /// True at most once per `touchInterval` seconds per account in this replica: the caller then
-    /// writes `last_used_at` (SPEC §12: at most once per 5 minutes, never a write per request).
+    /// writes `last_used_at` (behaviour §12: at most once per 5 minutes, never a write per request).
     /// When `capacity` accounts were touched within the interval, the oldest touch is forgotten
     /// and may be written again early.
     func claimTouch(id: String, now: Int) -> Bool {

@@ -1,4 +1,4 @@
-/// Finds the account a token request names (SPEC §2 step 1, §3, §12 Accounts): by `account_id`
+/// Finds the account a token request names (behaviour §2.2, §3, §12 Accounts): by `account_id`
 /// (this replica's memory first), `home_account_id` or `username` (narrowed by `tenant_id`).
 struct AccountResolver: Sendable {
     let store: TokenStore

@@ -40,7 +40,7 @@ struct AcquisitionError: Error, Sendable, CustomStringConvertible {
     /// The STS said the refresh token itself is dead: the account is in `interaction_required`.
     var refreshTokenDied: Bool { failure?.disposition == .refreshTokenDead }
 
-    /// The STS could not be used (5xx, timeout, unreachable after the retries): what SPEC §5's
+    /// The STS could not be used (5xx, timeout, unreachable after the retries): what behaviour §5's
     /// extended lifetime covers. TokenRelay's own limits (lease wait, concurrency) are not.
     var stsUnavailable: Bool {
         switch code {
@@ -75,7 +75,7 @@ struct AcquisitionError: Error, Sendable, CustomStringConvertible {
 }
 
 extension Problem {
-    /// The one mapping of an acquisition error to the caller's problem (SPEC §4, §12), row by row:
+    /// The one mapping of an acquisition error to the caller's problem (behaviour §4, §12), row by row:
     ///
     /// | code | problem |
     /// |---|---|

@@ -2,7 +2,7 @@ import IdentityCore
 
 extension AuthorityValidator {
     /// The authority to redeem an account's refresh token at and the realm whose tokens it
-    /// yields (SPEC §1, §12 Accounts: access tokens are kept per realm). Another tenant of the
+    /// yields (behaviour §1, §12 Accounts: access tokens are kept per realm). Another tenant of the
     /// same cloud is a separate realm (a guest account); another cloud is not this account's.
     /// - Parameter requested: the request's `authority`; nil means the account's own.
     /// - Throws: `Problem` 400 `invalid_authority` when the authority's environment is not the

@@ -2,7 +2,7 @@ import Foundation
 import IdentityCore
 
 /// Refreshes no caller waits for: one proactive refresh once a served token's `refresh_on` has
-/// passed (SPEC §1; the cached token is served meanwhile), and the keep-alive redemptions of
+/// passed (behaviour §1; the cached token is served meanwhile), and the keep-alive redemptions of
 /// idle accounts (`KeepAliveJob`). Both are the normal refresh, through the same coalescing and
 /// lease as a caller's.
 struct BackgroundRefresher: Sendable {
@@ -44,7 +44,7 @@ struct BackgroundRefresher: Sendable {
         }
     }
 
-    /// One keep-alive redemption (SPEC §12 Time in tests): the normal refresh in the account's
+    /// One keep-alive redemption (behaviour §12 Time in tests): the normal refresh in the account's
     /// home realm, bypassing the cache, without marking the account used.
     /// - Returns: the refresh outcome (a token, or the error a request would have seen).
     /// - Throws: `Problem` when the account's authority is no longer accepted, or the database fails.

@@ -3,7 +3,7 @@ import Foundation
 import IdentityCore
 import Synchronization
 
-/// The confidential client's credential (SPEC §7, §11) and the one function that turns it into
+/// The confidential client's credential (behaviour §7, §11) and the one function that turns it into
 /// the client-authentication fields of every token request (refresh token, authorization code,
 /// client credentials, on-behalf-of).
 ///
@@ -38,7 +38,7 @@ final class ClientCredential: Sendable {
     static let assertionLifetime = 600
 
     let clientId: String
-    /// Replaced by ``reload(from:)`` (SIGHUP, SPEC §11); every token request reads the current one.
+    /// Replaced by ``reload(from:)`` (SIGHUP, behaviour §11); every token request reads the current one.
     private let current: Mutex<Kind>
     private let lastAssertion = Mutex<String?>(nil)
 
@@ -124,7 +124,7 @@ final class ClientCredential: Sendable {
     /// - Returns: `client_secret`, or `client_assertion_type` and `client_assertion`; nothing
     ///   for a public client.
     /// - Throws: `Problem` 502 `upstream_error` when the certificate cannot sign or the assertion
-    ///   file was never readable (the service's own credential is at fault, SPEC §4).
+    ///   file was never readable (the service's own credential is at fault, behaviour §4).
     func formFields(tokenEndpoint: String, now: Int = Int(Date().timeIntervalSince1970)) throws(Problem) -> [(String, String)] {
         switch kind {
         case .none:

@@ -2,7 +2,7 @@ import Foundation
 import IdentityCore
 
 /// Joins concurrent refreshes of the same (account, realm, scopes, claims, mode, min_ttl) into
-/// one run of the ``RefreshExecutor`` per replica (SPEC §2 step 3, §10 coalescing); replicas
+/// one run of the ``RefreshExecutor`` per replica (behaviour §2.6, §10 coalescing); replicas
 /// agree through the executor's lease.
 struct CoalescedRefresher: Sendable {
     let executor: RefreshExecutor

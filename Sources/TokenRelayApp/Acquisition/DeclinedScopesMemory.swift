@@ -2,7 +2,7 @@ import Foundation
 import IdentityCore
 
 /// Declined-scopes answers this replica got, per (account, realm, requested scope set), kept until
-/// the token's `expires_on` (SPEC §12 Token requests): a repeat of the same request answers the
+/// the token's `expires_on` (behaviour §12 Token requests): a repeat of the same request answers the
 /// same (409, or 200 with `allow_partial`) without asking the STS again. Without it, a token
 /// cached under its granted scopes never matches the wider request, and every repeat redeems the
 /// refresh token (case 16).

@@ -3,7 +3,7 @@ import Foundation
 import IdentityCore
 import Synchronization
 
-/// Tokens of the two grants that need no account (SPEC §2, §12): the service's own app tokens
+/// Tokens of the two grants that need no account (behaviour §2, §12): the service's own app tokens
 /// (client credentials, RFC 6749 §4.4) and on-behalf-of tokens for a caller's user (RFC 7523
 /// §2.1 jwt-bearer with `requested_token_use=on_behalf_of`; identity platform "On-behalf-of
 /// flow"). Both are cached in this replica's memory and, encrypted, in `grant_access_tokens` so
@@ -52,7 +52,7 @@ struct GrantTokenService: Sendable {
     /// - Throws: `Problem`: 400 `invalid_scope` (not exactly one `/.default`), 400
     ///   `invalid_request` (no tenant: the authority is `common`/`organizations`/`consumers`),
     ///   403 `forbidden` (the API key may not use the scope or tenant),
-    ///   the mapped STS errors (SPEC §4), 503 when the database or STS is unavailable.
+    ///   the mapped STS errors (behaviour §4), 503 when the database or STS is unavailable.
     func acquireApp(_ request: Request, context: RequestContext) async throws -> Result {
         guard request.scopes.canonical.count == 1, request.scopes.isDefaultScope else {
             throw Problem(
@@ -227,7 +227,7 @@ struct GrantTokenService: Sendable {
         return problem
     }
 
-    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
+    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (behaviour §12).
     private func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
         token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
     }

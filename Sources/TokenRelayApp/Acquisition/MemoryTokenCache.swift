@@ -4,7 +4,7 @@ import Synchronization
 
 /// This replica's in-memory access-token cache, in front of the encrypted persistent cache.
 ///
-/// A hit here costs no database round trip and no suspension (SPEC §10). Entries are dropped
+/// A hit here costs no database round trip and no suspension (behaviour §10). Entries are dropped
 /// when their account is deleted or re-signed-in in this replica.
 final class MemoryTokenCache: Sendable {
     private struct Entry {

@@ -2,7 +2,7 @@ import HTTPCommon
 import IdentityCore
 
 extension Problem {
-    /// The problem for an STS answer the mapping table classified (SPEC §4, §12 Problems): STS
+    /// The problem for an STS answer the mapping table classified (behaviour §4, §12 Problems): STS
     /// details travel as `sts_error_codes`, `sts_trace_id`, `sts_correlation_id`; `suberror`
     /// verbatim and only when sent; `claims` as decoded JSON text; throttling with `Retry-After`.
     init(_ failure: STSFailure, requestedScopes: ScopeSet? = nil) {

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// Joins concurrent refreshes of the same (account, scopes, claims) into one STS call per
-/// process (SPEC §2 step 3): the first caller starts the work, later callers await its result.
+/// process (behaviour §2.6): the first caller starts the work, later callers await its result.
 final class RefreshCoalescer<Value: Sendable>: Sendable {
     private let inFlight = Mutex<[String: Task<Value, any Error>]>([:])
 

@@ -17,7 +17,7 @@ protocol RefreshTokenStore: Sendable {
     func releaseRefreshLease(accountId: String, owner: String) async throws
 
     /// Deletes the refresh token if it is still at `generation` and puts the account in
-    /// `interaction_required` (SPEC §2 step 1). Returns whether it did.
+    /// `interaction_required` (behaviour §2.2). Returns whether it did.
     func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool
 
     /// The account's stored access tokens in `realm` (undecryptable rows are left out).
@@ -35,7 +35,7 @@ struct RefreshClaimRequest: Sendable {
     /// With `checkCache`: whether a token past `refresh_on` counts (not for proactive refresh).
     let acceptRefreshDue: Bool
     /// Unix seconds: a stored token counts only if `expires_on` is at least this
-    /// (`now + max(expiry_skew, min_ttl_s)`, SPEC §12).
+    /// (`now + max(expiry_skew, min_ttl_s)`, behaviour §12).
     let minimumExpiresOn: Int
     /// Unix seconds.
     let now: Int

@@ -2,7 +2,7 @@ import Foundation
 import PostgresBridge
 import Synchronization
 
-/// Cross-replica invalidation (SPEC §8, §12 Memories and replicas): what one replica changes in
+/// Cross-replica invalidation (behaviour §8, §12 Memories and replicas): what one replica changes in
 /// PostgreSQL, every other replica stops serving from memory within about a second.
 ///
 /// Writers send a ``Message`` with `pg_notify` inside their transaction (``ReplicaNotifications``);

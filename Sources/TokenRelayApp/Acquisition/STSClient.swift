@@ -6,14 +6,14 @@ import IdentityCore
 
 /// Why a token-endpoint call did not produce tokens.
 enum STSCallError: Error, Sendable {
-    /// The STS answered with an error the mapping table classified (SPEC §4).
+    /// The STS answered with an error the mapping table classified (behaviour §4).
     case rejected(STSFailure)
     /// No usable answer: network failure, timeout, retries spent, deadline passed; the problem is ready to send.
     case unavailable(Problem)
 }
 
 /// Calls an authority's token endpoint (`/oauth2/v2.0/token`, RFC 6749 §4.1.3, §6) with the
-/// confidential client's credential, under the one retry policy (SPEC §5): 429/503 honour
+/// confidential client's credential, under the one retry policy (behaviour §5): 429/503 honour
 /// `Retry-After`, a 5xx without it or a network error is retried once, non-retryable errors never.
 struct STSClient: Sendable {
     let http: RetryingHTTPClient
@@ -22,10 +22,10 @@ struct STSClient: Sendable {
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
     let metrics: Metrics
-    /// Retry-After answers of this replica's STS calls (SPEC §5 throttle memory); an account's
+    /// Retry-After answers of this replica's STS calls (behaviour §5 throttle memory); an account's
     /// entries go with the account's other memories (``SilentAcquisition/forget(_:memory:accounts:declinedScopes:uiRequired:throttles:)``).
     let throttle = ThrottleMemory()
-    /// Told of every accepted and every rejected client credential (SPEC §12 Health).
+    /// Told of every accepted and every rejected client credential (behaviour §12 Health).
     var credentialHealth: CredentialHealth? = nil
 
     /// Redeems `grant` (e.g. `grant_type=refresh_token`, `refresh_token=...`) at `authority`.
@@ -112,12 +112,12 @@ struct STSClient: Sendable {
                 throw .rejected(failure.withRetryAfter(seconds))
             }
             if failure.disposition != .transient { throw .rejected(failure) }
-            // The STS's codes and ids travel with the 503 too (SPEC §2 step 4).
+            // The STS's codes and ids travel with the 503 too (behaviour §4.3).
             throw .unavailable(Problem(failure.withRetryAfter(seconds)))
         case (.success(let response), _):
             let failure = classified(response)
             credentialHealth?.observe(failure)
-            // SPEC §12: `throttled` and `upstream_unavailable` always carry Retry-After, even when a
+            // behaviour §12: `throttled` and `upstream_unavailable` always carry Retry-After, even when a
             // 400 body (AADSTS50196, slow_down) throttles without one.
             if failure.disposition == .throttled || failure.disposition == .transient {
                 throw .rejected(failure.withRetryAfter(max(1, failure.retryAfterSeconds ?? 1)))
@@ -143,7 +143,7 @@ extension STSClient {
 }
 
 extension STSFailure {
-    /// 429 `throttled` for a request the throttle memory held back: nothing was sent (SPEC §5).
+    /// 429 `throttled` for a request the throttle memory held back: nothing was sent (behaviour §5).
     static func heldBack(_ held: ThrottledHTTPClient.HeldBack) -> STSFailure {
         STSFailure(
             disposition: .throttled, problem: .throttled, status: 429, retryAfterSeconds: held.remainingSeconds,

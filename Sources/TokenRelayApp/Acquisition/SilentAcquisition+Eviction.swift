@@ -1,5 +1,5 @@
 extension SilentAcquisition {
-    /// Forgets an access token a resource refused with a claims challenge (SPEC §6, case 18), in this
+    /// Forgets an access token a resource refused with a claims challenge (behaviour §6, case 18), in this
     /// replica's memory and in the persistent cache, so neither this request nor a later one is
     /// served the revoked token again.
     func evict(_ token: StoredAccessToken) async {

@@ -1,7 +1,7 @@
 import IdentityCore
 
 extension SilentAcquisition {
-    /// A cached token to serve, flagged, when the STS could not be used (SPEC §5 `ext_expires_on`,
+    /// A cached token to serve, flagged, when the STS could not be used (behaviour §5 `ext_expires_on`,
     /// §12 Token requests `extended_lifetime: true`): only with `allow_extended_lifetime`, only
     /// when the refresh failed because the STS is unavailable (5xx, timeout, unreachable after
     /// the retries: `upstream_unavailable`), and only a token covering `scopes` that is no longer

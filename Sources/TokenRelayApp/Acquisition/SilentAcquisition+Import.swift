@@ -1,14 +1,14 @@
 import Foundation
 import IdentityCore
 
-/// The first silent acquisition of an imported (ADAL) account (SPEC §3 import, §12 Accounts):
+/// The first silent acquisition of an imported (ADAL) account (behaviour §3 import, §12 Accounts):
 /// its refresh token is redeemed once under the account's redemption lease (ADR 0012: nothing
 /// of PostgreSQL held while the STS answers), `home_account_id` comes from `client_info` (never
 /// built here), the rest of the identity from the id_token, and when another account already
 /// has that `home_account_id` the import merges into it.
 extension SilentAcquisition {
     /// The audit actor of an import completed by work no API key asked for (the keep-alive job,
-    /// a background refresh); a request's own key id otherwise (SPEC §12 Audit).
+    /// a background refresh); a request's own key id otherwise (behaviour §12 Audit).
     static let backgroundActor = "import"
 
     /// Redeems an imported account's refresh token once and records who it belongs to.
@@ -32,7 +32,7 @@ extension SilentAcquisition {
         let owner = ReplicaInvalidation.origin + "." + RandomToken.make(bytes: 9)
         func interaction(_ problem: Problem) -> Problem {
             var problem = problem
-            // SPEC §12: every problem that asks for interaction carries a sign_in_url.
+            // behaviour §12: every problem that asks for interaction carries a sign_in_url.
             if problem.code == .interactionRequired {
                 problem.signInHint = SignInHint(account: imported, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
             }

@@ -1,7 +1,7 @@
 import IdentityCore
 
 extension SilentAcquisition {
-    /// What this replica's memory alone answers for `request`, on the server thread (SPEC §10):
+    /// What this replica's memory alone answers for `request`, on the server thread (behaviour §10):
     /// a cached token (``acquireFromMemory(_:)``), the problem of an account whose refresh token
     /// is dead, or an interaction-required answer the UI-required memory replays (ADR 0008).
     /// Nothing is written and nothing blocks; each answer is the one

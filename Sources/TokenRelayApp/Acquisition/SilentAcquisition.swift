@@ -1,7 +1,7 @@
 import Foundation
 import IdentityCore
 
-/// The server-side `acquireTokenSilent` (SPEC §2): resolve the account, serve from the cache
+/// The server-side `acquireTokenSilent` (behaviour §2): resolve the account, serve from the cache
 /// (memory, then the encrypted persistent cache), else redeem the refresh token (coalesced in
 /// the replica, leased across replicas, ADR 0012), else a clear `interaction_required`.
 ///
@@ -17,10 +17,10 @@ struct SilentAcquisition: Sendable {
     let sts: STSClient
     let authorities: AuthorityValidator
     let declinedScopes: DeclinedScopesMemory
-    /// Interaction-required answers replayed without an STS call (SPEC §5).
+    /// Interaction-required answers replayed without an STS call (behaviour §5).
     let uiRequired: UIRequiredMemory
     /// The throttle memories whose entries can be an account's (the STS client's, the downstream
-    /// APIs'): forgotten with the account's other memories (SPEC §12).
+    /// APIs'): forgotten with the account's other memories (behaviour §12).
     let throttles: [ThrottleMemory]
     let clientId: String
     let clientCapabilities: [String]
@@ -28,7 +28,7 @@ struct SilentAcquisition: Sendable {
     let logger: Logger
     let now: @Sendable () -> Int
     /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
-    /// (SPEC §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
+    /// (behaviour §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
     var allowExtendedLifetime = false
 
     var memory: MemoryTokenCache { cache.memory }
@@ -52,7 +52,7 @@ struct SilentAcquisition: Sendable {
 
     /// The memory-only answer for `request`, or nil when it needs the database or the STS.
     ///
-    /// Runs on the server thread without suspending (SPEC §10): account and token both come
+    /// Runs on the server thread without suspending (behaviour §10): account and token both come
     /// from this replica's memory, and nothing is written.
     func acquireFromMemory(_ request: SilentTokenRequest) -> SilentTokenResult? {
         guard case .accountId(let id) = request.account, !request.forceRefresh, request.authority == nil,
@@ -129,7 +129,7 @@ struct SilentAcquisition: Sendable {
     }
 
     /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not
-    /// accept a partial grant (SPEC §4).
+    /// accept a partial grant (behaviour §4).
     func answer(
         _ token: StoredAccessToken, declined: [String], account: AccountRecord, source: SilentTokenResult.Source, allowPartial: Bool
     ) throws -> SilentTokenResult {
@@ -166,7 +166,7 @@ struct SilentAcquisition: Sendable {
     }
 
     /// The one place an account is forgotten in memory: its access tokens, its record, and its
-    /// declined-scopes, UI-required and throttle memories (SPEC §12 Memories and replicas), for a
+    /// declined-scopes, UI-required and throttle memories (behaviour §12 Memories and replicas), for a
     /// local sign-in, a dead refresh token and the `ReplicaInvalidation` hooks alike.
     static func forget(
         _ accountId: String, memory: MemoryTokenCache, accounts: AccountCache, declinedScopes: DeclinedScopesMemory, uiRequired: UIRequiredMemory,
@@ -182,8 +182,8 @@ struct SilentAcquisition: Sendable {
     // MARK: After a cache hit
 
     /// Work a served cache hit may start, never awaited by the caller: one background refresh
-    /// once `refresh_on` has passed (SPEC §1 proactive refresh), and `last_used_at` at most once
-    /// per 5 minutes (SPEC §12 Accounts).
+    /// once `refresh_on` has passed (behaviour §1 proactive refresh), and `last_used_at` at most once
+    /// per 5 minutes (behaviour §12 Accounts).
     private func served(_ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority? = nil, claims: String? = nil) {
         touch(account.accountId)
         guard cache.refreshDue(token) else { return }

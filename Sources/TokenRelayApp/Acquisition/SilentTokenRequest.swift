@@ -1,6 +1,6 @@
 import IdentityCore
 
-/// A `POST /v1/tokens/silent` request after validation (SPEC §2, §12 Token requests).
+/// A `POST /v1/tokens/silent` request after validation (behaviour §2, §12 Token requests).
 struct SilentTokenRequest: Sendable {
     enum AccountSelector: Sendable, Equatable {
         case accountId(String)
@@ -32,6 +32,6 @@ struct SilentTokenResult: Sendable {
     let account: AccountRecord
     let source: Source
     let declinedScopes: [String]
-    /// Served past `expires_on` under the extended lifetime while the STS was unavailable (SPEC §5).
+    /// Served past `expires_on` under the extended lifetime while the STS was unavailable (behaviour §5).
     var extendedLifetime = false
 }

@@ -1,6 +1,6 @@
 import IdentityCore
 
-/// Reads the access-token cache (SPEC §1, §2 step 2, §12 Token requests): this replica's memory
+/// Reads the access-token cache (behaviour §1, §2 step 2, §12 Token requests): this replica's memory
 /// first, then the encrypted persistent cache, whose hits are brought back into memory.
 struct TokenCacheReader: Sendable {
     let store: any RefreshTokenStore
@@ -38,12 +38,12 @@ struct TokenCacheReader: Sendable {
         return nil
     }
 
-    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12).
+    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (behaviour §12).
     func usable(_ token: StoredAccessToken, minTTL: Int) -> Bool {
         token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
     }
 
-    /// Whether a served token is past `refresh_on` (SPEC §1 proactive refresh).
+    /// Whether a served token is past `refresh_on` (behaviour §1 proactive refresh).
     func refreshDue(_ token: StoredAccessToken) -> Bool {
         TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: 0) == .refreshDue
     }

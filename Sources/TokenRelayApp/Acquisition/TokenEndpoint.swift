@@ -1,7 +1,7 @@
 import IdentityCore
 
 /// The STS's token endpoint as the refresh engine needs it: one refresh-token redemption under
-/// the retry policy (SPEC §5). `STSClient` is the live form.
+/// the retry policy (behaviour §5). `STSClient` is the live form.
 protocol TokenEndpoint: Sendable {
     /// Redeems `refreshToken` (`grant_type=refresh_token`, RFC 6749 §6) at `authority`.
     /// - Parameter account: the account id, for the throttle memory.

@@ -1,5 +1,5 @@
 /// Interaction-required answers this replica got from the STS, replayed without asking it again
-/// (SPEC §2 step 1, §5 "UI-required memory", as MSAL's UI-required cache does).
+/// (behaviour §2.2, §5 "UI-required memory", as MSAL's UI-required cache does).
 ///
 /// Keyed by (account, realm, scopes, claims): an MFA, consent or conditional-access demand for one
 /// resource does not stop other resources. Per replica and short-lived (`ttlSeconds`,

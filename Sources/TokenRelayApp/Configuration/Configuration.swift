@@ -1,6 +1,6 @@
 import Foundation
 
-/// TokenRelay's settings (SPEC §11), nested by concern. Every property documents its default and
+/// TokenRelay's settings (behaviour §11), nested by concern. Every property documents its default and
 /// unit; names of the environment variables are part of the contract (`TOKENRELAY_` + the
 /// upper-cased JSON name), and each property names its own.
 public struct Configuration: Sendable {
@@ -24,7 +24,7 @@ public struct Configuration: Sendable {
     public var keepAlive = KeepAlive()
     /// Account-event webhooks.
     public var webhooks = Webhooks()
-    /// Downstream APIs called for a user or the app (SPEC §6).
+    /// Downstream APIs called for a user or the app (behaviour §6).
     public var downstream = Downstream()
     /// Log level and personal data.
     public var logging = Logging()
@@ -116,7 +116,7 @@ public struct Configuration: Sendable {
         /// Default none.
         public var assertionFile: String?
         /// When the client secret expires (`TOKENRELAY_CLIENT_SECRET_EXPIRES_AT`, RFC 3339):
-        /// readiness warns within 14 days of it (SPEC §12 Health). The service cannot learn it
+        /// readiness warns within 14 days of it (behaviour §12 Health). The service cannot learn it
         /// otherwise. Default none.
         public var secretExpiresAt: Date?
 
@@ -166,9 +166,9 @@ public struct Configuration: Sendable {
         /// Default 60.
         public var maxRetryAfterSeconds: Int = 60
         /// Seconds a replica trusts what it remembers (accounts, API keys) when no invalidation
-        /// notification arrives (SPEC §12; `TOKENRELAY_CACHE_TTL_S`). Default 30.
+        /// notification arrives (behaviour §12; `TOKENRELAY_CACHE_TTL_S`). Default 30.
         public var cacheTTLSeconds: Int = 30
-        /// Seconds between batched writes of token issuance counts (SPEC §12 Audit;
+        /// Seconds between batched writes of token issuance counts (behaviour §12 Audit;
         /// `TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S`). Default 10.
         public var issuanceFlushIntervalSeconds: Int = 10
 
@@ -177,7 +177,7 @@ public struct Configuration: Sendable {
 
     /// Bounds per request and per caller.
     public struct Limits: Sendable {
-        /// Default request deadline in seconds (SPEC §5; `TOKENRELAY_REQUEST_TIMEOUT_S`). Default 30.
+        /// Default request deadline in seconds (behaviour §5; `TOKENRELAY_REQUEST_TIMEOUT_S`). Default 30.
         public var requestTimeoutSeconds: Double = 30
         /// Request body limit in bytes (`TOKENRELAY_MAX_BODY_BYTES`). Default 65536.
         public var maxBodyBytes: Int = 65536
@@ -190,7 +190,7 @@ public struct Configuration: Sendable {
         public init() {}
     }
 
-    /// Refresh-token keep-alive (SPEC §11).
+    /// Refresh-token keep-alive (behaviour §11).
     public struct KeepAlive: Sendable {
         /// Refresh accounts whose refresh token was last redeemed this many days ago, so it does
         /// not die of inactivity (AADSTS700082 at 90 days; `TOKENRELAY_KEEPALIVE_AFTER_DAYS`);
@@ -206,7 +206,7 @@ public struct Configuration: Sendable {
         public init() {}
     }
 
-    /// Account-event webhooks (SPEC §12 Webhooks and events).
+    /// Account-event webhooks (behaviour §12 Webhooks and events).
     public struct Webhooks: Sendable {
         /// Where account events are POSTed (`TOKENRELAY_WEBHOOK_URL`). Default none: no delivery.
         public var url: String?
@@ -220,7 +220,7 @@ public struct Configuration: Sendable {
         public init() {}
     }
 
-    /// Downstream APIs (SPEC §6).
+    /// Downstream APIs (behaviour §6).
     public struct Downstream: Sendable {
         /// APIs by name (`TOKENRELAY_DOWNSTREAM_APIS`). Default: `graph` at
         /// `https://graph.microsoft.com/v1.0`, scopes `User.Read`.
@@ -242,7 +242,7 @@ public struct Configuration: Sendable {
     }
 }
 
-/// A configured downstream API (SPEC §6).
+/// A configured downstream API (behaviour §6).
 public struct DownstreamAPI: Sendable, Equatable {
     /// Base URL without a trailing slash, e.g. `https://graph.microsoft.com/v1.0`.
     public var baseURL: String

@@ -1,7 +1,7 @@
 import Foundation
 import IdentityCore
 
-/// A setting that cannot be used; start-up stops with this one line (SPEC §8).
+/// A setting that cannot be used; start-up stops with this one line (behaviour §8).
 public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
     public let setting: String
     public let reason: String

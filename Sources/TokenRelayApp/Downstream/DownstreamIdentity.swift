@@ -1,7 +1,7 @@
 import HTTPCommon
 import IdentityCore
 
-/// Whose token a downstream call carries (SPEC §6), from exactly one identity header:
+/// Whose token a downstream call carries (behaviour §6), from exactly one identity header:
 /// `X-Account-Id` (a held account, silent acquisition), `X-App-Only: true` (the service's own
 /// app token for the API's `app_scopes`), or `X-On-Behalf-Of-Assertion` (the caller's incoming
 /// user token, exchanged on-behalf-of for the API's delegated `scopes`).
@@ -92,7 +92,7 @@ enum DownstreamIdentity: Sendable, Equatable {
 }
 
 extension DownstreamAPI {
-    /// `app_scopes`, else `{origin}/.default` of `base_url` (SPEC §11).
+    /// `app_scopes`, else `{origin}/.default` of `base_url` (behaviour §11).
     var effectiveAppScopes: [String] {
         if let appScopes, !appScopes.isEmpty { return appScopes }
         return [Self.origin(of: baseURL) + "/.default"]

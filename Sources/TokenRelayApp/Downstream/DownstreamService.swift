@@ -4,7 +4,7 @@ import HTTPCommon
 import IdentityCore
 
 /// Calls a configured downstream API for an account, as the app, or on behalf of a caller's
-/// user (SPEC §6; `DownstreamIdentity`): acquires the token (§2), calls
+/// user (behaviour §6; `DownstreamIdentity`): acquires the token (§2), calls
 /// the API with `Authorization: Bearer`, passes the method, query, body and safe headers
 /// through, and relays the API's answer. A claims challenge (401 `insufficient_claims`) is
 /// answered by one more acquisition with those claims, never a loop.
@@ -15,14 +15,14 @@ struct DownstreamService: Sendable {
     let http: RetryingHTTPClient
     let maxAttempts: Int
     let maxRetryAfterSeconds: Int
-    /// Retry-After answers of the APIs, per (api, identity, path) (SPEC §5, §12 Downstream);
+    /// Retry-After answers of the APIs, per (api, identity, path) (behaviour §5, §12 Downstream);
     /// shared with ``SilentAcquisition/throttles``, which forgets an account's entries.
     let throttle: ThrottleMemory
 
-    /// Methods relayed (SPEC §6 `{ANY}`); HEAD is routed with GET.
+    /// Methods relayed (behaviour §6 `{ANY}`); HEAD is routed with GET.
     static let relayedMethods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
     /// Methods that are not idempotent (RFC 9110 §9.2.2): retried only on 429, on 503 with
-    /// Retry-After, or when no byte of the request was sent (SPEC §5).
+    /// Retry-After, or when no byte of the request was sent (behaviour §5).
     static let nonIdempotentMethods: Set<String> = ["POST", "PATCH"]
 
     /// Request headers passed to the API; everything else (hop-by-hop, the caller's
@@ -127,7 +127,7 @@ struct DownstreamService: Sendable {
         switch (final.last, final.decision) {
         case (.success(var response), .giveUp(let retryAfter)):
             if response.status == 429 { http.metrics.increment("tokenrelay_throttled_total", ["target": "downstream", "reason": "upstream"]) }
-            // SPEC §12 Downstream: a 429 or 503 without Retry-After gets the backoff we would have used.
+            // behaviour §12 Downstream: a 429 or 503 without Retry-After gets the backoff we would have used.
             if (response.status == 429 || response.status == 503) && response.headers["Retry-After"] == nil {
                 response.headers.set("Retry-After", String(max(1, retryAfter ?? 1)))
             }
@@ -144,7 +144,7 @@ struct DownstreamService: Sendable {
     /// The downstream APIs' client: the retry loop behind this service's throttle memory.
     var upstream: ThrottledHTTPClient { ThrottledHTTPClient(retrying: http, memory: throttle) }
 
-    /// 429 `throttled` for a call the throttle memory held back: nothing was sent (SPEC §5, §12
+    /// 429 `throttled` for a call the throttle memory held back: nothing was sent (behaviour §5, §12
     /// Downstream: a problem, not a relayed answer).
     private static func heldBack(_ call: Call, _ held: ThrottledHTTPClient.HeldBack) -> Problem {
         Problem.throttled("'\(call.api)' asked to wait before this resource is called again.", retryAfterSeconds: held.remainingSeconds)

@@ -20,7 +20,7 @@ final class AppHTTPHandler: HTTPHandler {
     private let services: AppServices
     private let logger: Logger
     /// `tokenrelay_http_requests_total` and the duration histogram of the answers memory gives
-    /// most, resolved once (SPEC §10).
+    /// most, resolved once (behaviour §10).
     private let silentOK: Metrics.Counter
     private let healthzOK: Metrics.Counter
     private let silentDuration: Metrics.HistogramSeries
@@ -190,7 +190,7 @@ final class AppHTTPHandler: HTTPHandler {
         return response
     }
 
-    /// `client-request-id`, else `X-Correlation-ID`, else a new UUID (SPEC §8, §12). The body's
+    /// `client-request-id`, else `X-Correlation-ID`, else a new UUID (behaviour §8, §12). The body's
     /// `correlation_id` takes precedence where a route reads one.
     static func correlationId(_ headers: HTTPHeaders) -> String {
         // Most requests carry neither header: a length check per field settles that cheaply.
@@ -210,7 +210,7 @@ final class AppHTTPHandler: HTTPHandler {
 
     /// A random version-4 UUID in lower case (RFC 9562 §5.4), as `UUID().uuidString.lowercased()`
     /// gives, but from OpenSSL's DRBG drawn in batches: Foundation's `UUID()` opens, reads and
-    /// closes `/dev/urandom` on every call, a tenth of the cached silent path's cost (SPEC §10).
+    /// closes `/dev/urandom` on every call, a tenth of the cached silent path's cost (behaviour §10).
     static func newCorrelationId() -> String {
         var bytes = correlationRandomness.next16()
         bytes[6] = bytes[6] & 0x0F | 0x40

@@ -177,7 +177,7 @@ struct JSONBody: Sendable {
         return seconds
     }
 
-    /// A claims request given as a JSON object or as JSON text (SPEC §1).
+    /// A claims request given as a JSON object or as JSON text (behaviour §1).
     func claims(_ field: String) throws(Problem) -> String? {
         switch members[field] {
         case nil, .null?: return nil

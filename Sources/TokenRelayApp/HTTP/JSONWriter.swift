@@ -5,7 +5,7 @@ import IdentityCore
 /// Encodes response bodies. Keys are sorted so answers are stable byte for byte.
 ///
 /// `JSONValue` is written by hand rather than through `JSONEncoder` (about 20 µs for a token
-/// answer, a quarter of the cached silent path, SPEC §10). The bytes are the ones
+/// answer, a quarter of the cached silent path, behaviour §10). The bytes are the ones
 /// `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` produced before: keys in UTF-8
 /// byte order; strings escaped per RFC 8259 §7 (`\"`, `\\`, `\b \f \n \r \t`, other controls
 /// as `\u00xx`, everything else as UTF-8); integral numbers without a fraction.
@@ -84,7 +84,7 @@ enum JSONWriter {
     /// Whether some byte needs escaping. A `Span` (safe, bounds-checked) scan: access tokens run
     /// to kilobytes and almost never need it. Each 64-byte block is folded without branches so
     /// the compiler can use vector instructions (a byte-at-a-time loop with an early exit was
-    /// about 7 instructions per byte, an eighth of a cached silent request; SPEC §10).
+    /// about 7 instructions per byte, an eighth of a cached silent request; behaviour §10).
     static func needsEscaping(_ bytes: Span<UInt8>) -> Bool {
         var start = 0
         while start < bytes.count {

@@ -4,7 +4,7 @@ import IdentityCore
 
 /// An RFC 9457 problem the service answers with (`application/problem+json`).
 ///
-/// `type` is `urn:tokenrelay:problem:{error}` and `error` the stable machine code (SPEC §4, §12).
+/// `type` is `urn:tokenrelay:problem:{error}` and `error` the stable machine code (behaviour §4, §12).
 /// Extra members (`field`, `suberror`, `sts_error_codes`, ...) travel in `extensions`.
 struct Problem: Error, Sendable {
     var code: ProblemCode
@@ -15,13 +15,13 @@ struct Problem: Error, Sendable {
     /// What went wrong underneath, for the log only; never rendered to the caller.
     var cause: String?
     /// The correlation id that names this answer when a route learned one the handler could not
-    /// (the body's `correlation_id`, SPEC §12).
+    /// (the body's `correlation_id`, behaviour §12).
     var correlationId: String?
     /// Who should sign in again, and for what: the handler mints the problem's `sign_in_url`
-    /// from it when it renders the answer (SPEC §12: freshly minted on every answer, replays too).
+    /// from it when it renders the answer (behaviour §12: freshly minted on every answer, replays too).
     var signInHint: SignInHint?
     /// Set for the STS's policy answers (MFA, consent, conditional access) that the UI-required
-    /// memory may replay (SPEC §5); never for TokenRelay's own refusals.
+    /// memory may replay (behaviour §5); never for TokenRelay's own refusals.
     var replayable = false
 
     init(_ code: ProblemCode, _ detail: String, status: Int? = nil, extensions: [String: JSONValue] = [:], headers: HTTPHeaders = HTTPHeaders()) {
@@ -41,14 +41,14 @@ struct Problem: Error, Sendable {
         Problem(.accountNotFound, "No account matches the given identifier.")
     }
 
-    /// 503 `upstream_unavailable` with `Retry-After` (SPEC §12: always carried).
+    /// 503 `upstream_unavailable` with `Retry-After` (behaviour §12: always carried).
     static func unavailable(_ detail: String, retryAfterSeconds: Int) -> Problem {
         var headers = HTTPHeaders()
         headers.set("Retry-After", String(retryAfterSeconds))
         return Problem(.upstreamUnavailable, detail, extensions: ["retry_after_s": .number(Double(retryAfterSeconds))], headers: headers)
     }
 
-    /// 429 `throttled` with `Retry-After` and `retry_after_s` (SPEC §4, §12: always carried).
+    /// 429 `throttled` with `Retry-After` and `retry_after_s` (behaviour §4, §12: always carried).
     static func throttled(_ detail: String, retryAfterSeconds: Int) -> Problem {
         var headers = HTTPHeaders()
         headers.set("Retry-After", String(retryAfterSeconds))

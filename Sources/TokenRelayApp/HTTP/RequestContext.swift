@@ -1,18 +1,18 @@
 import Foundation
 
 /// Per-request facts every layer may need: the correlation id sent to the STS and echoed back,
-/// the deadline (SPEC §5: `Request-Timeout` or `TOKENRELAY_REQUEST_TIMEOUT_S`), and the caller.
+/// the deadline (behaviour §5: `Request-Timeout` or `TOKENRELAY_REQUEST_TIMEOUT_S`), and the caller.
 struct RequestContext: Sendable {
     let correlationId: String
     /// Absolute deadline.
     let deadline: Date
     /// The API key id of the caller, `bootstrap`, or nil on open routes.
     var caller: String?
-    /// The caller's tenant and scope limits (SPEC §12 Permissions); unrestricted on open routes.
+    /// The caller's tenant and scope limits (behaviour §12 Permissions); unrestricted on open routes.
     var access: KeyAccess
     /// The least time (seconds) one upstream attempt gets, even past `deadline`: a refresh-token
     /// redemption cut short after it was sent may have rotated the token at the STS, and the
-    /// rotated token would be lost (SPEC §1 strict rotation). The caller still gets its answer
+    /// rotated token would be lost (behaviour §1 strict rotation). The caller still gets its answer
     /// at `deadline`; the attempt finishes in the background. 0: the deadline bounds every attempt.
     var minimumAttemptSeconds: Double = 0
     /// No upstream attempt runs past this, whatever `minimumAttemptSeconds` says: a refresh-token
@@ -41,6 +41,6 @@ struct RequestContext: Sendable {
     /// Seconds left before the deadline (negative once it passed).
     var remainingSeconds: Double { deadline.timeIntervalSinceNow }
 
-    /// Whether `correlationId` may be sent to the STS as `client-request-id` (only a GUID may, SPEC §12).
+    /// Whether `correlationId` may be sent to the STS as `client-request-id` (only a GUID may, behaviour §12).
     var correlationIdIsGUID: Bool { UUID(uuidString: correlationId) != nil }
 }

@@ -4,7 +4,7 @@ import HTTPCommon
 /// `/v1/downstream/{api}/{path...}` (the last form takes the rest of the path, several segments).
 ///
 /// Unknown paths are 404 `not_found`; a known path with another method is 405 with `Allow`
-/// (SPEC §12 Problems).
+/// (behaviour §12 Problems).
 struct Router: Sendable {
     enum Segment: Sendable, Equatable {
         case literal(String)
@@ -34,7 +34,7 @@ struct Router: Sendable {
     /// Path → method → route for templates without parameters that no earlier route with the
     /// same method also matches: ``match(method:path:)`` finds them with one dictionary lookup
     /// instead of splitting the path and binding every template (a tenth of a cached silent
-    /// request, SPEC §10). Every other request takes the general walk, with the same result.
+    /// request, behaviour §10). Every other request takes the general walk, with the same result.
     private var exact: [String: [String: Route]] = [:]
 
     /// Registers `handler` for `method` on `template`.
@@ -120,7 +120,7 @@ struct Router: Sendable {
     }
 }
 
-/// Who may call a route (SPEC §11, §12 Permissions).
+/// Who may call a route (behaviour §11, §12 Permissions).
 enum RouteAccess: Sendable, Equatable {
     /// No API key: health, readiness, metrics, the sign-in callback.
     case open

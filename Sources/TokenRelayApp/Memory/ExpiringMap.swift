@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Keys each held until a time of their own, at most `capacity` of them: the one shape under
-/// this replica's short-lived memories (SPEC §12 Memories and replicas: UI-required, declined
+/// this replica's short-lived memories (behaviour §12 Memories and replicas: UI-required, declined
 /// scopes, throttle; and the account, API-key, grant-token and OpenID caches), so that expiry,
 /// the bound and the locking are written and tested once.
 ///

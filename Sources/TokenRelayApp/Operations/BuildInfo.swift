@@ -1,7 +1,7 @@
 import Foundation
 
 /// What build this binary is, for `version` and `releaseId` in `/healthz` and `/readyz`
-/// (SPEC §8; draft-inadarei-api-health-check-06 §3.2 "version" and §3.3 "releaseId").
+/// (behaviour §8; draft-inadarei-api-health-check-06 §3.2 "version" and §3.3 "releaseId").
 ///
 /// The commit comes from `Operations/release-id`, written by `scripts/release-id` at `make build`
 /// and compiled in (`.embedInCode` in Package.swift, SwiftPM 5.9+): nothing beside the binary

@@ -2,7 +2,7 @@ import Foundation
 import IdentityCore
 import Synchronization
 
-/// The health of TokenRelay's own confidential-client credential (SPEC §12 Problems, Health):
+/// The health of TokenRelay's own confidential-client credential (behaviour §12 Problems, Health):
 /// the STS's last rejection of it (AADSTS7000215, 7000222, 700016, ...) and when it expires.
 /// Either turns readiness to `warn` (still HTTP 200) and shows in `/metrics`.
 ///

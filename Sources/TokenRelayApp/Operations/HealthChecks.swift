@@ -5,7 +5,7 @@ import PostgresBridge
 
 /// Liveness and readiness in the shape of the IETF "Health Check Response Format for HTTP APIs"
 /// draft (`application/health+json`): `status` pass|warn|fail, `version`, `releaseId`, and
-/// `checks` whose values are arrays of objects (SPEC §8, §12 Health), for both probes.
+/// `checks` whose values are arrays of objects (behaviour §8, §12 Health), for both probes.
 struct HealthChecks: Sendable {
     static let version = BuildInfo.version
     static let releaseId = BuildInfo.releaseId
@@ -14,13 +14,13 @@ struct HealthChecks: Sendable {
     let migrator: Migrator?
     let keyRing: KeyRing
     /// Key usage: each readiness probe flushes the encryption counts and warns past
-    /// ``rotationThreshold`` (SPEC §12 Encryption keys).
+    /// ``rotationThreshold`` (behaviour §12 Encryption keys).
     var ciphertexts: CiphertextStore? = nil
 
     /// Encryptions under one key after which readiness warns to rotate: 2^31, far below the
     /// 2^32 random 96-bit nonces NIST SP 800-38D §8.3 allows per AES-GCM key.
     static let rotationThreshold: Int64 = 1 << 31
-    /// The client credential's rejection and expiry warnings (SPEC §12 Health).
+    /// The client credential's rejection and expiry warnings (behaviour §12 Health).
     var credential: CredentialHealth? = nil
     /// When the service started (the checks are built at start-up), for the `uptime` check.
     var started = ContinuousClock.now

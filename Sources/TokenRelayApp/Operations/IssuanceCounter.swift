@@ -2,9 +2,9 @@ import Foundation
 import Synchronization
 
 /// Counts token answers per (API key, account) in this replica's memory and writes them to
-/// `token_issuance_counts` in batches (SPEC §12 Audit: "never a write per request").
+/// `token_issuance_counts` in batches (behaviour §12 Audit: "never a write per request").
 ///
-/// ``record(keyId:accountId:)`` runs on the cached fast path (SPEC §10): one lock and one
+/// ``record(keyId:accountId:)`` runs on the cached fast path (behaviour §10): one lock and one
 /// dictionary update, no I/O. A flush swaps the tallies out and adds them with one UPSERT per
 /// batch; a failed flush puts them back for the next try. At most ``capacity`` distinct pairs
 /// are held: beyond that, answers for new pairs are counted in `tokenrelay_issuance_dropped_total`

@@ -1,4 +1,4 @@
-/// Writes the token issuance counts (SPEC §12 Audit) every `intervalSeconds`, and once more when
+/// Writes the token issuance counts (behaviour §12 Audit) every `intervalSeconds`, and once more when
 /// stopped, so what was counted before a graceful shutdown is not lost.
 struct IssuanceFlusher: Service {
     let counter: IssuanceCounter

@@ -1,7 +1,7 @@
 import Foundation
 import IdentityCore
 
-/// Refresh-token keep-alive (SPEC §11 `TOKENRELAY_KEEPALIVE_AFTER_DAYS`, §12 Time in tests):
+/// Refresh-token keep-alive (behaviour §11 `TOKENRELAY_KEEPALIVE_AFTER_DAYS`, §12 Time in tests):
 /// redeems the refresh token of accounts idle for that many days so it does not die of
 /// inactivity (AADSTS700082 after 90 days, "Refresh tokens in the Microsoft identity platform").
 ///

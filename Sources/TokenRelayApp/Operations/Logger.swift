@@ -4,7 +4,7 @@ import Synchronization
 /// Structured JSON logs, one line per event on standard error, with dotted keys
 /// (`request.id`, `account.id`, `sts.error_codes`). Values under secret-looking keys are masked
 /// before they are written, so a token, secret, code, assertion or API key never reaches a log
-/// (SPEC §7); usernames only when `log_pii` is on.
+/// (behaviour §7); usernames only when `log_pii` is on.
 public struct Logger: Sendable {
     let level: LogLevel
     let logPII: Bool

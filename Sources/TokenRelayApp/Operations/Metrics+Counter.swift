@@ -2,7 +2,7 @@ import Synchronization
 
 extension Metrics {
     /// One counter series (name and labels resolved once) that hot paths bump without a lock
-    /// or label rendering (SPEC §10). `/metrics` shows it like any other series, and only once
+    /// or label rendering (behaviour §10). `/metrics` shows it like any other series, and only once
     /// it is non-zero, as a series incremented through ``Metrics/increment(_:_:by:)`` is.
     public final class Counter: Sendable {
         private let count = Atomic<UInt64>(0)
@@ -19,7 +19,7 @@ extension Metrics {
 
 extension Metrics {
     /// One histogram series (name and labels resolved once) that hot paths observe without a
-    /// lock or label rendering (SPEC §10): one atomic add for the bucket the value falls in, one
+    /// lock or label rendering (behaviour §10): one atomic add for the bucket the value falls in, one
     /// for the sum in nanoseconds (the count is the buckets' total); `/metrics` makes the buckets cumulative
     /// and adds the series to any of the same name and labels. (A lock here, shared by every
     /// server thread, cost more under load than the whole answer's JSON.)

@@ -1,5 +1,5 @@
 extension Metrics {
-    /// Help lines of the replica, lock and pool series (SPEC §8 `/metrics`).
+    /// Help lines of the replica, lock and pool series (behaviour §8 `/metrics`).
     func describeOperations() {
         describe(
             "tokenrelay_refresh_total", "counter",

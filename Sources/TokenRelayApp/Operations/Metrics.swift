@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Prometheus counters and histograms for `/metrics` (SPEC §8), kept in this process.
+/// Prometheus counters and histograms for `/metrics` (behaviour §8), kept in this process.
 ///
 /// Labels are bounded: routes are templates, never raw paths; outcomes are short codes.
 public final class Metrics: Sendable {
@@ -35,7 +35,7 @@ public final class Metrics: Sendable {
 
     private let state = Mutex(State())
     /// `tokenrelay_token_cache_total{outcome="hit",layer="memory"}`, bumped on every cached
-    /// silent answer and so resolved once (SPEC §10).
+    /// silent answer and so resolved once (behaviour §10).
     public let memoryCacheHits = Counter()
     /// Gauges computed when scraped (pool use, cache size).
     private let gauges: Mutex<[@Sendable () -> [(name: String, labels: [String: String], value: Double)]]> = Mutex([])

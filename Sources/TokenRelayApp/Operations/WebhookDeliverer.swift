@@ -5,13 +5,13 @@ import HTTPCommon
 import IdentityCore
 import PostgresBridge
 
-/// Delivers account events to `TOKENRELAY_WEBHOOK_URL` (SPEC §12 Webhooks and events): each event
+/// Delivers account events to `TOKENRELAY_WEBHOOK_URL` (behaviour §12 Webhooks and events): each event
 /// as a JSON POST signed with `TokenRelay-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`,
 /// in outbox order, at least once (a receiver dedupes on the event `id`, which never changes).
 ///
 /// One replica delivers at a time: the one holding the `webhook` job lease (`JobLeaseStore`,
 /// ADR 0007). A batch reads the oldest undelivered events in one statement, then POSTs each with
-/// no connection, transaction or lock held (SPEC §8) and marks it delivered after its 2xx in one
+/// no connection, transaction or lock held (behaviour §8) and marks it delivered after its 2xx in one
 /// statement. The lease is renewed before every POST; when that fails (another replica took it
 /// over) the batch stops. The first failure ends the batch, so a later event never overtakes an
 /// earlier one; the next batch waits an exponential backoff with jitter (IdentityCore's

@@ -3,7 +3,7 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 
-/// `GET /v1/accounts`, `GET /v1/accounts/{account_id}`, `DELETE /v1/accounts/{account_id}` (SPEC §3).
+/// `GET /v1/accounts`, `GET /v1/accounts/{account_id}`, `DELETE /v1/accounts/{account_id}` (behaviour §3).
 enum AccountRoutes {
     static let listParameters: Set<String> = ["username", "tenant_id", "cursor", "limit"]
 
@@ -58,7 +58,7 @@ enum AccountRoutes {
                     return HTTPResponse(status: 204)
                 }
             }
-            // Signs out in TokenRelay only; nothing is revoked at Microsoft (SPEC §12 Accounts).
+            // Signs out in TokenRelay only; nothing is revoked at Microsoft (behaviour §12 Accounts).
             let deleted = try await services.store.deleteAccount(id: accountId, actor: request.context.caller)
             // Forgotten before anything else can fail, so this replica never serves a deleted account.
             services.tokens.forgetInMemory(accountId)

@@ -15,7 +15,7 @@ struct AppServices: Sendable {
     let health: HealthChecks
     let metrics: Metrics
     let audit: AuditStore
-    /// Token answers per (key, account), written in batches (SPEC §12 Audit). Always set by
+    /// Token answers per (key, account), written in batches (behaviour §12 Audit). Always set by
     /// `AppDependencies`; optional only so that the routes' `issuance?.record` stays as it is
     /// while the request-pipeline change is under way.
     let issuance: IssuanceCounter?

@@ -1,7 +1,7 @@
 import HTTPCommon
 
 /// `{GET,HEAD,POST,PUT,PATCH,DELETE} /v1/downstream/{api}/{path}` with one identity header:
-/// `X-Account-Id`, `X-App-Only: true` or `X-On-Behalf-Of-Assertion` (SPEC §6, §12 Downstream).
+/// `X-Account-Id`, `X-App-Only: true` or `X-On-Behalf-Of-Assertion` (behaviour §6, §12 Downstream).
 enum DownstreamRoutes {
     static func register(on router: inout Router, _ services: AppServices) {
         router.add(DownstreamService.relayedMethods, "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall)) { request in

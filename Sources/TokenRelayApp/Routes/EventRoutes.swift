@@ -2,7 +2,7 @@ import CryptoBridge
 import HTTPCommon
 import IdentityCore
 
-/// `GET /v1/events?cursor=&limit=` (SPEC §12 Webhooks and events): account events in the order
+/// `GET /v1/events?cursor=&limit=` (behaviour §12 Webhooks and events): account events in the order
 /// they happened, paged by an opaque cursor.
 enum EventRoutes {
     static let parameters: Set<String> = ["cursor", "limit"]

@@ -1,7 +1,7 @@
 import HTTPCommon
 import IdentityCore
 
-/// `POST /v1/tokens/app` and `POST /v1/tokens/on-behalf-of` (SPEC §2, §12 Token requests).
+/// `POST /v1/tokens/app` and `POST /v1/tokens/on-behalf-of` (behaviour §2, §12 Token requests).
 enum GrantTokenRoutes {
     static let appFields: Set<String> = ["scopes", "resource", "tenant_id", "authority", "force_refresh", "min_ttl_s", "correlation_id"]
     static let onBehalfOfFields: Set<String> = ["assertion", "scopes", "resource", "authority", "force_refresh", "min_ttl_s", "correlation_id"]
@@ -62,7 +62,7 @@ enum GrantTokenRoutes {
         }
         do {
             let result = try await acquire(context)
-            // Counted per (key, owner): `app:{tenant}` or `obo:{sha256}` (SPEC §12 Audit, owners).
+            // Counted per (key, owner): `app:{tenant}` or `obo:{sha256}` (behaviour §12 Audit, owners).
             issuance?.record(keyId: context.caller ?? "", accountId: result.token.accountId)
             var response = HTTPResponse.json(200, tokenBody(result, correlationId: context.correlationId))
             response.headers.set("client-request-id", context.correlationId)

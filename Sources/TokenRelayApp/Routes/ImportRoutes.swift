@@ -1,7 +1,7 @@
 import HTTPCommon
 import IdentityCore
 
-/// `POST /v1/accounts/import` (SPEC §3, §12 Accounts): one-time migration of an ADAL-era refresh
+/// `POST /v1/accounts/import` (behaviour §3, §12 Accounts): one-time migration of an ADAL-era refresh
 /// token. The account is known by username only until its first silent acquisition. 201 for a
 /// new account; 200 when a pending import of the same username (same cloud and tenant) took the new token.
 enum ImportRoutes {
@@ -23,11 +23,11 @@ enum ImportRoutes {
                 throw Problem.invalidRequest(field: "refresh_token", "'refresh_token' must be a non-empty token of at most 16384 bytes.")
             }
             let authority = try services.authorities.validate(try body.requiredString("authority"), field: "authority")
-            // A tenant-limited key may not plant an account in another tenant (SPEC §12 Permissions).
+            // A tenant-limited key may not plant an account in another tenant (behaviour §12 Permissions).
             try request.context.access.check(authority: authority)
             var detail: [String: JSONValue] = ["authority": .string(authority.url)]
             if let resource = try body.string("resource") {
-                // ADAL tokens were issued per resource: checked as `{resource}/.default` (SPEC §1).
+                // ADAL tokens were issued per resource: checked as `{resource}/.default` (behaviour §1).
                 let scopes: ScopeSet
                 do throws(ScopeError) {
                     scopes = try ScopeRules.requested(scopes: nil, resource: resource)

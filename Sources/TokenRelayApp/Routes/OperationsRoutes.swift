@@ -1,7 +1,7 @@
 import HTTPCommon
 import IdentityCore
 
-/// `/healthz`, `/readyz`, `/metrics` (SPEC §8); no API key.
+/// `/healthz`, `/readyz`, `/metrics` (behaviour §8); no API key.
 enum OperationsRoutes {
     static func register(on router: inout Router, _ services: AppServices) {
         // Answered by its preparation, on the server thread (the handler is never reached).

@@ -3,7 +3,7 @@ import Synchronization
 
 /// `ScopeRules.requested` remembered for the few scope lists callers actually send: the rule
 /// is a pure function, and normalising (trimming, lower-casing, sorting) cost a tenth of the
-/// cached silent path (SPEC §10). Only accepted lists are kept; a rejected one is re-checked
+/// cached silent path (behaviour §10). Only accepted lists are kept; a rejected one is re-checked
 /// every time so its error stays exact.
 final class RequestedScopes: Sendable {
     private struct Key: Hashable {

@@ -2,7 +2,7 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 
-/// `POST /v1/sign-ins` and `GET /v1/sign-ins/callback` (SPEC §3).
+/// `POST /v1/sign-ins` and `GET /v1/sign-ins/callback` (behaviour §3).
 enum SignInRoutes {
     static let startFields: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after"]
     static let prompts: Set<String> = ["select_account", "login", "consent", "none"]

@@ -2,7 +2,7 @@ import CryptoBridge
 import HTTPCommon
 import IdentityCore
 
-/// `GET /v1/sign-ins/start` (SPEC §3): the signed, API-key-free form of `POST /v1/sign-ins`
+/// `GET /v1/sign-ins/start` (behaviour §3): the signed, API-key-free form of `POST /v1/sign-ins`
 /// that problems hand out as `sign_in_url`. A valid link is used once and answers 302 straight
 /// to the authority's authorize URL.
 enum SignInStartRoutes {

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Reading a body (``JSONBody``, then ``TokenRoutes/parseSilent(_:authorities:)`` with its scope
 /// canonicalisation) is a pure function of its bytes, and was about a quarter of the
-/// instructions of a cached silent request (`BENCH_CALLGRIND=… bench/run`, SPEC §10). Only
+/// instructions of a cached silent request (`BENCH_CALLGRIND=… bench/run`, behaviour §10). Only
 /// accepted bodies without a `correlation_id` are kept (a correlation id is usually new on
 /// every request): a refused body is read afresh each time, so its problem is exact.
 final class SilentBodyMemo: Sendable {

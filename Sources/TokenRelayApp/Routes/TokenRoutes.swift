@@ -1,7 +1,7 @@
 import HTTPCommon
 import IdentityCore
 
-/// `POST /v1/tokens/silent` (SPEC §2, §12 Token requests).
+/// `POST /v1/tokens/silent` (behaviour §2, §12 Token requests).
 enum TokenRoutes {
     static let silentFields: Set<String> = [
         "account_id", "home_account_id", "username", "tenant_id", "scopes", "resource", "authority", "claims", "force_refresh",
@@ -108,7 +108,7 @@ enum TokenRoutes {
             forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL, allowPartial: try body.bool("allow_partial") ?? false)
     }
 
-    /// `scopes` or the legacy `resource` (not both), under the rules of SPEC §1.
+    /// `scopes` or the legacy `resource` (not both), under the rules of behaviour §1.
     static func requestedScopes(_ body: JSONBody) throws(Problem) -> ScopeSet {
         if body.has("scopes") && body.has("resource") {
             throw Problem(.invalidScope, "Give 'scopes' or the legacy 'resource', not both.", extensions: ["field": .string("resource")])
@@ -125,7 +125,7 @@ enum TokenRoutes {
         }
     }
 
-    /// The token answer (SPEC §2 response 200) as JSON bytes, written without building and sorting
+    /// The token answer (behaviour §2 response 200) as JSON bytes, written without building and sorting
     /// a dictionary: the members are fixed and listed here in sorted order.
     static func tokenBody(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> [UInt8] {
         var out: [UInt8] = []

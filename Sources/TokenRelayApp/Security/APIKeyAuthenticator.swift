@@ -6,7 +6,7 @@ import Foundation
 struct Caller: Sendable {
     let keyId: String
     let permissions: Set<Permission>
-    /// Tenants and scope patterns the key is limited to (SPEC §12 Permissions).
+    /// Tenants and scope patterns the key is limited to (behaviour §12 Permissions).
     var access: KeyAccess = .unrestricted
     /// The key's token bucket when `TOKENRELAY_RATE_LIMIT_PER_KEY` is set.
     var bucket: RateBucket?
@@ -22,7 +22,7 @@ struct Caller: Sendable {
     }
 }
 
-/// Checks `Authorization: Bearer trk_<keyid>_<secret>` (SPEC §7, §12): keys are stored as the
+/// Checks `Authorization: Bearer trk_<keyid>_<secret>` (behaviour §7, §12): keys are stored as the
 /// SHA-256 of the secret and compared in constant time. The bootstrap key
 /// (`TOKENRELAY_BOOTSTRAP_API_KEY`) is an admin key held only in memory. Looked-up keys are
 /// remembered for a short time so a hot caller costs no database round trip.
@@ -182,7 +182,7 @@ final class APIKeyAuthenticator: Sendable {
     static func bearerToken(_ authorization: String?) -> String? {
         guard let authorization else { return nil }
         // The usual `Bearer <token>` without stray whitespace, read without allocating
-        // (the cached token path, SPEC §10); any other spelling takes the general rule below.
+        // (the cached token path, behaviour §10); any other spelling takes the general rule below.
         let utf8 = authorization.utf8
         let bytes = utf8.span
         if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == Self.bearer[$0] }),
@@ -204,7 +204,7 @@ final class APIKeyAuthenticator: Sendable {
         let keyId = String(rest[..<underscore])
         let secret = String(rest[rest.index(after: underscore)...])
         // Checked on UTF-8 bytes (all ASCII, so bytes are characters): per-`Character` checks
-        // showed on the cached token path (SPEC §10).
+        // showed on the cached token path (behaviour §10).
         guard keyId.utf8.count >= 8,
             keyId.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }),
             !secret.isEmpty

@@ -1,6 +1,6 @@
 import IdentityCore
 
-/// What an API key may reach besides its permissions (SPEC §7, §12 Permissions): the tenants
+/// What an API key may reach besides its permissions (behaviour §7, §12 Permissions): the tenants
 /// whose accounts it sees and the scopes it may ask for. Empty lists mean no limit.
 ///
 /// An account outside the key's tenants is invisible (404, `DELETE` 204 no-op, left out of
@@ -27,7 +27,7 @@ struct KeyAccess: Sendable, Equatable {
     var visibleTenants: [String]? { limitsTenants ? tenants.sorted() : nil }
 
     /// The tenants an account belongs to for the key's tenant limit: its realm and every tenant
-    /// profile (a guest in several tenants; SPEC §12 Accounts: "per-key tenant limits match any
+    /// profile (a guest in several tenants; behaviour §12 Accounts: "per-key tenant limits match any
     /// profile"). `TokenStore.listAccounts(visibleTenants:)` matches the same set in SQL.
     static func tenants(of account: AccountRecord) -> [String] {
         [account.realm] + account.tenantProfiles.map(\.realm)
@@ -50,7 +50,7 @@ struct KeyAccess: Sendable, Equatable {
 
     /// Whether `scope` (canonical: Graph scopes short, others full URIs) matches a pattern, in its
     /// canonical or full-URI form (`User.Read` and `https://graph.microsoft.com/User.Read` are one
-    /// scope, SPEC §1).
+    /// scope, behaviour §1).
     func allows(scope: String) -> Bool {
         if scopePatterns.isEmpty { return true }
         let short = scope.lowercased()

@@ -5,7 +5,7 @@ public struct KeyRingError: Error, CustomStringConvertible, Sendable {
     public let description: String
 }
 
-/// The encryption key ring (SPEC §7, §11): `id1:base64key,id2:base64key`. The first key encrypts;
+/// The encryption key ring (behaviour §7, §11): `id1:base64key,id2:base64key`. The first key encrypts;
 /// every key decrypts, so rotation is `[new, old]` then `token-relay encryption rotate`.
 public struct KeyRing: Sendable {
     public struct Key: Sendable {

@@ -1,6 +1,6 @@
 import IdentityCore
 
-/// `token-relay encryption rotate` (SPEC §7, §12 Encryption keys): re-encrypts every ciphertext
+/// `token-relay encryption rotate` (behaviour §7, §12 Encryption keys): re-encrypts every ciphertext
 /// under the ring's first key, in batches of short transactions, while the service serves.
 ///
 /// Run it after every replica serves with the ring `[new, old]`; when it reports

@@ -1,4 +1,4 @@
-/// What an API key may do (SPEC §7, §12 Permissions).
+/// What an API key may do (behaviour §7, §12 Permissions).
 public enum Permission: String, Sendable, CaseIterable {
     case tokensAcquire = "tokens:acquire"
     case accountsRead = "accounts:read"
@@ -7,7 +7,7 @@ public enum Permission: String, Sendable, CaseIterable {
     case admin
 }
 
-/// SPEC §12 Permissions as a table: which permission a route needs, from its method and path
+/// behaviour §12 Permissions as a table: which permission a route needs, from its method and path
 /// template. Routes declare their access when they register; a test checks every registered
 /// route against this table, so a new route (e.g. `POST /v1/tokens/app`, `GET /v1/events`,
 /// `POST /v1/accounts/import`) needs no change here unless it opens a new family.
@@ -17,7 +17,7 @@ enum RoutePermissions {
         ("*", "/healthz", .open),
         ("*", "/readyz", .open),
         ("*", "/metrics", .open),
-        // The callback is the registered redirect URI; `start` URLs are signed (SPEC §3).
+        // The callback is the registered redirect URI; `start` URLs are signed (behaviour §3).
         ("*", "/v1/sign-ins/callback", .open),
         ("*", "/v1/sign-ins/start", .open),
         ("*", "/v1/tokens/", .requires(.tokensAcquire)),
@@ -30,7 +30,7 @@ enum RoutePermissions {
         ("*", "/v1/encryption", .requires(.admin)),
     ]
 
-    /// The access SPEC §12 gives `method` on `template`; `admin` for anything the table does not
+    /// The access behaviour §12 gives `method` on `template`; `admin` for anything the table does not
     /// name (a route nobody classified is closed, not open).
     static func access(method: String, template: String) -> RouteAccess {
         for row in table where row.method == "*" || row.method == method {

@@ -2,7 +2,7 @@ import Foundation
 import HTTPCommon
 import Synchronization
 
-/// One API key's request budget in this replica (`TOKENRELAY_RATE_LIMIT_PER_KEY`, SPEC §11): a
+/// One API key's request budget in this replica (`TOKENRELAY_RATE_LIMIT_PER_KEY`, behaviour §11): a
 /// token bucket refilled at `rate` requests per second, holding at most `rate` (at least one)
 /// so a key may burst one second's worth. Each key has its own bucket and lock, so keys never
 /// contend with each other; the limit applies per replica.

@@ -1,7 +1,7 @@
 import CryptoBridge
 import Synchronization
 
-/// What a ciphertext is bound to (SPEC §7): additional authenticated data made of the owner,
+/// What a ciphertext is bound to (behaviour §7): additional authenticated data made of the owner,
 /// the token kind and the client id, so that a row copied onto another account fails to open.
 struct SealingContext: Sendable {
     enum Kind: String, Sendable {
@@ -31,7 +31,7 @@ struct TokenCipherError: Error, CustomStringConvertible {
 /// AES-256-GCM envelope over the key ring: the first key seals, the stored key id opens.
 ///
 /// Copies share one ring (replaced on SIGHUP by ``reload(_:)``) and one count of encryptions per
-/// key id not yet written to `encryption_key_usage` (SPEC §12 Encryption keys).
+/// key id not yet written to `encryption_key_usage` (behaviour §12 Encryption keys).
 struct TokenCipher: Sendable {
     private let shared: Shared
 

@@ -1,4 +1,4 @@
-/// The syntax `redirect_after` must have before a sign-in starts (SPEC §3; issue 10 item 13).
+/// The syntax `redirect_after` must have before a sign-in starts (behaviour §3; issue 10 item 13).
 ///
 /// An absolute URI of RFC 3986 §4.3 (`scheme ":" hier-part [ "?" query ]`, plus an optional
 /// `"#" fragment`, which the callback keeps after the added `account_id`) may hold only the

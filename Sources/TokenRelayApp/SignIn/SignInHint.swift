@@ -1,4 +1,4 @@
-/// What a `sign_in_url` asks for: the same parameters as `POST /v1/sign-ins` (SPEC §3), filled
+/// What a `sign_in_url` asks for: the same parameters as `POST /v1/sign-ins` (behaviour §3), filled
 /// from the account and the request that needs interaction.
 struct SignInHint: Sendable, Equatable {
     /// The account's username (`login_hint`); nil when unknown.

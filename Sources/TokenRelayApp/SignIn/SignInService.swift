@@ -5,7 +5,7 @@ import IdentityCore
 /// Sign-in with the authorization code flow and PKCE (RFC 6749 §4.1, RFC 7636 S256, OpenID
 /// Connect Core §3.1): `start` mints state, nonce and verifier and returns the authorize URL;
 /// `complete` checks the state once, redeems the code, validates the id_token and stores the
-/// account with its tokens (SPEC §3).
+/// account with its tokens (behaviour §3).
 struct SignInService: Sendable {
     let store: TokenStore
     let sts: STSClient
@@ -23,7 +23,7 @@ struct SignInService: Sendable {
     /// Mints and checks the signed `GET /v1/sign-ins/start` links problems carry as `sign_in_url`.
     var links: SignInStartLinks? = nil
 
-    /// A sign-in lives 10 minutes (SPEC §3).
+    /// A sign-in lives 10 minutes (behaviour §3).
     static let lifetimeSeconds = 600
 
     struct StartRequest: Sendable {
@@ -34,7 +34,7 @@ struct SignInService: Sendable {
         var claims: String?
         var redirectAfter: String?
         /// The API key id that starts it (``linkActor`` for a signed start link), named in the
-        /// audit row of its completion (SPEC §12 Audit).
+        /// audit row of its completion (behaviour §12 Audit).
         var startedBy: String? = nil
     }
 
@@ -164,7 +164,7 @@ struct SignInService: Sendable {
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
             refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor)
         forgetInMemory(account.accountId)
-        // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, SPEC §7).
+        // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, behaviour §7).
         logger.info(
             "sign_in.completed",
             [
@@ -230,7 +230,7 @@ struct SignInService: Sendable {
         }
     }
 
-    /// The non-secret standard claims kept with the account (SPEC §12 Accounts).
+    /// The non-secret standard claims kept with the account (behaviour §12 Accounts).
     static func publicClaims(_ claims: IDTokenClaims) -> String {
         let keep: Set<String> = [
             "iss", "tid", "oid", "sub", "preferred_username", "name", "emails", "email", "given_name", "family_name", "ver", "idp", "tfp", "acr", "iat",

@@ -1,7 +1,7 @@
 import CryptoBridge
 import Foundation
 
-/// Signed `GET /v1/sign-ins/start` URLs (SPEC §3, §12 Problems: `sign_in_url`).
+/// Signed `GET /v1/sign-ins/start` URLs (behaviour §3, §12 Problems: `sign_in_url`).
 ///
 /// The query holds the sign-in parameters, `expires` (unix seconds, at most 10 minutes ahead),
 /// a random `nonce` (so two links minted in the same second differ) and `sig`: base64url
@@ -11,12 +11,12 @@ import Foundation
 /// the first key and accepted under any key of the ring (a rotation does not break links in
 /// flight). Single use is enforced by the caller through the database (`TokenStore`).
 struct SignInStartLinks: Sendable {
-    /// A link is valid this long (seconds), the lifetime of a sign-in (SPEC §3).
+    /// A link is valid this long (seconds), the lifetime of a sign-in (behaviour §3).
     static let lifetimeSeconds = 600
     /// The parameters a link may carry besides `sig`.
     static let parameters: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "expires", "nonce"]
 
-    /// The key ring in use now (SIGHUP replaces it, SPEC §11): a key dropped from it stops
+    /// The key ring in use now (SIGHUP replaces it, behaviour §11): a key dropped from it stops
     /// signing and verifying links at once.
     private let ring: @Sendable () -> KeyRing
     private let baseURL: @Sendable () -> String

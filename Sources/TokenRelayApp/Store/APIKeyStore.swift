@@ -1,7 +1,7 @@
 import Foundation
 import PostgresBridge
 
-/// A stored API key (SPEC §7): only the SHA-256 of its secret is kept.
+/// A stored API key (behaviour §7): only the SHA-256 of its secret is kept.
 struct APIKeyRecord: Sendable {
     let keyId: String
     let name: String

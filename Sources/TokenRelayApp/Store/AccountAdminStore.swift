@@ -1,7 +1,7 @@
 import IdentityCore
 import PostgresBridge
 
-/// Account reads and deletions for `token-relay accounts` (SPEC §8): the same rows and account
+/// Account reads and deletions for `token-relay accounts` (behaviour §8): the same rows and account
 /// objects as the API, across every client id unless one is configured.
 struct AccountAdminStore: Sendable {
     let database: Database

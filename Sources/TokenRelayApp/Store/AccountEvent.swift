@@ -1,6 +1,6 @@
 import IdentityCore
 
-/// One account event (SPEC §12 Webhooks and events) as read from the outbox.
+/// One account event (behaviour §12 Webhooks and events) as read from the outbox.
 struct AccountEvent: Sendable, Equatable {
     enum Kind: String, Sendable, CaseIterable {
         case interactionRequired = "account.interaction_required"

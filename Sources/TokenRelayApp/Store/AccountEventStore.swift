@@ -37,7 +37,7 @@ struct AccountEventStore: Sendable {
     /// Up to `limit` events after `afterSeq`, oldest first.
     /// - Parameter visibleTenants: lower-cased tenants an API key is limited to (`KeyAccess`);
     ///   nil = every tenant. Matches the realm the event recorded or any tenant profile of the
-    ///   account (SPEC §12: per-key tenant limits match any profile, as `KeyAccess.sees` does).
+    ///   account (behaviour §12: per-key tenant limits match any profile, as `KeyAccess.sees` does).
     func page(afterSeq: Int64, limit: Int, visibleTenants: [String]? = nil) async throws -> [AccountEvent] {
         try await database.run { connection in
             try connection.query(

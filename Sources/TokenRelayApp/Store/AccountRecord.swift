@@ -1,7 +1,7 @@
 import Foundation
 import IdentityCore
 
-/// One signed-in user for this client (SPEC §1, §3) as stored.
+/// One signed-in user for this client (behaviour §1, §3) as stored.
 struct AccountRecord: Sendable, Equatable {
     enum State: String, Sendable {
         case active
@@ -22,12 +22,12 @@ struct AccountRecord: Sendable, Equatable {
     let idTokenClaims: String
     let createdAt: String
     let lastUsedAt: String?
-    /// Every tenant the user signed into (SPEC §12 Accounts: a guest is one account with several
+    /// Every tenant the user signed into (behaviour §12 Accounts: a guest is one account with several
     /// profiles); empty for an import not yet redeemed.
     let tenantProfiles: [TenantProfile]
     /// `idTokenClaims` parsed once here rather than on every answer that shows the account.
     let claims: JSONValue
-    /// `json` encoded once: the account part of every cached token answer (SPEC §10).
+    /// `json` encoded once: the account part of every cached token answer (behaviour §10).
     private(set) var jsonBytes: [UInt8] = []
 
     init(
@@ -57,7 +57,7 @@ struct AccountRecord: Sendable, Equatable {
         jsonBytes = JSONWriter.encode(json)
     }
 
-    /// The account object of the API (SPEC §3, §12 Accounts).
+    /// The account object of the API (behaviour §3, §12 Accounts).
     var json: JSONValue {
         .object([
             "account_id": .string(accountId),
@@ -83,7 +83,7 @@ struct AccountRecord: Sendable, Equatable {
     }
 }
 
-/// One tenant an account signed into: `{realm, local_account_id, is_home}` (SPEC §12 Accounts).
+/// One tenant an account signed into: `{realm, local_account_id, is_home}` (behaviour §12 Accounts).
 struct TenantProfile: Sendable, Equatable {
     let realm: String
     /// The user's `oid` in that tenant.

@@ -1,7 +1,7 @@
 import IdentityCore
 import PostgresBridge
 
-/// The append-only audit trail (SPEC §12 Audit): who (API key id), what, which account, the
+/// The append-only audit trail (behaviour §12 Audit): who (API key id), what, which account, the
 /// outcome and when. Never a token or secret in `detail`.
 struct AuditStore: Sendable {
     let database: Database

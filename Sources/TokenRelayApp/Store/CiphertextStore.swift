@@ -35,7 +35,7 @@ struct RotationBatch: Sendable {
     var cursor: String?
 }
 
-/// SQL of key rotation and key usage (SPEC §7, §12 Encryption keys).
+/// SQL of key rotation and key usage (behaviour §7, §12 Encryption keys).
 struct CiphertextStore: Sendable {
     let database: Database
     let clientId: String

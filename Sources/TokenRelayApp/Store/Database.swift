@@ -3,7 +3,7 @@ import PostgresBridge
 
 /// The PostgreSQL pool as the application sees it: every database failure becomes a
 /// ``StoreError`` (rendered at the edge: 503 `upstream_unavailable` with `Retry-After` when the
-/// server is unreachable, SPEC §5).
+/// server is unreachable, behaviour §5).
 struct Database: Sendable {
     let pool: PostgresPool
 

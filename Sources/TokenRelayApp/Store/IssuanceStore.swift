@@ -3,7 +3,7 @@ import IdentityCore
 import PostgresBridge
 
 /// `token_issuance_counts`: how many tokens each API key was given for each account, and when
-/// last (SPEC §12 Audit). Written only in batches by ``IssuanceCounter``.
+/// last (behaviour §12 Audit). Written only in batches by ``IssuanceCounter``.
 struct IssuanceStore: Sendable {
     let database: Database
 

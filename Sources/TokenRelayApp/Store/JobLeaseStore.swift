@@ -2,7 +2,7 @@ import PostgresBridge
 
 /// Leases of one-replica background jobs (`job_leases`, ADR 0007): the keep-alive pass and the
 /// webhook deliverer. A lease is a row, not a lock, so no transaction or connection stays open
-/// while its holder works (SPEC §8), and a holder that dies loses it when it expires.
+/// while its holder works (behaviour §8), and a holder that dies loses it when it expires.
 struct JobLeaseStore: Sendable {
     let database: Database
 

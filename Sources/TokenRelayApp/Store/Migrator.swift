@@ -2,7 +2,7 @@ import Foundation
 import PostgresBridge
 
 /// Applies `migrations/NNNN_name.sql` in order, each in its own transaction, recorded in
-/// `schema_migrations` (SPEC §8). Replicas may run it at once: every step takes a
+/// `schema_migrations` (behaviour §8). Replicas may run it at once: every step takes a
 /// transaction-scoped advisory lock and re-checks what is applied after taking it.
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import PostgresBridge
 
-/// The SQL side of cross-replica invalidation (SPEC §8, §12 Memories and replicas): every write
+/// The SQL side of cross-replica invalidation (behaviour §8, §12 Memories and replicas): every write
 /// that makes what other replicas hold in memory stale sends a `NOTIFY` inside its own
 /// transaction, so it is delivered at COMMIT and only then (PostgreSQL docs, NOTIFY).
 enum ReplicaNotifications {

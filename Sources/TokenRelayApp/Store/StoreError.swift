@@ -32,7 +32,7 @@ struct StoreError: Error, Sendable, CustomStringConvertible {
 }
 
 extension Problem {
-    /// The one mapping of a store error to the caller's problem (SPEC §4, §5), row by row:
+    /// The one mapping of a store error to the caller's problem (behaviour §4, §5), row by row:
     ///
     /// | code | problem |
     /// |---|---|

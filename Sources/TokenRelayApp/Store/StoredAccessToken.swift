@@ -1,6 +1,6 @@
 import IdentityCore
 
-/// An access-token cache entry (SPEC §1): keyed by (account, environment, realm, client_id,
+/// An access-token cache entry (behaviour §1): keyed by (account, environment, realm, client_id,
 /// target scope set), decrypted for use in this process only.
 struct StoredAccessToken: Sendable, Equatable {
     let accountId: String
@@ -35,7 +35,7 @@ extension StoredAccessToken {
 }
 
 extension StoredAccessToken {
-    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (SPEC §12); all in seconds.
+    /// Served iff `expires_on − now ≥ max(expiry_skew, min_ttl)` (behaviour §12); all in seconds.
     func isServable(now: Int, expirySkew: Int, minTTL: Int) -> Bool {
         switch TokenFreshness.evaluate(times, now: now, expirySkew: expirySkew, minTTL: minTTL) {
         case .fresh, .refreshDue: return true

@@ -2,7 +2,7 @@ import IdentityCore
 import PostgresBridge
 
 extension TokenStore {
-    /// Deletes the cached access token a resource rejected with a claims challenge (SPEC §6), unless
+    /// Deletes the cached access token a resource rejected with a claims challenge (behaviour §6), unless
     /// another request has already replaced it (its `expires_on` then differs).
     func evictAccessToken(_ token: StoredAccessToken) async throws {
         let target = ScopeSet(normalizing: token.scopes).cacheKey

@@ -2,7 +2,7 @@ import IdentityCore
 import PostgresBridge
 
 /// What the first redemption of an imported refresh token taught about its account (from
-/// `client_info` and the id_token; SPEC §3 import).
+/// `client_info` and the id_token; behaviour §3 import).
 struct LearnedIdentity: Sendable {
     let environment: String
     let homeAccountId: String
@@ -23,7 +23,7 @@ struct ImportCompletion: Sendable {
     let merged: Bool
 }
 
-/// ADAL imports (SPEC §3 `POST /v1/accounts/import`, §12 Accounts).
+/// ADAL imports (behaviour §3 `POST /v1/accounts/import`, §12 Accounts).
 extension TokenStore {
     /// Creates an account known by username only (`home_account_id` null) holding `refreshToken`,
     /// sealed before it reaches the database, and its audit row, in one transaction.
@@ -110,7 +110,7 @@ extension TokenStore {
     /// transaction holding the imported account's refresh lock.
     ///
     /// Without another account for (client_id, environment, home_account_id) the imported account
-    /// gets its identity. Otherwise it merges into that signed-in account (SPEC §12): the
+    /// gets its identity. Otherwise it merges into that signed-in account (behaviour §12): the
     /// survivor keeps its own refresh token when it has one (else takes the imported one), the
     /// new access token is sealed again for the survivor's id (the additional data binds the
     /// account id), the imported row and its ciphertexts go, and its id becomes an alias.
@@ -120,14 +120,14 @@ extension TokenStore {
     ///   - refreshToken: the refresh token the imported account holds now (after rotation).
     ///   - familyId: `foci` of the response.
     ///   - accessToken: the new token, owned by the imported account.
-    ///   - actor: the API key id of the request that redeemed it, for the audit row (SPEC §12 Audit).
+    ///   - actor: the API key id of the request that redeemed it, for the audit row (behaviour §12 Audit).
     func completeImport(
         in connection: PostgresConnection, importedId: String, identity: LearnedIdentity, refreshToken: String?, familyId: String?,
         accessToken: StoredAccessToken, actor: String
     ) throws -> ImportCompletion {
         // A sign-in of the same user may be storing this identity right now (its account row
         // written, not yet committed): wait for it, then merge into what it stored, rather than
-        // setting home_account_id into the unique index's violation (SPEC §12 Accounts).
+        // setting home_account_id into the unique index's violation (behaviour §12 Accounts).
         try Self.lockIdentity(in: connection, clientId: clientId, environment: identity.environment, homeAccountId: identity.homeAccountId)
         let survivorId = try connection.query(
             "SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id = $3 AND account_id <> $4",
@@ -171,15 +171,15 @@ extension TokenStore {
         try AuditStore.record(
             in: connection, .importMerged, actor: actor, accountId: survivorId, outcome: "merged",
             detail: ["alias_account_id": .string(importedId), "refresh_token": .string(survivorHasToken ? "kept" : "imported")])
-        // Last, as every event append (SPEC §12: in the transaction of the change it reports).
+        // Last, as every event append (behaviour §12: in the transaction of the change it reports).
         if revived { try AccountEventStore.append(in: connection, .recovered, accountId: survivorId, data: ["reason": .string("import")]) }
         return ImportCompletion(account: try account(in: connection, id: survivorId), accessToken: moved, merged: true)
     }
 
     /// Serialises every writer of one user's identity, (client_id, environment,
     /// home_account_id), the key of the accounts' unique index: a sign-in storing it and an
-    /// import's first redemption learning it (SPEC §12 Accounts). Transaction-scoped (pgbouncer
-    /// in transaction mode, SPEC §8). Taken after the imported account's refresh lock and before
+    /// import's first redemption learning it (behaviour §12 Accounts). Transaction-scoped (pgbouncer
+    /// in transaction mode, behaviour §8). Taken after the imported account's refresh lock and before
     /// any other account's: a sign-in takes it first of all, and the account an import locks
     /// first has no home_account_id yet, so no sign-in can be waiting for that lock (no cycle).
     static func lockIdentity(in connection: PostgresConnection, clientId: String, environment: String, homeAccountId: String) throws {
@@ -187,7 +187,7 @@ extension TokenStore {
             "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [.text("identity|\(clientId)|\(environment)|\(homeAccountId)")])
     }
 
-    /// Adds or refreshes one tenant profile of an account (SPEC §12: a guest has several).
+    /// Adds or refreshes one tenant profile of an account (behaviour §12: a guest has several).
     func saveTenantProfile(in connection: PostgresConnection, accountId: String, realm: String, localAccountId: String?, isHome: Bool) throws {
         _ = try connection.query(
             """

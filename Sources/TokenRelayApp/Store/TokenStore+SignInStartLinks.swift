@@ -1,6 +1,6 @@
 import PostgresBridge
 
-/// Single use of signed sign-in links across replicas (SPEC §3, migration 0002).
+/// Single use of signed sign-in links across replicas (behaviour §3, migration 0002).
 extension TokenStore {
     /// Records the use of the link whose signature hashes to `signatureHash`.
     /// - Parameters:

@@ -2,7 +2,7 @@ import Foundation
 import IdentityCore
 import PostgresBridge
 
-/// A sign-in waiting for its callback (authorization code flow with PKCE, SPEC §3).
+/// A sign-in waiting for its callback (authorization code flow with PKCE, behaviour §3).
 struct PendingSignIn: Sendable {
     let signInId: String
     let authority: String
@@ -13,7 +13,7 @@ struct PendingSignIn: Sendable {
     let redirectAfter: String?
     /// Unix seconds.
     let expiresAt: Int
-    /// Who started it, for the audit row of its completion (SPEC §12 Audit): the API key id,
+    /// Who started it, for the audit row of its completion (behaviour §12 Audit): the API key id,
     /// ``SignInService/linkActor`` for a signed start link; nil for a row an older replica wrote.
     var startedBy: String? = nil
 }
@@ -92,8 +92,8 @@ extension TokenStore {
     /// running for the account finishes first (and cannot then delete the new refresh token), and
     /// the lock comes before the account row's lock in every transaction (no deadlock). Before
     /// both, the identity's lock (``lockIdentity(in:clientId:environment:homeAccountId:)``)
-    /// serialises it with an import's first redemption of the same user (SPEC §12 Accounts).
-    /// - Parameter actor: who started the sign-in, for its audit row (SPEC §12 Audit).
+    /// serialises it with an import's first redemption of the same user (behaviour §12 Accounts).
+    /// - Parameter actor: who started the sign-in, for its audit row (behaviour §12 Audit).
     func saveSignIn(
         _ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?, actor: String
     ) async throws -> AccountRecord {
@@ -132,7 +132,7 @@ extension TokenStore {
                     ]
                 ).rows.first
             else { throw Problem(.internal, "The account could not be stored.") }
-            // A guest signing into another tenant keeps one account with one more profile (SPEC §12):
+            // A guest signing into another tenant keeps one account with one more profile (behaviour §12):
             // its home realm, oid, authority and claims stay unless this sign-in is in the home tenant.
             let accountId = Self.account(from: row).accountId
             try self.saveTenantProfile(
@@ -148,7 +148,7 @@ extension TokenStore {
             if existing?.string("state") == AccountRecord.State.interactionRequired.rawValue {
                 try AccountEventStore.append(in: connection, .recovered, accountId: record.accountId, data: ["reason": .string("sign_in")])
             }
-            // Other replicas forget their memories of the account (SPEC §12).
+            // Other replicas forget their memories of the account (behaviour §12).
             try ReplicaNotifications.send(.accountSignedIn(record.accountId), in: connection)
             return record
         }

@@ -5,7 +5,7 @@ import PostgresBridge
 /// statement. The refresh engine's own statements are in `TokenStore+Refresh.swift`.
 extension TokenStore {
     /// Serialises refreshes of one (account, client_id) across replicas until the transaction
-    /// ends. Transaction-scoped so it works through pgbouncer in transaction mode (SPEC §8).
+    /// ends. Transaction-scoped so it works through pgbouncer in transaction mode (behaviour §8).
     static func lockRefresh(in connection: PostgresConnection, accountId: String, clientId: String) throws {
         _ = try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", [.text("refresh|\(accountId)|\(clientId)")])
     }
@@ -87,7 +87,7 @@ extension TokenStore {
             token = try cipher.open(sealed, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
         } catch {
             // Never served, never sent: a key missing from the ring, or a ciphertext moved here
-            // from another row (its additional data names another account, SPEC §7).
+            // from another row (its additional data names another account, behaviour §7).
             var problem = Problem(.internal, "The stored refresh token of this account could not be decrypted; see the service log.")
             problem.cause = "token.decrypt_failed: kind=rt key_id=\(sealed.keyId) account.id=\(accountId): \(error)"
             throw problem
@@ -95,7 +95,7 @@ extension TokenStore {
         return (token, row.int("generation") ?? 0)
     }
 
-    /// Starts a new chain with a refresh token from a sign-in or an import (SPEC §3), replacing
+    /// Starts a new chain with a refresh token from a sign-in or an import (behaviour §3), replacing
     /// whatever is stored. The generation only ever grows for an account (a chain started after
     /// the old token died continues the count), so a redemption of an older generation that is
     /// still in flight is fenced out (ADR 0012); its lease is cleared so the new token can be
@@ -125,7 +125,7 @@ extension TokenStore {
     }
 
     /// The STS said the refresh token is dead (expired, revoked, idle): delete it and put the
-    /// whole account in `interaction_required` until a new sign-in (SPEC §2 step 1, §5).
+    /// whole account in `interaction_required` until a new sign-in (behaviour §2.2, §5).
     ///
     /// Only the refresh token that was sent (its `generation`, read under the lock) is deleted; if
     /// a newer one is stored, nothing changes. Returns whether the account was marked.

@@ -20,7 +20,7 @@ struct TokenStore: Sendable {
         """
 
     /// The account an id names: itself, or the survivor an imported account was merged into
-    /// (SPEC §12 Accounts: the imported `account_id` stays valid as an alias).
+    /// (behaviour §12 Accounts: the imported `account_id` stays valid as an alias).
     static let resolvedAccountId = "COALESCE((SELECT a.account_id FROM account_aliases a WHERE a.alias_account_id = $1), $1)"
 
     // MARK: Accounts
@@ -102,12 +102,12 @@ struct TokenStore: Sendable {
         try AccountEventStore.append(
             in: connection, .deleted, accountId: row.string("account_id") ?? id, realm: row.string("realm"),
             data: actor.map { ["actor": .string($0)] } ?? [:])
-        // Every replica forgets the account when this commits (SPEC §12).
+        // Every replica forgets the account when this commits (behaviour §12).
         try ReplicaNotifications.send(.accountDeleted(row.string("account_id") ?? id), in: connection)
         return true
     }
 
-    /// Writes `last_used_at` at most once per 5 minutes (SPEC §12 Accounts).
+    /// Writes `last_used_at` at most once per 5 minutes (behaviour §12 Accounts).
     func touch(accountId: String) async throws {
         _ = try await database.run { connection in
             try connection.query(
@@ -117,7 +117,7 @@ struct TokenStore: Sendable {
         }
     }
 
-    /// The SQL condition "the account has a profile in tenant `parameter`" (SPEC §12: `tenant_id`
+    /// The SQL condition "the account has a profile in tenant `parameter`" (behaviour §12: `tenant_id`
     /// filters match any profile of a guest).
     static func inTenant(_ parameter: String) -> String {
         """
@@ -127,7 +127,7 @@ struct TokenStore: Sendable {
     }
 
     /// SQL that is true when the row's `realm`, or a tenant profile of the row's account, is one
-    /// of the lower-cased tenants in the `text[]` parameter (an API key's tenant limits, SPEC §12).
+    /// of the lower-cased tenants in the `text[]` parameter (an API key's tenant limits, behaviour §12).
     /// - Parameter table: the table whose `account_id` and `realm` the row has.
     static func inAnyTenant(_ parameter: String, of table: String = "accounts") -> String {
         """

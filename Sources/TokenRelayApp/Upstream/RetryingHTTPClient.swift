@@ -2,7 +2,7 @@ import Foundation
 import HTTPClientBridge
 import IdentityCore
 
-/// The one retry loop of SPEC §5 around the HTTP client, used for the STS and every downstream
+/// The one retry loop of behaviour §5 around the HTTP client, used for the STS and every downstream
 /// API: each attempt gets what is left of the request's deadline (at most 30 s), IdentityCore's
 /// `RetryPolicy` decides after every answer or failure, and waits happen here only.
 struct RetryingHTTPClient: Sendable {

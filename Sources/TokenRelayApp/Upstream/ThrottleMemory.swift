@@ -1,7 +1,7 @@
 import Foundation
 
 /// The `Retry-After` answers this replica got from the STS or a downstream API, per request key,
-/// until they end (SPEC §5 "Throttle memory", §12 Memories: per replica, short-lived): an
+/// until they end (behaviour §5 "Throttle memory", §12 Memories: per replica, short-lived): an
 /// identical request in that window is answered at once, and the upstream sees nothing from this
 /// replica before the time it asked for. As MSAL's throttling layer around the HTTP client
 /// (msal-python `throttled_http_client.py`, MSAL.NET `ThrottlingManager`: "429 and 5xx with
@@ -30,7 +30,7 @@ final class ThrottleMemory: Sendable {
     }
 
     /// What makes two requests identical for the memory, and the account they are for, if any:
-    /// a new sign-in for the account forgets its entries (SPEC §12, ``forget(accountId:)``).
+    /// a new sign-in for the account forgets its entries (behaviour §12, ``forget(accountId:)``).
     struct Key: Hashable, Sendable, ExpressibleByStringLiteral {
         let text: String
         /// The account id the request is for; nil for the app itself, an on-behalf-of assertion
@@ -96,7 +96,7 @@ final class ThrottleMemory: Sendable {
 
     /// Forgets every wait remembered for the account's requests (STS redemptions of its refresh
     /// token, downstream calls as the account): a new sign-in, a deletion or a dead refresh token
-    /// (SPEC §12 Memories and replicas). Entries of the app and on-behalf-of stay.
+    /// (behaviour §12 Memories and replicas). Entries of the app and on-behalf-of stay.
     func forget(accountId: String) {
         entries.removeAll { key, _ in key.accountId == accountId }
     }

@@ -2,7 +2,7 @@ import Foundation
 import HTTPClientBridge
 import IdentityCore
 
-/// The throttle memory as one layer around the retry loop (SPEC §5 "Throttle memory", STYLE:
+/// The throttle memory as one layer around the retry loop (behaviour §5 "Throttle memory", STYLE:
 /// throttling as a layer around the HTTP client, as msal-python's `throttled_http_client.py`),
 /// used for the STS and every downstream API: a request whose key the memory holds is not sent;
 /// a 429 or 503 with `Retry-After` that ends the loop is remembered for its key, so the upstream

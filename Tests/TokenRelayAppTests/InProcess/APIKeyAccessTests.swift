@@ -4,7 +4,7 @@ import TokenRelayTesting
 
 @testable import TokenRelayApp
 
-/// API keys through the handler, in process (SPEC §7, §11, §12 Permissions): every route refuses
+/// API keys through the handler, in process (behaviour §7, §11, §12 Permissions): every route refuses
 /// a missing, malformed, revoked or under-privileged key; tenant and scope limits; the per-key
 /// rate limit. Keys are made by the call `token-relay api-keys create` makes (the CLI's own
 /// output is `CommandLineTests`').

@@ -4,7 +4,7 @@ import Testing
 import TokenRelayTesting
 
 /// Authorities (AAD, B2C), scope rules, lenient token-response parsing, guest accounts and ADAL
-/// imports through the handler, in process, against the emulator (SPEC §1, §3, §5, §12 Accounts).
+/// imports through the handler, in process, against the emulator (behaviour §1, §3, §5, §12 Accounts).
 @Suite("Authorities, B2C, scopes, guests and imports, in process", .serialized)
 struct AuthorityAndImportTests {
     static let b2cTenant = "contosob2c.onmicrosoft.com"

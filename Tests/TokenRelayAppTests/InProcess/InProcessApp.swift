@@ -137,7 +137,7 @@ final class InProcessApp: Sendable {
         if !body.isEmpty { headers.add("Content-Length", String(body.count)) }
         for (name, value) in extra { headers.set(name, value) }
         var request = Self.parse(method: method, target: target, headers: headers)
-        // The server reads at most `maxBodyBytes` and tells the handler it stopped (SPEC §12 Limits).
+        // The server reads at most `maxBodyBytes` and tells the handler it stopped (behaviour §12 Limits).
         if body.count > dependencies.configuration.limits.maxBodyBytes {
             request.bodyExceededLimit = true
         } else {
