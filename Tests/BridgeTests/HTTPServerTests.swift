@@ -9,7 +9,9 @@ struct ClosureHandler: HTTPHandler {
     var immediate: @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil }
     var async: @Sendable (HTTPRequest) async -> HTTPResponse = { _ in HTTPResponse(status: 200) }
 
-    func respondImmediately(to request: HTTPRequest) -> HTTPResponse? { immediate(request) }
+    func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<HTTPRequest> {
+        immediate(request).map { .respond($0) } ?? .suspend(request)
+    }
     func respond(to request: HTTPRequest) async -> HTTPResponse { await async(request) }
 }
 
