@@ -101,8 +101,10 @@ final class InProcessApp: Sendable {
     /// (the server's polling thread), then, when that declines, the suspended one (a `Task`).
     /// Only this function knows the ``HTTPHandler`` protocol's shape.
     static func answer(_ request: HTTPRequest, by handler: some HTTPHandler) async -> HTTPResponse {
-        if let response = handler.respondImmediately(to: request) { return response }
-        return await handler.respond(to: request)
+        switch handler.respondImmediately(to: request) {
+        case .respond(let response): return response
+        case .suspend(let prepared): return await handler.respond(to: prepared)
+        }
     }
 
     /// Sends a request to TokenRelay in process. `body` is JSON-encoded when given; the bootstrap
