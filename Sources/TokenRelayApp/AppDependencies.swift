@@ -192,7 +192,9 @@ struct AppDependencies: Sendable {
         keepAlive = KeepAliveJob(
             store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,
             tokens: tokens, events: events, afterDays: configuration.keepAlive.afterDays, maxPerMinute: configuration.keepAlive.maxPerMinute,
-            intervalSeconds: configuration.keepAlive.intervalSeconds, metrics: metrics, logger: logger)
+            intervalSeconds: configuration.keepAlive.intervalSeconds, eventsRetentionDays: configuration.webhooks.eventsRetentionDays,
+            keepUndeliveredEvents: configuration.webhooks.url != nil, metrics: metrics, logger: logger)
+        metrics.describe("tokenrelay_events_pruned_total", "counter", "Account events deleted as older than TOKENRELAY_EVENTS_RETENTION_DAYS.")
         metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
         metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
         webhooks = configuration.webhooks.url.map { url in
@@ -234,15 +236,16 @@ struct AppDependencies: Sendable {
     }
 
     /// The services a ``ServiceGroup`` runs, in start order (they stop in the reverse): the
-    /// pool and clients close last; the invalidation listener; the keep-alive and webhook jobs
-    /// (when configured); the key-usage and issuance flushes; the HTTP server (when this form
+    /// pool and clients close last; the invalidation listener; the keep-alive job (always: its
+    /// pass also prunes old events) and the webhook job (when configured); the key-usage and issuance flushes; the HTTP server (when this form
     /// has one) first to stop, so a shutdown stops accepting, lets requests in flight finish,
     /// writes the counts, stops the jobs and closes the pool, in that order.
     /// - Parameter onListening: called with the bound port once the HTTP server accepts.
     func services(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> [any Service] {
         var services: [any Service] = [OnStop("Resources", close)]
         services.append(InvalidationListener(invalidation: invalidation, url: configuration.database.listenURL ?? configuration.database.url))
-        if configuration.keepAlive.afterDays > 0 { services.append(keepAlive) }
+        // Always: besides keep-alive (when on), its pass prunes old events (issue 10 item 12).
+        services.append(keepAlive)
         if let webhooks { services.append(webhooks) }
         // Best effort: readiness probes write the key usage meanwhile.
         let ciphertexts = self.ciphertexts

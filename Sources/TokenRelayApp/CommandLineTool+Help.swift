@@ -69,8 +69,9 @@ extension CommandLineTool {
             ["keepalive"],
             """
             usage: token-relay keepalive --once
-              Runs one refresh-token keep-alive pass (accounts idle TOKENRELAY_KEEPALIVE_AFTER_DAYS days) and prints
-              {"ran", "refreshed", "failed", "deferred"}.
+              Runs one refresh-token keep-alive pass (accounts idle TOKENRELAY_KEEPALIVE_AFTER_DAYS days), which first
+              deletes events older than TOKENRELAY_EVENTS_RETENTION_DAYS, and prints
+              {"ran", "refreshed", "failed", "deferred", "pruned_events"}.
             """,
             options: ["--once"]),
     ]

@@ -41,6 +41,13 @@ public final class TokenRelayService: Sendable {
             let applied = try await migrator.apply(on: dependencies.pool)
             logger.info("migrate.applied", ["migrations.count": String(applied.count)])
         }
+        if let webhooks = dependencies.webhooks {
+            // Before the first request: events of this run come after the point (issue 10 item 12).
+            // A database down now is not fatal: the deliverer records the point when it is back.
+            do { try await webhooks.beginDelivery() } catch {
+                logger.warn("webhook.begin_failed", ["error": String(describing: type(of: error))])
+            }
+        }
         let services = dependencies.services(onListening: onListening)
         let group = ServiceGroup(services: services, shutdownSignals: [SIGTERM, SIGINT], onHangup: reloadFromEnvironment, logger: logger)
         try await group.run()

@@ -141,7 +141,7 @@ struct ServiceGroupTests {
         defer { test.close() }
         #expect(test.server == nil)
         #expect(test.configuration.identity.knownAuthorities == ["http://127.0.0.1:9"])
-        #expect(test.services().map(\.name) == ["Resources", "InvalidationListener", "WebhookDeliverer", "KeyUsageFlush", "IssuanceFlusher"])
+        #expect(test.services().map(\.name) == ["Resources", "InvalidationListener", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlush", "IssuanceFlusher"])
     }
 
     static let logger = Logger(level: .error, logPII: false, sink: .memory())

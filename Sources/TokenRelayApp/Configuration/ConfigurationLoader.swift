@@ -123,6 +123,7 @@ public struct ConfigurationLoader: Sendable {
         config.webhooks.url = try value("webhook_url")
         config.webhooks.secret = try value("webhook_secret")
         config.webhooks.maxBackoffSeconds = try int("webhook_max_backoff_s", 1...86400) ?? config.webhooks.maxBackoffSeconds
+        config.webhooks.eventsRetentionDays = try int("events_retention_days", 1...3650) ?? config.webhooks.eventsRetentionDays
         config.credential.secretExpiresAt = try value("client_secret_expires_at").map(Self.parseClientSecretExpiry)
         config.tokens.issuanceFlushIntervalSeconds = try int("issuance_flush_interval_s", 1...3600) ?? config.tokens.issuanceFlushIntervalSeconds
         if let url = config.webhooks.url {

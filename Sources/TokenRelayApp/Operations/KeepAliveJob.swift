@@ -10,6 +10,14 @@ import IdentityCore
 /// token puts the account in `interaction_required`). A pass holds a lease so one replica at a
 /// time runs it, and paces its STS calls at most `maxPerMinute` with jitter. As a ``Service``
 /// it runs a pass every `intervalSeconds` until stopped.
+///
+/// The same pass, holding the same lease, first prunes account events older than
+/// `TOKENRELAY_EVENTS_RETENTION_DAYS` (issue 10 item 12), in bounded batches of
+/// ``pruneBatchSize`` rows, each DELETE its own short statement; so it also runs, for pruning
+/// only, when keep-alive is off (`TOKENRELAY_KEEPALIVE_AFTER_DAYS=0`). This job rather than the
+/// webhook deliverer: it runs in every `serve` whether or not a webhook URL is set, hourly
+/// (pruning needs no more), and `token-relay keepalive --once` runs it on demand; the deliverer
+/// exists only with a webhook URL and releases its lease after every batch.
 struct KeepAliveJob: Service {
     let store: KeepAliveStore
     let leases: JobLeaseStore
@@ -20,6 +28,10 @@ struct KeepAliveJob: Service {
     let maxPerMinute: Int
     /// Seconds between passes in ``run()``, each jittered ±20 %.
     var intervalSeconds: Int = 3600
+    /// Days events are kept (`TOKENRELAY_EVENTS_RETENTION_DAYS`). Default 30.
+    var eventsRetentionDays: Int = 30
+    /// Whether a webhook URL is set: events its receiver has not acknowledged are kept whatever their age.
+    var keepUndeliveredEvents = false
     let metrics: Metrics
     let logger: Logger
     /// This replica's name in the lease.
@@ -30,6 +42,10 @@ struct KeepAliveJob: Service {
     static let maxAccountsPerPass = 1000
     /// Scopes asked for when the account has no cached access token (any signed-in account has them).
     static let fallbackScopes = ["openid", "profile", "offline_access"]
+    /// Events one prune DELETE removes at most: a short statement, a short row-lock footprint.
+    static let pruneBatchSize = 1000
+    /// Prune statements one pass runs at most (a million events); the rest wait for the next pass.
+    static let maxPruneBatchesPerPass = 1000
 
     /// What one pass did.
     struct Summary: Sendable, Equatable {
@@ -40,8 +56,12 @@ struct KeepAliveJob: Service {
         var failed = 0
         /// Transient failures (STS unreachable, throttled): tried again next pass.
         var deferred = 0
+        /// Events deleted as older than the retention.
+        var prunedEvents = 0
 
-        var json: String { #"{"ran":\#(ran),"refreshed":\#(refreshed),"failed":\#(failed),"deferred":\#(deferred)}"# }
+        var json: String {
+            #"{"ran":\#(ran),"refreshed":\#(refreshed),"failed":\#(failed),"deferred":\#(deferred),"pruned_events":\#(prunedEvents)}"#
+        }
     }
 
     /// Runs a pass every ``intervalSeconds`` (±20 %) until cancelled, the first 10–70 s after
@@ -55,17 +75,27 @@ struct KeepAliveJob: Service {
         }
     }
 
-    /// Runs one pass: every account whose refresh token is older than `afterDays` days.
+    /// Runs one pass: prunes old events, then refreshes every account whose refresh token is
+    /// older than `afterDays` days (none when keep-alive is off).
     /// - Parameter sleep: waits between redemptions (seconds); injected so tests need not wait.
     /// - Throws: `Problem` when the database fails.
     func runPass(sleep: @Sendable (Double) async -> Void = { try? await Task.sleep(for: .seconds($0)) }) async throws -> Summary {
         var summary = Summary()
-        guard afterDays > 0 else { return summary }
         let spacing = 60.0 / Double(max(1, maxPerMinute))
         // The lease outlives one spacing comfortably and is renewed before every redemption.
         let leaseSeconds = Int(spacing * 1.5) + 120
         guard try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { return summary }
         summary.ran = true
+        do {
+            summary.prunedEvents = try await pruneEvents(leaseSeconds: leaseSeconds)
+        } catch {
+            try? await leases.release(job: Self.leaseName, holder: holder)
+            throw error
+        }
+        guard afterDays > 0 else {
+            try? await leases.release(job: Self.leaseName, holder: holder)
+            return summary
+        }
         let candidates = try await store.idleAccountIds(olderThanDays: afterDays, limit: Self.maxAccountsPerPass)
         logger.info("keepalive.pass_started", ["keepalive.candidates": String(candidates.count)])
         for (index, accountId) in candidates.enumerated() {
@@ -87,6 +117,27 @@ struct KeepAliveJob: Service {
             "keepalive.pass_finished",
             ["keepalive.refreshed": String(summary.refreshed), "keepalive.failed": String(summary.failed), "keepalive.deferred": String(summary.deferred)])
         return summary
+    }
+
+    /// Deletes events older than the retention, ``pruneBatchSize`` per statement, renewing the
+    /// lease between statements; stops early when the lease is lost or the task is cancelled.
+    /// - Returns: the events deleted.
+    private func pruneEvents(leaseSeconds: Int) async throws -> Int {
+        var pruned = 0
+        for batch in 0..<Self.maxPruneBatchesPerPass {
+            if batch > 0 {
+                guard !Task.isCancelled, try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
+            }
+            let deleted = try await events.prune(
+                olderThanDays: eventsRetentionDays, keepUndelivered: keepUndeliveredEvents, limit: Self.pruneBatchSize)
+            pruned += deleted
+            if deleted < Self.pruneBatchSize { break }
+        }
+        if pruned > 0 {
+            metrics.increment("tokenrelay_events_pruned_total", by: Double(pruned))
+            logger.info("events.pruned", ["events.count": String(pruned), "events.retention_days": String(eventsRetentionDays)])
+        }
+        return pruned
     }
 
     private enum Outcome { case refreshed, failed, deferred }

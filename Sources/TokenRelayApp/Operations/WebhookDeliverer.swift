@@ -17,6 +17,10 @@ import PostgresBridge
 /// earlier one; the next batch waits an exponential backoff with jitter (IdentityCore's
 /// `RetryPolicy` caps) for as long as the receiver stays down. The lease is released after every
 /// batch, so it is free while this replica is idle, backs off or stops.
+///
+/// Delivery begins where the first replica with a webhook URL started on the database
+/// (``AccountEventStore/beginDelivery()``, `webhook_delivery`): events from before that moment
+/// are never POSTed (issue 10 item 12).
 struct WebhookDeliverer: Service {
     let database: Database
     let leases: JobLeaseStore
@@ -64,13 +68,26 @@ struct WebhookDeliverer: Service {
         case stopped(count: Int)
     }
 
+    /// Records where delivery begins, once per database (``AccountEventStore/beginDelivery()``);
+    /// `serve` calls it before it accepts requests, so no event of this run is from "before".
+    func beginDelivery() async throws {
+        let after = try await AccountEventStore(database: database).beginDelivery()
+        logger.info("webhook.delivery_begins", ["events.after_seq": String(after)])
+    }
+
     /// Runs until the task is cancelled (a batch in flight then stops and releases the lease).
     func run() async {
         let events = AccountEventStore(database: database)
         var failures = 0
+        var begun = false
         while !Task.isCancelled {
             var wait = Self.pollInterval
             do {
+                // Normally done before serving; again here when the database was down then.
+                if !begun {
+                    try await beginDelivery()
+                    begun = true
+                }
                 if try await events.hasUndelivered() {
                     switch try await deliverBatch() {
                     case .idle, .stopped: break

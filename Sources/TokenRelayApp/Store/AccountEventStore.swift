@@ -51,12 +51,57 @@ struct AccountEventStore: Sendable {
         }
     }
 
-    /// Up to `limit` events the webhook receiver has not acknowledged, oldest first (one statement).
+    /// The condition of an event the webhook deliverer still owes: not acknowledged, and after
+    /// the point where delivery began (``beginDelivery()``); nothing is owed before that point exists.
+    static let owed = "delivered_at IS NULL AND seq > (SELECT after_seq FROM webhook_delivery)"
+
+    /// Up to `limit` events the webhook receiver has not acknowledged, oldest first (one
+    /// statement); only events after the point delivery began (``beginDelivery()``).
     func undelivered(limit: Int) async throws -> [AccountEvent] {
         try await database.run { connection in
             try connection.query(
-                "SELECT \(Self.columns) FROM account_events WHERE delivered_at IS NULL ORDER BY seq LIMIT $1", [.int(Int64(limit))]
+                "SELECT \(Self.columns) FROM account_events WHERE \(Self.owed) ORDER BY seq LIMIT $1", [.int(Int64(limit))]
             ).rows.map(Self.event(from:))
+        }
+    }
+
+    /// Records, once per database, that webhook delivery begins now: the events that exist at
+    /// this moment are never delivered (issue 10 item 12: a receiver set up today gets today's
+    /// events, not the whole history). Idempotent; a later call, or another replica's, keeps the
+    /// first point. Takes the writers' advisory lock, so an event whose transaction is committing
+    /// right now is either before the point or after it, never lost in between.
+    /// - Returns: the `seq` after which events are delivered.
+    @discardableResult
+    func beginDelivery() async throws -> Int64 {
+        try await database.transaction { connection in
+            try connection.query("SELECT pg_advisory_xact_lock(hashtextextended('tokenrelay.account_events', 0))")
+            try connection.query(
+                """
+                INSERT INTO webhook_delivery (after_seq) SELECT COALESCE(max(seq), 0) FROM account_events
+                ON CONFLICT (singleton) DO NOTHING
+                """)
+            return try connection.query("SELECT after_seq FROM webhook_delivery").rows.first?.int("after_seq") ?? 0
+        }
+    }
+
+    /// Deletes up to `limit` events that occurred more than `days` days ago, oldest first, in one
+    /// short statement (SPEC §11 `TOKENRELAY_EVENTS_RETENTION_DAYS`; issue 10 item 12).
+    /// - Parameter keepUndelivered: true while a webhook URL is set: an event the receiver still
+    ///   owes (``owed``) stays whatever its age, until it is delivered; events before the point
+    ///   delivery began are never owed and go.
+    /// - Returns: the number of events deleted (fewer than `limit`: nothing older is left).
+    func prune(olderThanDays days: Int, keepUndelivered: Bool, limit: Int) async throws -> Int {
+        try await database.run { connection in
+            try connection.query(
+                """
+                DELETE FROM account_events WHERE seq IN (
+                  SELECT seq FROM account_events
+                  WHERE occurred_at < now() - make_interval(days => $1::int)
+                    AND NOT ($2 AND delivered_at IS NULL AND seq > COALESCE((SELECT after_seq FROM webhook_delivery), -1))
+                  ORDER BY occurred_at LIMIT $3)
+                """,
+                [.int(Int64(days)), .bool(keepUndelivered), .int(Int64(limit))]
+            ).affectedRows
         }
     }
 
@@ -70,7 +115,7 @@ struct AccountEventStore: Sendable {
     /// Whether any event waits for delivery (a cheap poll on the partial index).
     func hasUndelivered() async throws -> Bool {
         try await database.run { connection in
-            !(try connection.query("SELECT 1 FROM account_events WHERE delivered_at IS NULL LIMIT 1").rows.isEmpty)
+            !(try connection.query("SELECT 1 FROM account_events WHERE \(Self.owed) LIMIT 1").rows.isEmpty)
         }
     }
 
