@@ -1,4 +1,4 @@
--- Event retention and where webhook delivery begins (SPEC §11 TOKENRELAY_EVENTS_RETENTION_DAYS,
+-- Event retention and where webhook delivery begins (behaviour §11 TOKENRELAY_EVENTS_RETENTION_DAYS,
 -- §12 Webhooks and events; issue 10 item 12; ADR 0007).
 --
 -- webhook_delivery holds one row, written when a replica with TOKENRELAY_WEBHOOK_URL first

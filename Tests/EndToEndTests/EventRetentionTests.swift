@@ -4,7 +4,7 @@ import PostgresBridge
 import Testing
 import TokenRelayTesting
 
-/// Event retention (`TOKENRELAY_EVENTS_RETENTION_DAYS`, SPEC §11) and where webhook delivery
+/// Event retention (`TOKENRELAY_EVENTS_RETENTION_DAYS`, behaviour §11) and where webhook delivery
 /// begins (issue 10 item 12), on the whole stack. No waiting for days: events are aged in the
 /// database (`occurred_at`), and `token-relay keepalive --once` runs the pass that prunes.
 @Suite("Event retention and the start of webhook delivery, end to end", .serialized)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// SPEC §12 Memories and replicas under load (issue 10 item 8): a sign-in on one replica clears
+/// behaviour §12 Memories and replicas under load (issue 10 item 8): a sign-in on one replica clears
 /// the account's throttle and UI-required memories on the two others while they are busy with
 /// concurrent requests, comfortably within the 2 s bound (here: 1 s), through pgbouncer with
 /// LISTEN on a direct connection as in production.

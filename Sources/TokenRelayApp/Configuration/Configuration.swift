@@ -217,7 +217,7 @@ public struct Configuration: Sendable {
         /// (`TOKENRELAY_WEBHOOK_MAX_BACKOFF_S`). Default 300.
         public var maxBackoffSeconds: Int = 300
         /// Days an account event is kept after it occurred (`TOKENRELAY_EVENTS_RETENTION_DAYS`,
-        /// SPEC §11); older ones are deleted by the keep-alive job's pass, except, while ``url`` is
+        /// behaviour §11); older ones are deleted by the keep-alive job's pass, except, while ``url`` is
         /// set, those the receiver has not acknowledged yet. Default 30, 1–3650.
         public var eventsRetentionDays: Int = 30
 

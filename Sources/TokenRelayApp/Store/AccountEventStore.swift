@@ -85,7 +85,7 @@ struct AccountEventStore: Sendable {
     }
 
     /// Deletes up to `limit` events that occurred more than `days` days ago, oldest first, in one
-    /// short statement (SPEC §11 `TOKENRELAY_EVENTS_RETENTION_DAYS`; issue 10 item 12).
+    /// short statement (behaviour §11 `TOKENRELAY_EVENTS_RETENTION_DAYS`; issue 10 item 12).
     /// - Parameter keepUndelivered: true while a webhook URL is set: an event the receiver still
     ///   owes (``owed``) stays whatever its age, until it is delivered; events before the point
     ///   delivery began are never owed and go.
