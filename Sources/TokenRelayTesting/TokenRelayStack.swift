@@ -149,21 +149,12 @@ public final class TokenRelayStack: Sendable {
     }
 
     /// Signs `username` in through the emulator's authorize endpoint and TokenRelay's callback,
-    /// as a browser would. Returns the callback's JSON (`{"account": {...}}`).
+    /// as a browser would (``TokenRelayTestClient/signInThroughBrowser(_:scopes:authority:on:)``).
+    /// Returns the callback's JSON (`{"account": {...}}`).
     /// - Parameter replica: the base URL of the replica to sign in on (its callback comes back to
     ///   it); default ``baseURL``.
     public func signIn(_ username: String, scopes: [String] = ["User.Read"], on replica: String? = nil) async throws -> [String: Any] {
-        let started = try await request("POST", (replica ?? baseURL) + "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username])
-        guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
-            throw TestFailure("POST /v1/sign-ins answered \(started.status): \(started.text)")
-        }
-        let redirect = try await http.execute(HTTPClientRequest(method: "GET", url: authorize))
-        guard redirect.status == 302, let location = redirect.headers["Location"] else {
-            throw TestFailure("authorize answered \(redirect.status)")
-        }
-        let callback = try await request("GET", location, authenticated: false)
-        guard callback.status == 200 else { throw TestFailure("callback answered \(callback.status): \(callback.text)") }
-        return callback.json
+        try await signInThroughBrowser(username, scopes: scopes, on: replica)
     }
 
     /// Signs `username` in (on `replica`, default ``baseURL``) and returns the new account's `account_id`.
@@ -243,4 +234,9 @@ public struct TestResponse: Sendable {
 public struct TestFailure: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+extension TokenRelayStack: TokenRelayTestClient {
+    public var emulatorBaseURL: String { emulator.baseURL }
+    public var browser: HTTPClient { http }
 }

@@ -12,16 +12,8 @@ struct AuthorityAndImportTests {
 
     /// Signs `username` in through `authority` as a browser would; returns the account object.
     static func signIn(_ stack: InProcessApp, _ username: String, authority: String, scopes: [String]) async throws -> [String: Any] {
-        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username, "authority": authority])
-        guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
-            throw TestFailure("POST /v1/sign-ins answered \(started.status): \(started.text)")
-        }
-        let redirect = try await stack.control("GET", String(authorize.dropFirst(stack.emulator.baseURL.count)))
-        guard redirect.status == 302, let location = redirect.headers["Location"] else { throw TestFailure("authorize answered \(redirect.status)") }
-        let callback = try await stack.request("GET", location, authenticated: false)
-        guard callback.status == 200, let account = callback.json["account"] as? [String: Any] else {
-            throw TestFailure("callback answered \(callback.status): \(callback.text)")
-        }
+        let callback = try await stack.signInThroughBrowser(username, scopes: scopes, authority: authority)
+        guard let account = callback["account"] as? [String: Any] else { throw TestFailure("the callback answered no account: \(callback)") }
         return account
     }
 

@@ -194,17 +194,7 @@ final class InProcessApp: Sendable {
     /// emulator's authorize URL (over loopback), then TokenRelay's callback (in process).
     /// - Returns: the callback's JSON (`{"account": {...}}`).
     func signIn(_ username: String, scopes: [String] = ["User.Read"]) async throws -> [String: Any] {
-        let started = try await request("POST", "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username])
-        guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
-            throw TestFailure("POST /v1/sign-ins answered \(started.status): \(started.text)")
-        }
-        let redirect = try await http.execute(HTTPClientRequest(method: "GET", url: authorize))
-        guard redirect.status == 302, let location = redirect.headers["Location"] else {
-            throw TestFailure("authorize answered \(redirect.status)")
-        }
-        let callback = try await request("GET", location, authenticated: false)
-        guard callback.status == 200 else { throw TestFailure("callback answered \(callback.status): \(callback.text)") }
-        return callback.json
+        try await signInThroughBrowser(username, scopes: scopes)
     }
 
     /// Signs `username` in and returns the new account's `account_id`.
@@ -278,4 +268,9 @@ final class InProcessApp: Sendable {
         emulator.stop()
         http.shutdown()
     }
+}
+
+extension InProcessApp: TokenRelayTestClient {
+    var emulatorBaseURL: String { emulator.baseURL }
+    var browser: HTTPClient { http }
 }
