@@ -119,7 +119,9 @@ struct SilentAcquisition: Sendable {
             }
             var problem = Problem(error, requestedScopes: request.scopes)
             if problem.code == .interactionRequired {
-                problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+                problem.signInHint = SignInHint(
+                    account: account, scopes: request.scopes.canonical, claims: SignInHint.claims(for: problem, requested: request.claims),
+                    authority: request.authority?.url)
             }
             if problem.replayable {
                 uiRequired.remember(problem, accountId: account.accountId, key: uiRequiredKey, now: now())
