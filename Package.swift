@@ -55,7 +55,7 @@ let package = Package(
             dependencies: ["HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]
         ),
         .testTarget(name: "EmulatorTests", dependencies: ["STSEmulator", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]),
-        .testTarget(name: "TokenRelayAppTests", dependencies: ["TokenRelayApp", "IdentityCore", "TokenRelayTesting"]),
+        .testTarget(name: "TokenRelayAppTests", dependencies: ["TokenRelayApp", "IdentityCore", "TokenRelayTesting", "STSEmulator"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["TokenRelayTesting", "HTTPClientBridge", "HTTPCommon", "PostgresBridge", "HTTPServerBridge", "CryptoBridge"]),
     ],

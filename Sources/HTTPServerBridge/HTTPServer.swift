@@ -19,7 +19,7 @@ public final class HTTPServer: Sendable {
     /// - Parameters:
     ///   - configuration: Address, port, threads and limits.
     ///   - handler: Called for every complete request.
-    public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
+    public init(configuration: HTTPServerConfiguration, handler: some HTTPHandler) {
         self.configuration = configuration
         self.core = ServerCore(
             handler: handler, maxBodyBytes: configuration.maxBodyBytes, requestHeadTimeoutSeconds: configuration.requestHeadTimeoutSeconds)

@@ -54,17 +54,19 @@ func accessHandler(
     return dispatch(context, core: core, connection: connection, url: url, method: method)
 }
 
-/// Hands the request to the handler: answers at once if `respondImmediately` can, otherwise
-/// suspends the connection for the async handler (503 if the server is stopping).
+/// Hands the request to the handler: answers at once if `respondImmediately` does, otherwise
+/// suspends the connection for the async handler to continue from what it prepared (503 if the server is stopping).
 private func dispatch(
     _ context: RequestContext, core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?,
     method: UnsafePointer<CChar>?
 ) -> MHD_Result {
     let request = makeRequest(connection: connection, url: url, method: method, context: context)
-    if let response = core.handler.respondImmediately(to: request) {
+    switch core.handler.first(request) {
+    case .respond(let response):
         return queue(response, on: connection)
+    case .suspend(let respond):
+        if core.suspend(context, continuing: respond) { return .YES }
     }
-    if core.suspend(context, request: request) { return .YES }
     return queue(HTTPResponse(status: 503), on: connection)
 }
 

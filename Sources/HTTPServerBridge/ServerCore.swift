@@ -21,14 +21,14 @@ final class ServerCore: Sendable {
         var active = 0
     }
 
-    let handler: any HTTPHandler
+    let handler: ErasedHandler
     let maxBodyBytes: Int
     /// Present when a request head has a deadline (``HTTPServerConfiguration/requestHeadTimeoutSeconds``).
     let headDeadlines: RequestHeadDeadlines?
     let state = Mutex(State())
 
-    init(handler: any HTTPHandler, maxBodyBytes: Int, requestHeadTimeoutSeconds: Int = 0) {
-        self.handler = handler
+    init(handler: some HTTPHandler, maxBodyBytes: Int, requestHeadTimeoutSeconds: Int = 0) {
+        self.handler = ErasedHandler(handler)
         self.maxBodyBytes = maxBodyBytes
         headDeadlines = requestHeadTimeoutSeconds > 0 ? RequestHeadDeadlines(seconds: requestHeadTimeoutSeconds) : nil
     }
@@ -36,7 +36,7 @@ final class ServerCore: Sendable {
     /// Suspends the connection and runs the async handler in a Task. Called on the polling
     /// thread, inside the access handler.
     /// - Returns: false when the server is stopping (nothing was suspended).
-    func suspend(_ context: RequestContext, request: HTTPRequest) -> Bool {
+    func suspend(_ context: RequestContext, continuing respond: @escaping @Sendable () async -> HTTPResponse) -> Bool {
         // Set first: once suspended, the Task may resume the connection at any moment (MHD only
         // acts on that after this access-handler call returns, on this same thread).
         context.isSuspended = true
@@ -51,7 +51,7 @@ final class ServerCore: Sendable {
             return false
         }
         Task { [self] in
-            let response = await handler.respond(to: request)
+            let response = await respond()
             resume(context, with: .respond(response))
         }
         return true

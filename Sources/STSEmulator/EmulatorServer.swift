@@ -8,8 +8,13 @@ public final class EmulatorServer: Sendable {
 
     /// Creates the emulator and its server; nothing listens until `start()`.
     /// - Throws: when the signing key cannot be generated.
-    public init(configuration: EmulatorConfiguration, clock: any EmulatorClock = SystemClock()) throws {
-        emulator = try IdentityPlatformEmulator(configuration: configuration, clock: clock)
+    public convenience init(configuration: EmulatorConfiguration, clock: any EmulatorClock = SystemClock()) throws {
+        self.init(configuration: configuration, clock: clock, signingKey: try SigningKey())
+    }
+
+    /// With a given key (in-process tests share one: RSA key generation costs up to half a second).
+    init(configuration: EmulatorConfiguration, clock: any EmulatorClock, signingKey: SigningKey) {
+        emulator = IdentityPlatformEmulator(configuration: configuration, clock: clock, signingKey: signingKey)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.host, port: configuration.port, threadCount: configuration.threadCount, maxBodyBytes: 1 << 20,

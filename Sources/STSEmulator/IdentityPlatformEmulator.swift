@@ -59,10 +59,10 @@ public final class IdentityPlatformEmulator: HTTPHandler {
 
     /// Answers discovery, keys and control requests at once; token, authorize and Graph requests
     /// go through `respond(to:)`, which may wait for injected latency.
-    public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
+    public func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<HTTPRequest> {
         switch Route(request) {
-        case .discovery, .keys, .control, .notFound: handle(request).response
-        case .authorize, .token, .graphMe, .graphMessages, .graphUser: nil
+        case .discovery, .keys, .control, .notFound: .respond(handle(request).response)
+        case .authorize, .token, .graphMe, .graphMessages, .graphUser: .suspend(request)
         }
     }
 

@@ -36,7 +36,7 @@ public final class PgBouncer: Sendable {
     ///     combined `TOKENRELAY_DATABASE_POOL_SIZE`, so that pooling really multiplexes.
     ///   - maxClientConnections: client connections pgbouncer accepts (replicas × pool size,
     ///     plus CLI runs and the test's own).
-    /// - Throws: ``TestFailure`` when pgbouncer is not installed, or does not serve within 10 s.
+    /// - Throws: ``TestFailure`` when pgbouncer is not installed, or does not serve within 30 s.
     public init(databaseURL: String, poolSize: Int = 5, maxClientConnections: Int = 100) async throws {
         let server = Self.connectionParameters(of: databaseURL)
         user = server["user"] ?? NSUserName()
@@ -114,7 +114,7 @@ public final class PgBouncer: Sendable {
     private func waitUntilServing() async throws {
         let pool = PostgresPool(url: url, size: 1)
         defer { pool.close() }
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         var lastError: Error?
         while Date() < deadline {
             guard process.isRunning else { break }
@@ -127,7 +127,7 @@ public final class PgBouncer: Sendable {
             }
         }
         throw TestFailure(
-            "pgbouncer did not serve \(database) within 10 s (\(lastError.map { "\($0)" } ?? "it exited")); log:\n\(process.log().suffix(2000))")
+            "pgbouncer did not serve \(database) within 30 s (\(lastError.map { "\($0)" } ?? "it exited")); log:\n\(process.log().suffix(2000))")
     }
 
     /// Writes `pgbouncer.ini` and `userlist.txt` into `directory`, and hands the directory to the

@@ -219,10 +219,17 @@ public struct TestResponse: Sendable {
     public let headers: HTTPHeaders
     public let body: [UInt8]
 
-    init(_ response: HTTPClientResponse) {
+    public init(_ response: HTTPClientResponse) {
         status = response.status
         headers = response.headers
         body = response.body
+    }
+
+    /// An answer that came from somewhere other than the HTTP client (an in-process handler).
+    public init(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
     }
 
     public var text: String { String(decoding: body, as: UTF8.self) }

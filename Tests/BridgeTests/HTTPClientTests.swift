@@ -131,7 +131,7 @@ struct HTTPClientTests {
         #expect(error?.requestSent == true)
         // Not before the timeout; the upper bound only says it did not wait for the peer (which
         // never answers): generous, because a loaded 2-core machine delays the curl thread.
-        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(15), "took \(elapsed)")
+        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(60), "took \(elapsed)")
     }
 
     @Test func connectToClosedPortFails() async throws {

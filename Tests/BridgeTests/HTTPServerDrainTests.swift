@@ -36,7 +36,7 @@ struct HTTPServerDrainTests {
 
     @Test("drain gives up after its timeout and says so")
     func drainTimesOut() async throws {
-        let server = try Self.slowServer(milliseconds: 3000)
+        let server = try Self.slowServer(milliseconds: 8000)
         defer { server.stop() }
         let connection = try RawHTTPConnection(port: server.port)
         try connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -44,6 +44,7 @@ struct HTTPServerDrainTests {
         let started = Date()
         let drained = await Task.detached { server.drain(timeoutSeconds: 0.3) }.value
         #expect(!drained)
-        #expect(Date().timeIntervalSince(started) < 2)
+        // Well before the 8 s request ends (loose: a loaded 2-core machine delays threads).
+        #expect(Date().timeIntervalSince(started) < 5)
     }
 }

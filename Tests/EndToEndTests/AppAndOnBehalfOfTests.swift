@@ -82,11 +82,11 @@ struct AppAndOnBehalfOfTests {
     func keyLimits() async throws {
         let stack = try await TokenRelayStack(name: "e2e_app_key_limits")
         defer { stack.stop() }
-        let other = APIKeyAccessTests.otherTenant
-        let tenantLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], tenants: [other])
-        let scopeLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
+        let other = StackHelpers.otherTenant
+        let tenantLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [other])
+        let scopeLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
         func app(_ key: String, _ body: [String: Any]) async throws -> TestResponse {
-            try await stack.request("POST", "/v1/tokens/app", json: body, headers: APIKeyAccessTests.bearer(key), authenticated: false)
+            try await stack.request("POST", "/v1/tokens/app", json: body, headers: StackHelpers.bearer(key), authenticated: false)
         }
         let defaultTenant = try await app(tenantLimited.key, ["scopes": [Self.graphDefault]])
         #expect(defaultTenant.status == 403, "\(defaultTenant.text)")
@@ -99,7 +99,7 @@ struct AppAndOnBehalfOfTests {
         let assertion = try await Self.incomingUserToken(stack)
         let obo = try await stack.request(
             "POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["https://management.azure.com/user_impersonation"]],
-            headers: APIKeyAccessTests.bearer(scopeLimited.key), authenticated: false)
+            headers: StackHelpers.bearer(scopeLimited.key), authenticated: false)
         #expect(obo.status == 403)
     }
 

@@ -33,7 +33,7 @@ struct AuditActorTests {
     func everyRowNamesItsActor() async throws {
         let stack = try await TokenRelayStack(name: "e2e_audit_actor")
         defer { stack.stop() }
-        let cli = APIKeyAccessTests.cliEnvironment(stack)
+        let cli = StackHelpers.cliEnvironment(stack)
         let (status, output) = try CommandLineTests.run(["api-keys", "create", "--name", "writer", "--permissions", "admin"], environment: cli)
         #expect(status == 0, "\(output)")
         let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])

@@ -259,7 +259,7 @@ struct KeepAliveAndEventsTests {
     func slowReceiverHoldsNothingOfPostgres() async throws {
         let receiver = WebhookReceiver()
         receiver.setUp(true)
-        receiver.setDelay(2)
+        receiver.setDelay(4)
         let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threadCount: 1), handler: receiver)
         try server.start()
         defer { server.stop() }

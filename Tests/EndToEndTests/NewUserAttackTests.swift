@@ -11,12 +11,12 @@ struct NewUserAttackTests {
         let stack = try await TokenRelayStack(name: "e2e_nu_import_limits")
         defer { stack.stop() }
         let otherTenant = "22222222-2222-2222-2222-222222222222"
-        let limited = try APIKeyAccessTests.createKey(
+        let limited = try StackHelpers.createKey(
             stack, permissions: ["accounts:write", "accounts:read"], tenants: [otherTenant], scopes: ["User.Read"])
         func importing(_ extra: [String: String]) async throws -> TestResponse {
             var body = ["username": "planted@contoso.example", "refresh_token": "adal-era-test-token"]
             body.merge(extra) { $1 }
-            return try await stack.request("POST", "/v1/accounts/import", json: body, headers: APIKeyAccessTests.bearer(limited.key), authenticated: false)
+            return try await stack.request("POST", "/v1/accounts/import", json: body, headers: StackHelpers.bearer(limited.key), authenticated: false)
         }
         let home = try await importing(["authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"])
         #expect(home.status == 403, "\(home.text)")
@@ -74,7 +74,7 @@ struct NewUserAttackTests {
     func emptyKeyLimits() async throws {
         let stack = try await TokenRelayStack(name: "e2e_nu_empty_limits")
         defer { stack.stop() }
-        let environment = APIKeyAccessTests.cliEnvironment(stack)
+        let environment = StackHelpers.cliEnvironment(stack)
         for limit in [["--tenants", ""], ["--scopes", " , "], ["--tenants"]] {
             let (status, output) = try CommandLineTests.run(
                 ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire"] + limit, environment: environment)

@@ -38,13 +38,13 @@ struct ReviewFixesTests {
     func importRespectsTenantLimits() async throws {
         let stack = try await TokenRelayStack(name: "e2e_import_tenants")
         defer { stack.stop() }
-        let foreign = "\(stack.emulator.baseURL)/\(APIKeyAccessTests.otherTenant)"
+        let foreign = "\(stack.emulator.baseURL)/\(StackHelpers.otherTenant)"
         let victim = try await stack.request(
             "POST", "/v1/accounts/import", json: ["username": "victim@fabrikam.example", "refresh_token": "rt-victim", "authority": foreign])
         #expect(victim.status == 201, "\(victim.text)")
         let victimId = try #require(victim.json["account_id"] as? String)
-        let limited = try APIKeyAccessTests.createKey(stack, permissions: ["accounts:write", "accounts:read"], tenants: [stack.tenantId])
-        let headers = APIKeyAccessTests.bearer(limited.key)
+        let limited = try StackHelpers.createKey(stack, permissions: ["accounts:write", "accounts:read"], tenants: [stack.tenantId])
+        let headers = StackHelpers.bearer(limited.key)
 
         let named = try await stack.request(
             "POST", "/v1/accounts/import", json: ["username": "victim@fabrikam.example", "refresh_token": "rt-attacker", "authority": foreign],
@@ -58,7 +58,7 @@ struct ReviewFixesTests {
         #expect(own.status == 201, "\(own.text)")
         #expect(own.json["account_id"] as? String != victimId)
         let after = try await stack.request("GET", "/v1/accounts/\(victimId)")
-        #expect(after.json["realm"] as? String == APIKeyAccessTests.otherTenant, "\(after.text)")
+        #expect(after.json["realm"] as? String == StackHelpers.otherTenant, "\(after.text)")
     }
 
     @Test("An import that revives an account in interaction_required writes account.recovered, in the merge and in a re-import")
@@ -139,10 +139,10 @@ struct ReviewFixesTests {
     func correlationIdKeepsKeyLimits() async throws {
         let stack = try await TokenRelayStack(name: "e2e_grant_correlation_limits")
         defer { stack.stop() }
-        let tenantLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], tenants: [APIKeyAccessTests.otherTenant])
-        let scopeLimited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
+        let tenantLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [StackHelpers.otherTenant])
+        let scopeLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
         func post(_ path: String, _ key: String, _ body: [String: Any]) async throws -> TestResponse {
-            try await stack.request("POST", path, json: body, headers: APIKeyAccessTests.bearer(key), authenticated: false)
+            try await stack.request("POST", path, json: body, headers: StackHelpers.bearer(key), authenticated: false)
         }
         let app = try await post("/v1/tokens/app", tenantLimited.key, ["scopes": [AppAndOnBehalfOfTests.graphDefault], "correlation_id": "c-1"])
         #expect(app.status == 403, "\(app.text)")
@@ -183,19 +183,19 @@ struct ReviewFixesTests {
     func guestEventsFollowTenantProfiles() async throws {
         let stack = try await TokenRelayStack(name: "e2e_guest_events")
         defer { stack.stop() }
-        let fabrikam = AuthorityAndImportTests.fabrikam
-        let home = try await AuthorityAndImportTests.signIn(
+        let fabrikam = StackHelpers.fabrikam
+        let home = try await StackHelpers.signIn(
             stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(stack.tenantId)", scopes: ["User.Read"])
         let id = try #require(home["account_id"] as? String)
-        _ = try await AuthorityAndImportTests.signIn(stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(fabrikam)", scopes: ["User.Read"])
+        _ = try await StackHelpers.signIn(stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(fabrikam)", scopes: ["User.Read"])
         _ = try await stack.control(
             "POST", "/_control/faults",
             json: ["endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token"])
         let dead = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(dead.json["account_state"] as? String == "interaction_required", "\(dead.text)")
 
-        let limited = try APIKeyAccessTests.createKey(stack, permissions: ["accounts:read"], tenants: [fabrikam])
-        let headers = APIKeyAccessTests.bearer(limited.key)
+        let limited = try StackHelpers.createKey(stack, permissions: ["accounts:read"], tenants: [fabrikam])
+        let headers = StackHelpers.bearer(limited.key)
         #expect(try await stack.request("GET", "/v1/accounts/\(id)", headers: headers, authenticated: false).status == 200)
         let page = try await stack.request("GET", "/v1/events", headers: headers, authenticated: false)
         let types = (page.json["events"] as? [[String: Any]] ?? []).filter { $0["account_id"] as? String == id }.compactMap { $0["type"] as? String }
@@ -206,18 +206,18 @@ struct ReviewFixesTests {
     func guestTokensStayInTheKeysTenants() async throws {
         let stack = try await TokenRelayStack(name: "e2e_guest_key_realm")
         defer { stack.stop() }
-        let fabrikam = AuthorityAndImportTests.fabrikam
-        let home = try await AuthorityAndImportTests.signIn(
+        let fabrikam = StackHelpers.fabrikam
+        let home = try await StackHelpers.signIn(
             stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(stack.tenantId)", scopes: ["User.Read"])
         let id = try #require(home["account_id"] as? String)
-        _ = try await AuthorityAndImportTests.signIn(stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(fabrikam)", scopes: ["User.Read"])
+        _ = try await StackHelpers.signIn(stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(fabrikam)", scopes: ["User.Read"])
         // The home tenant's token is in this replica's memory: the server-thread path must refuse it too.
         let warm = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
         #expect(warm.json["source"] as? String == "cache", "\(warm.text)")
 
-        let limited = try APIKeyAccessTests.createKey(stack, permissions: ["tokens:acquire"], tenants: [fabrikam])
+        let limited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [fabrikam])
         func silent(_ body: [String: Any]) async throws -> TestResponse {
-            try await stack.request("POST", "/v1/tokens/silent", json: body, headers: APIKeyAccessTests.bearer(limited.key), authenticated: false)
+            try await stack.request("POST", "/v1/tokens/silent", json: body, headers: StackHelpers.bearer(limited.key), authenticated: false)
         }
         for scopes in [["User.Read"], ["Mail.Read"]] {
             let implicit = try await silent(["account_id": id, "scopes": scopes])

@@ -33,8 +33,8 @@ final class WebhookReceiver: HTTPHandler {
     func setUp(_ up: Bool) { state.withLock { $0.up = up } }
     func setDelay(_ seconds: Double) { state.withLock { $0.delaySeconds = seconds } }
 
-    func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
-        state.withLock { $0.delaySeconds > 0 } ? nil : record(request)
+    func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<HTTPRequest> {
+        state.withLock { $0.delaySeconds > 0 } ? .suspend(request) : .respond(record(request))
     }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {

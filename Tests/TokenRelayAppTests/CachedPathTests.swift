@@ -86,34 +86,23 @@ struct CachedPathTests {
 
     static let authorities = try! AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
 
-    /// What the general readers make of `body`: the request and correlation id, or nil on error.
-    static func general(_ body: String) -> (SilentTokenRequest, String?)? {
-        guard let parsed = try? JSONBody(JSONBodyTests.request(body)), let silent = try? TokenRoutes.parseSilent(parsed, authorities: authorities),
-            let correlationId = try? parsed.string("correlation_id")
-        else {
-            guard let parsed = try? JSONBody(JSONBodyTests.request(body)), let silent = try? TokenRoutes.parseSilent(parsed, authorities: authorities),
-                parsed.members["correlation_id"] == nil || parsed.members["correlation_id"] == .null
-            else { return nil }
-            return (silent, nil)
-        }
-        return (silent, correlationId.isEmpty ? nil : correlationId)
+    /// The one reading of a silent body, or its problem.
+    static func read(_ body: String, contentType: String = "application/json") -> Result<(SilentTokenRequest, String?), Problem> {
+        Result { () throws(Problem) in try TokenRoutes.read(JSONBodyTests.request(body, contentType: contentType), authorities: authorities) }
     }
 
     static func same(_ lhs: SilentTokenRequest, _ rhs: SilentTokenRequest) -> Bool {
-        lhs.account == rhs.account && lhs.scopes.canonical == rhs.scopes.canonical && lhs.authority == nil && rhs.authority == nil
+        lhs.account == rhs.account && lhs.scopes.canonical == rhs.scopes.canonical && lhs.authority?.url == rhs.authority?.url
             && lhs.claims == rhs.claims && lhs.forceRefresh == rhs.forceRefresh && lhs.minTTLSeconds == rhs.minTTLSeconds
             && lhs.allowPartial == rhs.allowPartial
     }
 
-    static let usualBodies = [
+    static let bodies = [
         #"{"account_id": "acc-1", "scopes": ["User.Read"]}"#,
         #" { "scopes" : [ "User.Read" , "mail.read" ] , "account_id":"é-1" } "#,
         #"{"account_id":"a","scopes":["https://graph.microsoft.com/User.Read"],"correlation_id":"c-1"}"#,
         #"{"account_id":"a","scopes":["User.Read"],"correlation_id":""}"#,
         "{\"account_id\":\"a\",\n\t\"scopes\":[\"User.Read Mail.Read\"]}\r\n",
-    ]
-
-    static let unusualBodies = [
         #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":86400,"force_refresh":false,"allow_partial":true}"#,
         #"{"account_id":"","scopes":["User.Read"]}"#, #"{"account_id":"a"}"#, #"{"scopes":["User.Read"]}"#,
         #"{"account_id":"a","scopes":[]}"#, #"{"account_id":"a","scopes":["openid"]}"#, #"{"account_id":"a","scopes":["User.Read", " "]}"#,
@@ -123,52 +112,63 @@ struct CachedPathTests {
         #"{"account_id":"a","scopes":["User.Read"],"force_refresh":1}"#, #"{"account_id":"a","scopes":["User.Read"],"correlation_id":7}"#,
         #"{"account_id":"a","scopes":["User.Read"],"username":"u"}"#, #"{"account_id":"a","scopes":["User.Read"],"claims":{}}"#,
         #"{"account_id":"a","scopes":["User.Read"],}"#, #"{"account_id":"a","scopes":["User.Read"]} x"#,
-        #"{"account_id":"a","scopes":["User.Read"],"authority":"https://login.microsoftonline.com/common"}"#, "", "{}", "[]",
+        #"{"account_id":"a","account_id":"b","scopes":["User.Read"]}"#, #"{"account_id":"a","scopes":["User.Read"],"scopes":"x"}"#,
+        #"{"account_id":"a","scopes":["User.Read"],"authority":"https://login.microsoftonline.com/common"}"#, "", "{}", "[]", "3",
     ]
 
-    @Test("The server-thread reader reads the usual bodies as the general readers do", arguments: usualBodies)
-    func fastParseAgrees(_ body: String) throws {
-        let fast = try #require(TokenRoutes.fastParse(JSONBodyTests.request(body)))
-        let general = try #require(Self.general(body))
-        #expect(Self.same(fast.0, general.0))
-        #expect(fast.1 == general.1)
-    }
-
-    @Test("Whatever the server-thread reader accepts, the general readers accept alike; errors are left to them", arguments: unusualBodies)
-    func fastParseNeverDisagrees(_ body: String) {
-        guard let fast = TokenRoutes.fastParse(JSONBodyTests.request(body)) else { return }
-        guard let general = Self.general(body) else {
-            Issue.record("accepted a body the general readers refuse: \(body)")
-            return
+    @Test("A remembered reading equals the first reading, and a refused body is refused alike every time", arguments: bodies)
+    func rememberedReadingAgrees(_ body: String) {
+        let first = Self.read(body)
+        for _ in 0..<2 {
+            switch (first, Self.read(body)) {
+            case (.success(let lhs), .success(let rhs)): #expect(Self.same(lhs.0, rhs.0) && lhs.1 == rhs.1, "\(body)")
+            case (.failure(let lhs), .failure(let rhs)):
+                #expect(lhs.status == rhs.status && lhs.detail == rhs.detail && lhs.extensions == rhs.extensions, "\(body)")
+            default: Issue.record("the second reading differs: \(body)")
+            }
         }
-        #expect(Self.same(fast.0, general.0) && fast.1 == general.1)
     }
 
-    @Test("A remembered body reads as it did the first time; a correlation id is never remembered")
+    @Test("A member named twice keeps its last value (one reader, JSONSerialization's rule)")
+    func duplicateMembers() throws {
+        let read = try Self.read(#"{"account_id":"first","account_id":"last","scopes":["User.Read"]}"#).get()
+        #expect(read.0.account == .accountId("last"))
+        let problem = Self.read(#"{"account_id":"a","scopes":["User.Read"],"scopes":"User.Read"}"#)
+        guard case .failure(let refused) = problem else { Issue.record("accepted"); return }
+        #expect(refused.extensions["field"] == .string("scopes"))
+    }
+
+    @Test("A correlation id is never remembered; a remembered body still needs a JSON content type")
     func memoisedBodies() throws {
         let plain = #"{"account_id":"memo-a","scopes":["User.Read","Mail.Read"]}"#
-        let first = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain)))
-        let again = try #require(TokenRoutes.fastParse(JSONBodyTests.request(plain)))
+        let first = try Self.read(plain).get()
+        let again = try Self.read(plain).get()
         #expect(Self.same(first.0, again.0) && first.1 == nil && again.1 == nil)
         for id in ["c-1", "c-2"] {
             let named = #"{"account_id":"memo-a","scopes":["User.Read"],"correlation_id":"\#(id)"}"#
-            let read = try #require(TokenRoutes.fastParse(JSONBodyTests.request(named)))
-            #expect(read.1 == id)
-            #expect(try #require(TokenRoutes.fastParse(JSONBodyTests.request(named))).1 == id)
+            #expect(try Self.read(named).get().1 == id)
+            #expect(try Self.read(named).get().1 == id)
         }
-        let refused = #"{"account_id":"memo-a","scopes":["openid"]}"#
-        for _ in 0..<2 { #expect(TokenRoutes.fastParse(JSONBodyTests.request(refused)) == nil) }
+        for type in ["text/plain", "application/jsonx"] {
+            guard case .failure(let problem) = Self.read(plain, contentType: type) else { Issue.record("accepted \(type)"); continue }
+            #expect(problem.status == 415)
+        }
+        for type in ["Application/JSON", "application/problem+json", "application/json; charset=utf-8"] {
+            #expect(throws: Never.self) { try Self.read(plain, contentType: type).get() }
+        }
     }
 
-    @Test("Only plain application/json takes the server-thread path")
-    func plainJSONOnly() {
-        let body = #"{"account_id":"a","scopes":["User.Read"]}"#
-        for type in ["application/json", "application/json; charset=utf-8"] {
-            #expect(TokenRoutes.fastParse(JSONBodyTests.request(body, contentType: type)) != nil)
+    @Test("Bodies that differ only in invalid UTF-8 are not read as one remembered body")
+    func invalidUTF8NotConflated() {
+        let valid = Array(#"{"account_id":"x\#u{FFFD}","scopes":["User.Read"]}"#.utf8)
+        var invalid = Array(#"{"account_id":"x"#.utf8) + [0xFF] + Array(#"","scopes":["User.Read"]}"#.utf8)
+        func reading(_ bytes: [UInt8]) -> Result<(SilentTokenRequest, String?), Problem> {
+            let request = HTTPRequest(method: "POST", path: "/v1/tokens/silent", headers: ["Content-Type": "application/json"], body: bytes)
+            return Result { () throws(Problem) in try TokenRoutes.read(request, authorities: Self.authorities) }
         }
-        for type in ["Application/JSON", "application/problem+json", "application/jsonx", "text/plain"] {
-            #expect(TokenRoutes.fastParse(JSONBodyTests.request(body, contentType: type)) == nil)
-        }
+        #expect((try? reading(valid).get()) != nil)
+        #expect((try? reading(invalid).get()) == nil)
+        invalid.removeAll()
     }
 
     // MARK: Token answer
@@ -313,6 +313,21 @@ struct CachedPathTests {
         #expect(viaHandles.render().contains(#"tokenrelay_http_requests_total{route="/v1/tokens/silent",status="200"} 4"#))
         #expect(!viaHandles.render().contains("/healthz"))
         #expect(ok === viaHandles.counter("tokenrelay_http_requests_total", ["status": "200", "route": "/v1/tokens/silent"]))
+    }
+
+    @Test("Histogram handles render as observations through observe do, and add to them")
+    func histogramHandles() {
+        let viaHandle = Metrics()
+        let viaObserve = Metrics()
+        let series = viaHandle.histogram("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"])
+        for seconds in [0.0001, 0.0005, 0.003, 0.2, 20] {
+            series.observe(seconds)
+            viaObserve.observe("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"], seconds: seconds)
+        }
+        viaHandle.observe("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"], seconds: 1)
+        viaObserve.observe("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"], seconds: 1)
+        #expect(viaHandle.render() == viaObserve.render())
+        #expect(viaHandle.render().contains(#"tokenrelay_http_request_duration_seconds_count{route="/v1/tokens/silent"} 6"#))
     }
 
     @Test("Label values are escaped per the exposition format")

@@ -21,12 +21,16 @@ final class ScriptedPeer: Sendable {
             self.fallback = fallback
         }
 
-        func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
+        func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<HTTPRequest> {
+            .respond(next())
+        }
+
+        private func next() -> HTTPResponse {
             received.withLock { $0 += 1 }
             return queue.withLock { $0.isEmpty ? fallback : $0.removeFirst() }
         }
 
-        func respond(to request: HTTPRequest) async -> HTTPResponse { respondImmediately(to: request)! }
+        func respond(to request: HTTPRequest) async -> HTTPResponse { next() }
     }
 
     let script: Script

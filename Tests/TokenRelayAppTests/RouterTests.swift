@@ -77,4 +77,24 @@ struct RouterTests {
             return
         }
     }
+
+    @Test("The exact-path lookup finds what the general walk finds: first registered wins, HEAD and odd slashes included")
+    func exactPathsAgree() {
+        var router = Router()
+        router.add("GET", "/v1/accounts/{account_id}", access: .open) { _ in HTTPResponse(status: 201) }
+        router.add("GET", "/v1/accounts/import", access: .open) { _ in HTTPResponse(status: 202) }
+        router.add("POST", "/v1/accounts/import", access: .open) { _ in HTTPResponse(status: 203) }
+        router.add("GET", "/healthz", access: .open) { _ in HTTPResponse(status: 204) }
+        let cases: [(String, String, String?)] = [
+            ("GET", "/v1/accounts/import", "/v1/accounts/{account_id}"), ("POST", "/v1/accounts/import", "/v1/accounts/import"),
+            ("HEAD", "/healthz", "/healthz"), ("GET", "/healthz/", "/healthz"), ("GET", "//healthz", "/healthz"), ("PUT", "/healthz", nil),
+        ]
+        for (method, path, template) in cases {
+            switch router.match(method: method, path: path) {
+            case .found(let route, _): #expect(route.template == template, "\(method) \(path)")
+            case .methodNotAllowed(let allowed): #expect(template == nil && allowed == ["GET"], "\(method) \(path)")
+            case .notFound: Issue.record("\(method) \(path): not found")
+            }
+        }
+    }
 }

@@ -69,13 +69,7 @@ struct SilentAcquisition: Sendable {
     func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
         try context.access.check(request)
         guard context.access.sees(account) else { throw Problem.accountNotFound() }
-        guard account.state == .active else {
-            var problem = Problem(
-                .interactionRequired, "The account's refresh token is no longer valid; the user must sign in again.",
-                extensions: ["account_state": .string(account.state.rawValue), "account_id": .string(account.accountId)])
-            problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
-            throw problem
-        }
+        guard account.state == .active else { throw Self.deadRefreshToken(account, request: request) }
         if account.homeAccountId == nil {
             // An ADAL import not yet redeemed: the first redemption learns (or merges) its identity.
             // Like a refresh, it runs on past the caller's deadline (its rotated refresh token must

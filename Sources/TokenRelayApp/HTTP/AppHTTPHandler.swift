@@ -4,17 +4,27 @@ import HTTPCommon
 import HTTPServerBridge
 import IdentityCore
 
-/// Turns HTTP requests into route calls: correlation id, deadline, routing (404/405), body
-/// limit (413), API-key authentication (401/403), and one place that maps any error to a
-/// problem+json answer (unknown errors become 500 and are logged, never shown).
+/// The request pipeline (ADR 0013): every request is prepared once — correlation id, deadline,
+/// route (404/405), body limit (413), API key from memory (401), rate budget (429), permission
+/// (403), the route's JSON body (415/400) and its own preparation (the silent route's scopes and
+/// key limits) — and answered on the server thread when memory can; otherwise the prepared
+/// request is handed to the suspended step, which continues from it (looking the key up in the
+/// store when memory did not know it, then the handler). One rendering maps any error to a
+/// problem+json answer (unknown errors become 500 and are logged, never shown); one epilogue
+/// counts, times and logs every answer of both steps.
 final class AppHTTPHandler: HTTPHandler {
+    typealias Prepared = PreparedRequest
+
     private let router: Router
     private let authenticator: APIKeyAuthenticator
     private let services: AppServices
     private let logger: Logger
-    /// `tokenrelay_http_requests_total` for the 200 answers given on the server thread.
+    /// `tokenrelay_http_requests_total` and the duration histogram of the answers memory gives
+    /// most, resolved once (SPEC §10).
     private let silentOK: Metrics.Counter
     private let healthzOK: Metrics.Counter
+    private let silentDuration: Metrics.HistogramSeries
+    private let logsRequests: Bool
 
     init(router: Router, authenticator: APIKeyAuthenticator, services: AppServices, logger: Logger) {
         self.router = router
@@ -23,102 +33,160 @@ final class AppHTTPHandler: HTTPHandler {
         self.logger = logger
         silentOK = services.metrics.counter("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"])
         healthzOK = services.metrics.counter("tokenrelay_http_requests_total", ["route": "/healthz", "status": "200"])
+        silentDuration = services.metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"])
+        logsRequests = logger.level == .debug
     }
 
-    /// Answers on the server thread what memory alone can answer: liveness, and a silent token
-    /// request whose caller, account and token are all in this replica's memory (SPEC §10).
-    func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
-        let route: String
-        let response: HTTPResponse?
-        let counted: Metrics.Counter
-        switch (request.method, request.path) {
-        case ("GET", "/healthz"):
-            route = "/healthz"
-            counted = healthzOK
-            var liveness = services.health.liveness()
-            liveness.headers.set("client-request-id", Self.correlationId(request.headers))
-            response = liveness
-        case ("POST", "/v1/tokens/silent"):
-            route = "/v1/tokens/silent"
-            counted = silentOK
-            response = TokenRoutes.immediate(request, services: services, caller: authenticator.authenticateFromMemory(request.headers["Authorization"]))
-        default:
-            return nil
+    /// The server-thread step: prepares the request and answers it when memory can.
+    func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<PreparedRequest> {
+        var prepared = PreparedRequest(http: request, correlationId: Self.correlationId(request.headers))
+        let response: HTTPResponse
+        do {
+            guard let answered = try prepare(&prepared) else { return .suspend(prepared) }
+            response = answered
+        } catch {
+            response = render(error, prepared)
         }
-        if let response {
-            if response.status == 200 {
-                counted.increment()
-            } else {
-                services.metrics.increment("tokenrelay_http_requests_total", ["route": route, "status": String(response.status)])
+        return .respond(finish(response, prepared, suspended: false))
+    }
+
+    /// The suspended step: continues from what the server-thread step prepared.
+    func respond(to prepared: PreparedRequest) async -> HTTPResponse {
+        var prepared = prepared
+        let response: HTTPResponse
+        do {
+            response = try await run(&prepared)
+        } catch {
+            response = render(error, prepared)
+        }
+        return finish(response, prepared, suspended: true)
+    }
+
+    /// Everything memory can do for the request, in the order the answers take precedence.
+    /// - Returns: the answer, or nil to suspend (the key must be looked up, or the handler run).
+    private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
+        let http = prepared.http
+        let timeout = try Self.requestTimeout(http.headers, default: services.configuration.limits.requestTimeoutSeconds)
+        switch router.match(method: http.method, path: http.path) {
+        case .notFound:
+            throw Problem(.notFound, "No route matches \(http.method) \(http.path).")
+        case .methodNotAllowed(let allowed):
+            throw Problem(
+                .methodNotAllowed, "\(http.method) is not allowed here; use \(allowed.joined(separator: ", ")).",
+                headers: ["Allow": allowed.joined(separator: ", ")])
+        case .found(let route, let parameters):
+            prepared.routeLabel = route.template
+            prepared.route = route
+            if http.bodyExceededLimit {
+                throw Problem(
+                    .payloadTooLarge, "The request body exceeds \(services.configuration.limits.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
             }
+            var request = RouteRequest(
+                http: http, parameters: parameters,
+                context: RequestContext(correlationId: prepared.correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil, access: .unrestricted)
+            )
+            if case .requires(let permission) = route.access {
+                switch authenticator.authenticateFromMemory(http.headers["Authorization"]) {
+                case .caller(let caller):
+                    try Self.admit(caller, permission, &request.context)
+                case .refused(let problem):
+                    throw problem
+                case .unknown:
+                    prepared.pendingPermission = permission
+                    prepared.request = request
+                    return nil
+                }
+            }
+            let answered = try Self.prepareRoute(route, &request)
+            prepared.request = request
+            return answered
+        }
+    }
+
+    /// The rest of the request after suspension: the key looked up in the store when memory did
+    /// not know it (then the route's preparation, which could not run before), then the handler.
+    private func run(_ prepared: inout PreparedRequest) async throws -> HTTPResponse {
+        guard let route = prepared.route, var request = prepared.request else {
+            throw Problem(.internal, "The request was not prepared.")
+        }
+        if let permission = prepared.pendingPermission {
+            let caller = try await authenticator.authenticate(request.http.headers["Authorization"])
+            try Self.admit(caller, permission, &request.context)
+            prepared.pendingPermission = nil
+            if let answered = try Self.prepareRoute(route, &request) { return answered }
+            prepared.request = request
+        }
+        return try await route.handler(request)
+    }
+
+    /// Takes the request from the caller's budget (429) and checks its permission (403): once
+    /// per request, in whichever step the caller became known.
+    private static func admit(_ caller: Caller, _ permission: Permission, _ context: inout RequestContext) throws(Problem) {
+        try caller.takeRequest()
+        guard caller.may(permission) else {
+            throw Problem(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
+        }
+        context.caller = caller.keyId
+        context.access = caller.access
+    }
+
+    /// The route's JSON body and its own preparation, run exactly once per request.
+    private static func prepareRoute(_ route: Router.Route, _ request: inout RouteRequest) throws -> HTTPResponse? {
+        if route.body == .json { request.body = try JSONBody(request.http) }
+        guard let prepare = route.prepare else { return nil }
+        return try prepare(&request)
+    }
+
+    /// The one rendering of every error (problems, store and acquisition errors; anything else 500).
+    private func render(_ error: any Error, _ prepared: PreparedRequest) -> HTTPResponse {
+        var problem = Problem(rendering: error)
+        let named = problem.correlationId ?? prepared.correlationId
+        if let hint = problem.signInHint, let links = services.signIns.links {
+            problem.extensions["sign_in_url"] = .string(links.mint(hint))
+        }
+        if problem.code == .internal, !(error is Problem), !(error is StoreError), !(error is AcquisitionError) {
+            problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."
+        }
+        var response = problem.response(correlationId: named)
+        response.headers.set("client-request-id", named)
+        if problem.code == .internal || problem.cause != nil {
+            var fields = ["request.route": prepared.routeLabel, "error": problem.detail, "correlation.id": named, "response.status": String(problem.status)]
+            fields["error.cause"] = problem.cause
+            logger.error("request.failed", fields)
         }
         return response
     }
 
-    func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let started = ContinuousClock.now
-        let correlationId = Self.correlationId(request.headers)
-        var routeLabel = "unmatched"
-        var response: HTTPResponse
-        do {
-            let timeout = try Self.requestTimeout(request.headers, default: services.configuration.limits.requestTimeoutSeconds)
-            var context = RequestContext(correlationId: correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil, access: .unrestricted)
-            switch router.match(method: request.method, path: request.path) {
-            case .notFound:
-                throw Problem(.notFound, "No route matches \(request.method) \(request.path).")
-            case .methodNotAllowed(let allowed):
-                throw Problem(
-                    .methodNotAllowed, "\(request.method) is not allowed here; use \(allowed.joined(separator: ", ")).",
-                    headers: ["Allow": allowed.joined(separator: ", ")])
-            case .found(let route, let parameters):
-                routeLabel = route.template
-                if request.bodyExceededLimit {
-                    throw Problem(
-                        .payloadTooLarge, "The request body exceeds \(services.configuration.limits.maxBodyBytes) bytes.",
-                        extensions: ["field": .string("body")])
-                }
-                if case .requires(let permission) = route.access {
-                    let caller = try await authenticator.authenticate(request.headers["Authorization"])
-                    try caller.takeRequest()
-                    guard caller.may(permission) else {
-                        throw Problem(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
-                    }
-                    context.caller = caller.keyId
-                    context.access = caller.access
-                }
-                response = try await route.handler(RouteRequest(http: request, parameters: parameters, context: context))
-            }
-        } catch {
-            // One rendering of every error (problems, store and acquisition errors; anything else 500).
-            var problem = Problem(rendering: error)
-            let named = problem.correlationId ?? correlationId
-            if let hint = problem.signInHint, let links = services.signIns.links {
-                problem.extensions["sign_in_url"] = .string(links.mint(hint))
-            }
-            if problem.code == .internal, !(error is Problem), !(error is StoreError), !(error is AcquisitionError) {
-                problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."
-            }
-            response = problem.response(correlationId: named)
-            response.headers.set("client-request-id", named)
-            if problem.code == .internal || problem.cause != nil {
-                var fields = ["request.route": routeLabel, "error": problem.detail, "correlation.id": named, "response.status": String(problem.status)]
-                fields["error.cause"] = problem.cause
-                logger.error("request.failed", fields)
-            }
-        }
+    /// The one epilogue of both steps: `client-request-id`, `tokenrelay_http_requests_total`,
+    /// the duration histogram and the request log.
+    private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool) -> HTTPResponse {
+        var response = response
         if response.headers["client-request-id"] == nil {
-            response.headers.set("client-request-id", correlationId)
+            response.headers.set("client-request-id", prepared.correlationId)
         }
-        let elapsed = started.duration(to: .now)
+        let elapsed = prepared.started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        services.metrics.increment("tokenrelay_http_requests_total", ["route": routeLabel, "status": String(response.status)])
-        services.metrics.observe("tokenrelay_http_request_duration_seconds", ["route": routeLabel], seconds: seconds)
-        logger.debug(
-            "request.completed",
-            [
-                "request.method": request.method, "request.route": routeLabel, "response.status": String(response.status),
-                "correlation.id": correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
-            ])
+        let route = prepared.routeLabel
+        if response.status == 200 && route == "/v1/tokens/silent" {
+            silentOK.increment()
+            silentDuration.observe(seconds)
+        } else {
+            if response.status == 200 && route == "/healthz" {
+                healthzOK.increment()
+            } else {
+                services.metrics.increment("tokenrelay_http_requests_total", ["route": route, "status": String(response.status)])
+            }
+            services.metrics.observe("tokenrelay_http_request_duration_seconds", ["route": route], seconds: seconds)
+        }
+        if logsRequests {
+            logger.debug(
+                "request.completed",
+                [
+                    "request.method": prepared.http.method, "request.route": route, "response.status": String(response.status),
+                    "correlation.id": prepared.correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
+                    "request.step": suspended ? "suspended" : "server_thread",
+                ])
+        }
         return response
     }
 

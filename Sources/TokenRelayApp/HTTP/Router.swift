@@ -17,6 +17,10 @@ struct Router: Sendable {
         let template: String
         let segments: [Segment]
         let access: RouteAccess
+        /// Whether the request pipeline reads a JSON body for the handler (``RouteRequest/body``).
+        let body: RouteBody
+        /// Route-specific preparation run once the caller is known (see ``RoutePreparation``).
+        let prepare: RoutePreparation?
         let handler: RouteHandler
     }
 
@@ -27,10 +31,29 @@ struct Router: Sendable {
     }
 
     private(set) var routes: [Route] = []
+    /// Path → method → route for templates without parameters that no earlier route with the
+    /// same method also matches: ``match(method:path:)`` finds them with one dictionary lookup
+    /// instead of splitting the path and binding every template (a tenth of a cached silent
+    /// request, SPEC §10). Every other request takes the general walk, with the same result.
+    private var exact: [String: [String: Route]] = [:]
 
     /// Registers `handler` for `method` on `template`.
-    mutating func add(_ method: String, _ template: String, access: RouteAccess, _ handler: @escaping RouteHandler) {
-        routes.append(Route(method: method, template: template, segments: Self.parse(template), access: access, handler: handler))
+    /// - Parameters:
+    ///   - body: `.json` to have the pipeline read the body once (415/400 before the handler runs).
+    ///   - prepare: memory-only work run before the handler, on the server thread when the
+    ///     caller is known there; it may answer by itself.
+    mutating func add(
+        _ method: String, _ template: String, access: RouteAccess, body: RouteBody = .none, prepare: RoutePreparation? = nil,
+        _ handler: @escaping RouteHandler
+    ) {
+        let route = Route(
+            method: method, template: template, segments: Self.parse(template), access: access, body: body, prepare: prepare, handler: handler)
+        let isLiteral = route.segments.allSatisfy { if case .literal = $0 { true } else { false } }
+        let parts = Self.split(template)
+        if isLiteral, !routes.contains(where: { $0.method == method && Self.bind($0.segments, to: parts) != nil }) {
+            exact["/" + parts.joined(separator: "/"), default: [:]][method] = route
+        }
+        routes.append(route)
     }
 
     /// The same handler for several methods (e.g. every method a relay passes through).
@@ -39,6 +62,7 @@ struct Router: Sendable {
     }
 
     func match(method: String, path: String) -> Match {
+        if let route = exact[path]?[method] { return .found(route, [:]) }
         let parts = Self.split(path)
         var allowed: [String] = []
         for route in routes {
@@ -104,13 +128,39 @@ enum RouteAccess: Sendable, Equatable {
     case requires(Permission)
 }
 
+/// What the request pipeline reads for a route before its handler runs.
+enum RouteBody: Sendable, Equatable {
+    /// Nothing: the handler reads the request itself (query, raw body to relay).
+    case none
+    /// A JSON object body, read once by ``JSONBody`` (415, 400 `field: body`).
+    case json
+}
+
+/// The route-specific part of preparing a request, run once per request after authentication
+/// and body reading and before the handler, on the server thread when the caller was known in
+/// memory, else in the suspended step. It must not block (no I/O). It may refine the request
+/// (e.g. the silent route's parsed request and body correlation id), answer it (a response),
+/// or throw a problem; nil hands the request on to the handler.
+typealias RoutePreparation = @Sendable (inout RouteRequest) throws -> HTTPResponse?
+
 typealias RouteHandler = @Sendable (RouteRequest) async throws -> HTTPResponse
 
-/// What a route handler gets: the request, its path parameters and its per-request context.
+/// What a route handler gets: the request, its path parameters, its per-request context, and
+/// what the pipeline prepared (the JSON body, the route's own reading), never derived twice.
 struct RouteRequest: Sendable {
     let http: HTTPRequest
     let parameters: [String: String]
-    let context: RequestContext
+    var context: RequestContext
+    /// The JSON body for routes declared `body: .json`; empty for the others.
+    var body = JSONBody(members: [:])
+    /// The silent-token request read (scopes canonical) by the silent route's preparation.
+    var silent: SilentTokenRequest?
+
+    init(http: HTTPRequest, parameters: [String: String], context: RequestContext) {
+        self.http = http
+        self.parameters = parameters
+        self.context = context
+    }
 
     func parameter(_ name: String) -> String { parameters[name] ?? "" }
 }

@@ -52,24 +52,37 @@ public struct Logger: Sendable {
     }
 }
 
-/// Where log lines go: standard error, or memory (tests read what would have been written).
+/// Where log lines go: standard error, a file (in-process tests: their log directory is scanned
+/// for secrets), or memory (tests read what would have been written).
 public final class LogSink: Sendable {
     private let capturing: Bool
     private let lines = Mutex<[String]>([])
+    /// A file sink's file; nil: standard error. One `write(2)` per line.
+    private let file: FileHandle?
 
-    private init(capturing: Bool) {
+    private init(capturing: Bool, file: FileHandle? = nil) {
         self.capturing = capturing
+        self.file = file
     }
 
     public static let standardError = LogSink(capturing: false)
 
     public static func memory() -> LogSink { LogSink(capturing: true) }
 
+    /// Appends lines to the file at `path`, created when missing.
+    /// - Returns: the sink, or nil when the file cannot be opened.
+    public static func file(_ path: String) -> LogSink? {
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return nil }
+        _ = try? handle.seekToEnd()
+        return LogSink(capturing: false, file: handle)
+    }
+
     func write(_ line: String) {
         if capturing {
             lines.withLock { $0.append(line) }
         } else {
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            (file ?? FileHandle.standardError).write(Data((line + "\n").utf8))
         }
     }
 

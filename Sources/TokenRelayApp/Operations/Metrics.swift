@@ -11,9 +11,10 @@ public final class Metrics: Sendable {
         var help: [String: (type: String, text: String)] = [:]
         var handles: [String: [String: Counter]] = [:]  // name → rendered labels → lock-free counter
         var gauges: [String: [String: Double]] = [:]  // name → rendered labels → last value set
+        var histogramHandles: [String: [String: HistogramSeries]] = [:]  // name → rendered labels → handle
     }
 
-    private struct Histogram {
+    struct Histogram: Sendable {
         static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
         var buckets = [UInt64](repeating: 0, count: bounds.count)
         var count: UInt64 = 0
@@ -23,6 +24,12 @@ public final class Metrics: Sendable {
             for (index, bound) in Self.bounds.enumerated() where value <= bound { buckets[index] += 1 }
             count += 1
             sum += value
+        }
+
+        mutating func add(_ other: Histogram) {
+            for index in buckets.indices { buckets[index] += other.buckets[index] }
+            count += other.count
+            sum += other.sum
         }
     }
 
@@ -68,6 +75,18 @@ public final class Metrics: Sendable {
         }
     }
 
+    /// The handle of one histogram series, created on first use; observations through it and
+    /// through ``observe(_:_:seconds:)`` add up.
+    func histogram(_ name: String, _ labels: [String: String] = [:]) -> HistogramSeries {
+        let key = Self.render(labels)
+        return state.withLock { state in
+            if let existing = state.histogramHandles[name]?[key] { return existing }
+            let created = HistogramSeries()
+            state.histogramHandles[name, default: [:]][key] = created
+            return created
+        }
+    }
+
     public func observe(_ name: String, _ labels: [String: String] = [:], seconds: Double) {
         let key = Self.render(labels)
         state.withLock { $0.histograms[name, default: [:]][key, default: Histogram()].observe(seconds) }
@@ -93,7 +112,14 @@ public final class Metrics: Sendable {
     /// Prometheus text exposition format 0.0.4.
     public func render() -> String {
         var lines: [String] = []
-        let snapshot = state.withLock { $0 }
+        var snapshot = state.withLock { $0 }
+        for (name, series) in snapshot.histogramHandles {
+            for (labels, handle) in series {
+                let observed = handle.snapshot
+                guard observed.count > 0 else { continue }
+                snapshot.histograms[name, default: [:]][labels, default: Histogram()].add(observed)
+            }
+        }
         var counters = snapshot.counters
         for (name, series) in snapshot.handles {
             for (labels, handle) in series where handle.value > 0 {

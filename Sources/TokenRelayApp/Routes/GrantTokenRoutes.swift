@@ -7,16 +7,16 @@ enum GrantTokenRoutes {
     static let onBehalfOfFields: Set<String> = ["assertion", "scopes", "resource", "authority", "force_refresh", "min_ttl_s", "correlation_id"]
 
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add("POST", "/v1/tokens/app", access: .requires(.tokensAcquire)) { request in
-            let body = try JSONBody(request.http)
+        router.add("POST", "/v1/tokens/app", access: .requires(.tokensAcquire), body: .json) { request in
+            let body = request.body
             try body.rejectUnknown(allowed: appFields)
             let parsed = try parse(body, services: services, tenantField: true)
             return try await answer(body, request.context, issuance: services.issuance) { context in
                 try await services.grants.acquireApp(parsed, context: context)
             }
         }
-        router.add("POST", "/v1/tokens/on-behalf-of", access: .requires(.tokensAcquire)) { request in
-            let body = try JSONBody(request.http)
+        router.add("POST", "/v1/tokens/on-behalf-of", access: .requires(.tokensAcquire), body: .json) { request in
+            let body = request.body
             try body.rejectUnknown(allowed: onBehalfOfFields)
             let assertion = try body.requiredString("assertion")
             let parsed = try parse(body, services: services, tenantField: false)

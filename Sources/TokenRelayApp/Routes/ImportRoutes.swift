@@ -8,8 +8,8 @@ enum ImportRoutes {
     static let fields: Set<String> = ["username", "refresh_token", "authority", "resource"]
 
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add("POST", "/v1/accounts/import", access: .requires(.accountsWrite)) { request in
-            let body = try JSONBody(request.http)
+        router.add("POST", "/v1/accounts/import", access: .requires(.accountsWrite), body: .json) { request in
+            let body = request.body
             try body.rejectUnknown(allowed: fields)
             let username = try body.requiredString("username").trimmingCharacters(in: .whitespaces)
             // Control characters are refused as `GET /v1/accounts?username=` refuses them, so an

@@ -4,7 +4,8 @@ import IdentityCore
 /// `/healthz`, `/readyz`, `/metrics` (SPEC §8); no API key.
 enum OperationsRoutes {
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add("GET", "/healthz", access: .open) { _ in
+        // Answered by its preparation, on the server thread (the handler is never reached).
+        router.add("GET", "/healthz", access: .open, prepare: { _ in services.health.liveness() }) { _ in
             services.health.liveness()
         }
         router.add("GET", "/readyz", access: .open) { _ in

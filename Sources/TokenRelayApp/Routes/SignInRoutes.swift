@@ -8,8 +8,8 @@ enum SignInRoutes {
     static let prompts: Set<String> = ["select_account", "login", "consent", "none"]
 
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add("POST", "/v1/sign-ins", access: .requires(.accountsWrite)) { request in
-            let body = try JSONBody(request.http)
+        router.add("POST", "/v1/sign-ins", access: .requires(.accountsWrite), body: .json) { request in
+            let body = request.body
             try body.rejectUnknown(allowed: startFields)
             let scopes = try TokenRoutes.requestedScopes(body)
             try request.context.access.check(scopes, field: "scopes")

@@ -9,67 +9,79 @@ enum TokenRoutes {
     ]
 
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add("POST", "/v1/tokens/silent", access: .requires(.tokensAcquire)) { request in
-            let body = try JSONBody(request.http)
-            let silent = try parseSilent(body, authorities: services.authorities)
-            var context = request.context
-            if let correlationId = try body.correlationId() {
-                context = context.renamed(correlationId)
-            }
+        router.add(
+            "POST", "/v1/tokens/silent", access: .requires(.tokensAcquire),
+            prepare: { request throws(Problem) in try prepare(&request, services: services) }
+        ) { request in
+            // The pipeline ran `prepare` first: the body is read, the scopes canonical, the
+            // key's limits checked, and memory could not answer.
+            guard let silent = request.silent else { throw Problem(.internal, "The silent request was not prepared.") }
             do {
-                let result = try await services.tokens.acquire(silent, context: context)
-                services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId)
-                var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
-                response.headers.set("client-request-id", context.correlationId)
-                return response
+                let result = try await services.tokens.acquire(silent, context: request.context)
+                return answer(result, silent, request.context, services: services)
             } catch {
-                // The body's correlation id names the problem too.
-                var problem = Problem(rendering: error)
-                problem.correlationId = context.correlationId
-                throw problem
+                throw named(error, request.context)
             }
         }
     }
 
-    /// The cache-hit answer computed on the server thread, or nil to take the async path (which
-    /// also produces every error answer, so this path never has to).
-    static func immediate(_ request: HTTPRequest, services: AppServices, caller: Caller?) -> HTTPResponse? {
-        guard let caller, caller.may(.tokensAcquire), !request.bodyExceededLimit, request.headers["Request-Timeout"] == nil,
-            let (silent, bodyCorrelationId) = fastParse(request), caller.access.allows(silent.scopes),
-            visible(silent.account, to: caller.access, services: services), (try? caller.takeRequest()) != nil
-        else { return nil }
-        guard let result = services.tokens.acquireFromMemory(silent) else {
-            // The async path answers and takes the request from the budget itself.
-            caller.bucket?.giveBack()
-            return nil
+    /// The silent route's preparation (see ``RoutePreparation``): reads the body once, names the
+    /// request by the body's `correlation_id`, checks the key's limits, and answers from memory
+    /// when memory can (a cached token, a dead account, a replayed interaction-required problem).
+    /// - Returns: the answer, or nil for the handler to acquire the token.
+    /// - Throws: `Problem` 415, 400 (`field` named), 403; memory's problems named by the body's
+    ///   correlation id, as the handler names its own.
+    static func prepare(_ request: inout RouteRequest, services: AppServices) throws(Problem) -> HTTPResponse? {
+        let (silent, bodyCorrelationId) = try read(request.http, authorities: services.authorities)
+        if let bodyCorrelationId { request.context = request.context.renamed(bodyCorrelationId) }
+        request.silent = silent
+        let context = request.context
+        do {
+            try context.access.check(silent)
+            guard visible(silent.account, to: context.access, services: services),
+                let result = try services.tokens.answerFromMemory(silent)
+            else { return nil }
+            return answer(result, silent, context, services: services)
+        } catch {
+            throw named(error, context)
         }
-        services.issuance?.record(keyId: caller.keyId, accountId: result.account.accountId)
-        let correlationId = bodyCorrelationId ?? AppHTTPHandler.correlationId(request.headers)
-        var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: correlationId, allowPartial: silent.allowPartial))
-        response.headers.set("client-request-id", correlationId)
+    }
+
+    /// The one reading of a silent-token body: content type (415), JSON (``JSONBody``), fields
+    /// and canonical scopes (``parseSilent(_:authorities:)``), then `correlation_id`, remembered
+    /// for repeated bodies (``SilentBodyMemo``).
+    /// - Returns: the request and the body's non-empty `correlation_id`.
+    static func read(_ http: HTTPRequest, authorities: AuthorityValidator) throws(Problem) -> (SilentTokenRequest, String?) {
+        try JSONBody.requireJSON(http)
+        return try SilentBodyMemo.shared.request(body: http.body) { bytes throws(Problem) in
+            let body = try JSONBody(bytes: bytes)
+            let silent = try parseSilent(body, authorities: authorities)
+            return (silent, try body.correlationId())
+        }
+    }
+
+    /// The token answer, counted for the issuance audit.
+    private static func answer(_ result: SilentTokenResult, _ silent: SilentTokenRequest, _ context: RequestContext, services: AppServices) -> HTTPResponse {
+        services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId)
+        var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
+        response.headers.set("client-request-id", context.correlationId)
         return response
     }
 
+    /// The problem for `error`, named by the request's correlation id (the body's when it gave one).
+    private static func named(_ error: any Error, _ context: RequestContext) -> Problem {
+        var problem = Problem(rendering: error)
+        problem.correlationId = context.correlationId
+        return problem
+    }
+
     /// Whether the key sees the account named by `selector`, as far as memory tells (an account not
-    /// in memory is left to the async path).
+    /// in memory is left to the handler).
     private static func visible(_ selector: SilentTokenRequest.AccountSelector, to access: KeyAccess, services: AppServices) -> Bool {
         guard access.limitsTenants else { return true }
         guard case .accountId(let id) = selector, let account = services.tokens.accounts.account(id: id) else { return false }
         // The memory path serves the account's own realm: that tenant must be the key's too.
         return access.sees(account) && access.allows(tenant: account.realm)
-    }
-
-    /// The request and the body's non-empty `correlation_id` (which names the answer, as on the
-    /// async path) when the body has the usual shape and is valid; nil otherwise, for the async
-    /// path to answer.
-    static func fastParse(_ request: HTTPRequest) -> (SilentTokenRequest, String?)? {
-        guard let contentType = request.headers["Content-Type"], JSONBody.isPlainJSON(contentType) else { return nil }
-        return SilentBodyMemo.shared.request(body: request.body) { bytes in
-            guard let body = CommonSilentBody.decode(body: bytes),
-                let scopes = try? RequestedScopes.shared.normalize(scopes: body.scopes, resource: nil)
-            else { return nil }
-            return (SilentTokenRequest(account: .accountId(body.accountId), scopes: scopes), body.correlationId)
-        }
     }
 
     /// Validates the body into a request; every error names its field.

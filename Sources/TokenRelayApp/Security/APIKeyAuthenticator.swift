@@ -91,25 +91,40 @@ final class APIKeyAuthenticator: Sendable {
         return caller
     }
 
-    /// The caller when memory alone can tell (the bootstrap key, or a key looked up less than
-    /// `cacheTTL` ago); nil when the database must be asked or the key is not valid.
-    func authenticateFromMemory(_ authorization: String?) -> Caller? {
-        guard let presented = Self.bearerToken(authorization) else { return nil }
+    /// What memory alone says of an `Authorization` header.
+    enum MemoryVerdict: Sendable {
+        /// The bootstrap key, or a key looked up less than `cacheTTL` ago whose secret matches.
+        case caller(Caller)
+        /// 401 without I/O: no bearer token, not a well-formed key, a key id remembered as
+        /// unknown, or a remembered key whose secret does not match.
+        case refused(Problem)
+        /// The database must be asked (``authenticate(_:)``).
+        case unknown
+    }
+
+    /// The caller when memory alone can tell; the 401 ``authenticate(_:)`` would give when memory
+    /// already knows it; else `.unknown`.
+    func authenticateFromMemory(_ authorization: String?) -> MemoryVerdict {
+        guard let presented = Self.bearerToken(authorization) else {
+            return .refused(Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'."))
+        }
         let presentedHash = SHA256.hash(Array(presented.utf8))
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
-            return bootstrapCaller
+            return .caller(bootstrapCaller)
         }
+        guard let (keyId, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
         let now = Date()
-        guard let (keyId, secret) = Self.split(presented), let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate),
-            now.timeIntervalSince(cached.fetchedAt) < cacheTTL, let storedHash = cached.secretHash, let caller = cached.caller
-        else { return nil }
-        if let verified = cached.verifiedHash, ConstantTime.equals(presentedHash, verified) { return caller }
-        guard ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash) else { return nil }
+        guard let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate), now.timeIntervalSince(cached.fetchedAt) < cacheTTL else {
+            return .unknown
+        }
+        guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        if let verified = cached.verifiedHash, ConstantTime.equals(presentedHash, verified) { return .caller(caller) }
+        guard ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
         cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { entry in
             // Only onto the entry just checked: a re-read row starts unverified.
             if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedHash = presentedHash }
         }
-        return caller
+        return .caller(caller)
     }
 
     private func lookup(_ keyId: String) async throws -> CachedKey {

@@ -2,10 +2,13 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// API keys through the real binaries (SPEC §7, §11, §12 Permissions): every route refuses a
-/// missing, malformed, revoked or under-privileged key; tenant and scope limits; the per-key rate
-/// limit.
-@Suite("API key access", .serialized)
+@testable import TokenRelayApp
+
+/// API keys through the handler, in process (SPEC §7, §11, §12 Permissions): every route refuses
+/// a missing, malformed, revoked or under-privileged key; tenant and scope limits; the per-key
+/// rate limit. Keys are made by the call `token-relay api-keys create` makes (the CLI's own
+/// output is `CommandLineTests`').
+@Suite("API key access, in process", .serialized)
 struct APIKeyAccessTests {
     static let allPermissions = ["tokens:acquire", "accounts:read", "accounts:write", "downstream:call", "admin"]
     static let otherTenant = "22222222-2222-2222-2222-222222222222"
@@ -43,26 +46,15 @@ struct APIKeyAccessTests {
 
     // MARK: Helpers
 
-    /// Creates a key with the CLI; returns (api_key, key_id).
+    /// Creates a key as `api-keys create` does; returns (api_key, key_id).
     static func createKey(
-        _ stack: TokenRelayStack, permissions: [String], tenants: [String] = [], scopes: [String] = []
-    ) throws -> (key: String, keyId: String) {
-        var arguments = ["api-keys", "create", "--name", "test", "--permissions", permissions.joined(separator: ",")]
-        if !tenants.isEmpty { arguments += ["--tenants", tenants.joined(separator: ",")] }
-        if !scopes.isEmpty { arguments += ["--scopes", scopes.joined(separator: ",")] }
-        let (status, output) = try CommandLineTests.run(arguments, environment: cliEnvironment(stack))
-        guard status == 0, let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
-            let key = object["api_key"] as? String, let keyId = object["key_id"] as? String
-        else { throw TestFailure("api-keys create exited \(status): \(output)") }
-        return (key, keyId)
-    }
-
-    static func cliEnvironment(_ stack: TokenRelayStack) -> [String: String] {
-        ["TOKENRELAY_DATABASE_URL": stack.databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
+        _ stack: InProcessApp, permissions: [String], tenants: [String] = [], scopes: [String] = []
+    ) async throws -> (key: String, keyId: String) {
+        try await stack.createKey(permissions: permissions, tenants: tenants, scopes: scopes)
     }
 
     /// Sends `operation` with `authorization` (nil: no header) and a body/headers that make sense for it.
-    static func call(_ stack: TokenRelayStack, _ operation: Operation, authorization: String?, accountId: String) async throws -> TestResponse {
+    static func call(_ stack: InProcessApp, _ operation: Operation, authorization: String?, accountId: String) async throws -> TestResponse {
         // DELETE names an account that does not exist (204 too), so the others keep theirs.
         let path = operation.template.replacingOccurrences(of: "{account_id}", with: operation.method == "DELETE" ? "acc_absent" : accountId)
             .replacingOccurrences(of: "{api}/{path}", with: "graph/me")
@@ -78,7 +70,7 @@ struct APIKeyAccessTests {
         case "/v1/tokens/on-behalf-of":
             // The account's token for TokenRelay's own app: what a caller's API would pass on.
             let incoming = try await stack.request(
-                "POST", "/v1/tokens/silent", json: ["account_id": accountId, "scopes": ["api://\(TokenRelayStack.clientId)/access_as_user"]])
+                "POST", "/v1/tokens/silent", json: ["account_id": accountId, "scopes": ["api://\(InProcessApp.clientId)/access_as_user"]])
             body = ["assertion": incoming.json["access_token"] as? String ?? "", "scopes": ["User.Read"]]
         case "/v1/downstream/{api}/{path}": headers["X-Account-Id"] = accountId
         default: break
@@ -87,7 +79,7 @@ struct APIKeyAccessTests {
     }
 
     /// Signs `username` in through `authority` (the default one when nil); returns its account id.
-    static func signIn(_ stack: TokenRelayStack, _ username: String, tenant: String) async throws -> String {
+    static func signIn(_ stack: InProcessApp, _ username: String, tenant: String) async throws -> String {
         let started = try await stack.request(
             "POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": username, "authority": "\(stack.emulator.baseURL)/\(tenant)"])
         guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
@@ -128,11 +120,11 @@ struct APIKeyAccessTests {
 
     @Test("Every route: a missing, malformed or revoked key is 401 with WWW-Authenticate; a key without the permission is 403")
     func everyRouteRefusesBadKeys() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_keys_routes")
+        let stack = try await InProcessApp(name: "inproc_keys_routes")
         defer { stack.stop() }
         let accountId = try await stack.signInAccountId()
-        let revoked = try Self.createKey(stack, permissions: Self.allPermissions)
-        #expect(try CommandLineTests.run(["api-keys", "revoke", revoked.keyId], environment: Self.cliEnvironment(stack)).0 == 0)
+        let revoked = try await Self.createKey(stack, permissions: Self.allPermissions)
+        #expect(try await stack.revokeKey(revoked.keyId))
         let revokedSecretForm = revoked.key
         let malformed = [
             "Bearer", "Basic dXNlcjpwYXNz", "Bearer not-a-key", "Bearer trk_SHORT_secret", "Bearer trk_abc_secret", "Bearer trk_abcdefgh_",
@@ -154,11 +146,11 @@ struct APIKeyAccessTests {
                 #expect(refused.headers["Content-Type"] == "application/problem+json")
             }
             let others = Self.allPermissions.filter { $0 != operation.permission && $0 != "admin" }
-            let underPrivileged = try Self.createKey(stack, permissions: others)
+            let underPrivileged = try await Self.createKey(stack, permissions: others)
             let forbidden = try await Self.call(stack, operation, authorization: "Bearer \(underPrivileged.key)", accountId: accountId)
             #expect(forbidden.status == 403, "\(operation) without \(operation.permission!): \(forbidden.status) \(forbidden.text)")
             #expect(forbidden.json["error"] as? String == "forbidden")
-            let privileged = try Self.createKey(stack, permissions: [operation.permission!])
+            let privileged = try await Self.createKey(stack, permissions: [operation.permission!])
             let allowed = try await Self.call(stack, operation, authorization: "Bearer \(privileged.key)", accountId: accountId)
             if operation.template.hasPrefix("/v1/downstream/") {
                 // The API's own answer to the method (e.g. 405 for PUT /me) is relayed: TokenRelay let the call through.
@@ -171,14 +163,14 @@ struct APIKeyAccessTests {
 
     @Test("A key limited to one tenant cannot see or use another tenant's accounts (list, get, delete, silent, downstream)")
     func tenantLimits() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_keys_tenants")
+        let stack = try await InProcessApp(name: "inproc_keys_tenants")
         defer { stack.stop() }
         let alice = try await stack.signInAccountId()
         let carol = try await Self.signIn(stack, "carol@fabrikam.example", tenant: Self.otherTenant)
         // Carol's token is in this replica's memory: the server-thread path must refuse it too.
         let warm = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": carol, "scopes": ["User.Read"]])
         #expect(warm.json["source"] as? String == "cache")
-        let limited = try Self.createKey(
+        let limited = try await Self.createKey(
             stack, permissions: ["tokens:acquire", "accounts:read", "accounts:write", "downstream:call"], tenants: [stack.tenantId.uppercased()])
         let headers = Self.bearer(limited.key)
 
@@ -246,9 +238,9 @@ struct APIKeyAccessTests {
 
     @Test("App tokens honour the key's tenant and scope limits, also when the body names a correlation_id")
     func appTokenLimits() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_keys_app")
+        let stack = try await InProcessApp(name: "inproc_keys_app")
         defer { stack.stop() }
-        let limited = try Self.createKey(stack, permissions: ["tokens:acquire"], tenants: [stack.tenantId], scopes: ["https://graph.microsoft.com/*"])
+        let limited = try await Self.createKey(stack, permissions: ["tokens:acquire"], tenants: [stack.tenantId], scopes: ["https://graph.microsoft.com/*"])
         func app(_ body: [String: Any]) async throws -> TestResponse {
             try await stack.request("POST", "/v1/tokens/app", json: body, headers: Self.bearer(limited.key), authenticated: false)
         }
@@ -266,11 +258,11 @@ struct APIKeyAccessTests {
 
     @Test("A key limited by scope patterns gets 403 for other scopes (silent, sign-in, downstream)")
     func scopePatterns() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_keys_scopes")
+        let stack = try await InProcessApp(name: "inproc_keys_scopes")
         defer { stack.stop() }
         let alice = try await stack.signInAccountId()
-        let userOnly = try Self.createKey(stack, permissions: ["tokens:acquire", "accounts:write", "downstream:call"], scopes: ["user.*"])
-        let mailOnly = try Self.createKey(stack, permissions: ["tokens:acquire", "downstream:call"], scopes: ["Mail.*", "https://vault.azure.net/*"])
+        let userOnly = try await Self.createKey(stack, permissions: ["tokens:acquire", "accounts:write", "downstream:call"], scopes: ["user.*"])
+        let mailOnly = try await Self.createKey(stack, permissions: ["tokens:acquire", "downstream:call"], scopes: ["Mail.*", "https://vault.azure.net/*"])
         func silent(_ key: String, _ scopes: [String]) async throws -> TestResponse {
             try await stack.request(
                 "POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": scopes], headers: Self.bearer(key), authenticated: false)
@@ -303,18 +295,18 @@ struct APIKeyAccessTests {
         #expect(refused.status == 403, "\(refused.text)")
         #expect(refused.json["error"] as? String == "forbidden")
 
-        let (_, listed) = try CommandLineTests.run(["api-keys", "list"], environment: Self.cliEnvironment(stack))
-        let rows = listed.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        #expect(rows.first { $0["key_id"] as? String == mailOnly.keyId }?["scopes"] as? [String] == ["Mail.*", "https://vault.azure.net/*"])
-        #expect(!listed.contains(mailOnly.key))
+        // What `api-keys list` prints from: the patterns as given, the secret nowhere.
+        let listed = try await stack.apiKeys()
+        #expect(listed.first { $0.keyId == mailOnly.keyId }?.scopePatterns == ["Mail.*", "https://vault.azure.net/*"])
+        #expect(!String(describing: listed).contains(mailOnly.key))
     }
 
     @Test("Past TOKENRELAY_RATE_LIMIT_PER_KEY a key gets 429 rate_limited with Retry-After; other keys are not affected")
     func rateLimit() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_keys_rate", environment: ["TOKENRELAY_RATE_LIMIT_PER_KEY": "2"])
+        let stack = try await InProcessApp(name: "inproc_keys_rate") { $0.limits.rateLimitPerKey = 2 }
         defer { stack.stop() }
         let alice = try await stack.signInAccountId()
-        let key = try Self.createKey(stack, permissions: ["tokens:acquire", "accounts:read"])
+        let key = try await Self.createKey(stack, permissions: ["tokens:acquire", "accounts:read"])
         var statuses: [Int] = []
         var limited: TestResponse?
         // Cached silent requests (answered on the server thread) and a database route share the budget.
@@ -335,7 +327,7 @@ struct APIKeyAccessTests {
         let retryAfter = try #require(problem.headers["Retry-After"].flatMap { Int($0) })
         #expect(retryAfter >= 1)
         #expect(problem.json["retry_after_s"] as? Int == retryAfter)
-        let other = try Self.createKey(stack, permissions: ["accounts:read"])
+        let other = try await Self.createKey(stack, permissions: ["accounts:read"])
         #expect(try await stack.request("GET", "/v1/accounts", headers: Self.bearer(other.key), authenticated: false).status == 200)
     }
 }

@@ -4,14 +4,14 @@ import Testing
 import TokenRelayTesting
 
 /// Authorities (AAD, B2C), scope rules, lenient token-response parsing, guest accounts and ADAL
-/// imports through the whole stack (SPEC §1, §3, §5, §12 Accounts).
-@Suite("Authorities, B2C, scopes, guests and imports, end to end", .serialized)
+/// imports through the handler, in process, against the emulator (SPEC §1, §3, §5, §12 Accounts).
+@Suite("Authorities, B2C, scopes, guests and imports, in process", .serialized)
 struct AuthorityAndImportTests {
     static let b2cTenant = "contosob2c.onmicrosoft.com"
     static let fabrikam = "22222222-2222-2222-2222-222222222222"
 
     /// Signs `username` in through `authority` as a browser would; returns the account object.
-    static func signIn(_ stack: TokenRelayStack, _ username: String, authority: String, scopes: [String]) async throws -> [String: Any] {
+    static func signIn(_ stack: InProcessApp, _ username: String, authority: String, scopes: [String]) async throws -> [String: Any] {
         let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username, "authority": authority])
         guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
             throw TestFailure("POST /v1/sign-ins answered \(started.status): \(started.text)")
@@ -25,13 +25,13 @@ struct AuthorityAndImportTests {
         return account
     }
 
-    static func silent(_ stack: TokenRelayStack, _ body: [String: Any]) async throws -> TestResponse {
+    static func silent(_ stack: InProcessApp, _ body: [String: Any]) async throws -> TestResponse {
         try await stack.request("POST", "/v1/tokens/silent", json: body)
     }
 
     @Test("08-aadb2c90080-b2c-expired-grant: B2C sign-in (tfp and plain paths), silent token, then an expired grant is interaction_required")
     func b2cEndToEnd() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_b2c")
+        let stack = try await InProcessApp(name: "inproc_b2c")
         defer { stack.stop() }
         // The emulator serves B2C discovery and keys under both path forms.
         for prefix in ["/tfp/\(Self.b2cTenant)/B2C_1_susi", "/\(Self.b2cTenant)/B2C_1_susi"] {
@@ -86,7 +86,7 @@ struct AuthorityAndImportTests {
 
     @Test("An unknown authority is 400 invalid_authority and the authority sees no request")
     func unknownAuthority() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_authority")
+        let stack = try await InProcessApp(name: "inproc_authority")
         defer { stack.stop() }
         let id = try await stack.signInAccountId()
         let tokensBefore = try await stack.emulatorCount()
@@ -115,7 +115,7 @@ struct AuthorityAndImportTests {
 
     @Test("Scope rules before any network call; legacy resource; case-insensitive cache hits")
     func scopeRules() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_scopes")
+        let stack = try await InProcessApp(name: "inproc_scopes")
         defer { stack.stop() }
         let id = try await stack.signInAccountId()
         let before = try await stack.emulatorCount()
@@ -154,7 +154,7 @@ struct AuthorityAndImportTests {
 
     @Test("13-refresh-token-rotation-success: digit-string numbers, refresh_in, ext_expires_in and foci are read and stored")
     func lenientTokenResponses() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_lenient")
+        let stack = try await InProcessApp(name: "inproc_lenient")
         defer { stack.stop() }
         let id = try await stack.signInAccountId()
         _ = try await stack.control(
@@ -181,7 +181,7 @@ struct AuthorityAndImportTests {
 
     @Test("A guest signed into two tenants is one account with two tenant profiles; tokens are kept per realm")
     func guestAccount() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_guest")
+        let stack = try await InProcessApp(name: "inproc_guest")
         defer { stack.stop() }
         let home = try await Self.signIn(stack, "erin@contoso.example", authority: "\(stack.emulator.baseURL)/\(stack.tenantId)", scopes: ["User.Read"])
         let id = try #require(home["account_id"] as? String)
@@ -221,7 +221,7 @@ struct AuthorityAndImportTests {
 
     @Test("An ADAL refresh token is imported encrypted, found by username, identified on first use")
     func importThenIdentify() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_import")
+        let stack = try await InProcessApp(name: "inproc_import")
         defer { stack.stop() }
         let adalToken = try await stack.adalRefreshToken(for: "bob@contoso.example")
         let authority = "\(stack.emulator.baseURL)/organizations"
@@ -280,7 +280,7 @@ struct AuthorityAndImportTests {
 
     @Test("An import whose user is signed in already merges into that account; the imported id stays an alias")
     func importMergesIntoSignedInAccount() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_import_merge")
+        let stack = try await InProcessApp(name: "inproc_import_merge")
         defer { stack.stop() }
         let survivor = try await stack.signInAccountId("alice@contoso.example")
         let adalToken = try await stack.adalRefreshToken(for: "alice@contoso.example")
@@ -330,7 +330,7 @@ struct AuthorityAndImportTests {
 
     @Test("An import merging into an account whose refresh token died gives it the imported token and makes it active")
     func importRevivesDeadAccount() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_import_revive")
+        let stack = try await InProcessApp(name: "inproc_import_revive")
         defer { stack.stop() }
         let survivor = try await stack.signInAccountId("bob@contoso.example")
         _ = try await stack.control(

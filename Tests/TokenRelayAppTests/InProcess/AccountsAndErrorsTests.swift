@@ -3,11 +3,12 @@ import PostgresBridge
 import Testing
 import TokenRelayTesting
 
-@Suite("Accounts, operations and problem answers, end to end", .serialized)
+/// Accounts, operations and problem answers through the handler, in process.
+@Suite("Accounts, operations and problem answers, in process", .serialized)
 struct AccountsAndErrorsTests {
     @Test("Accounts list with cursor pagination, filter by username, delete twice is 204, then 404")
     func accountsLifecycle() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_accounts")
+        let stack = try await InProcessApp(name: "inproc_accounts")
         defer { stack.stop() }
         var ids: [String] = []
         for user in ["alice@contoso.example", "bob@contoso.example"] {
@@ -53,7 +54,7 @@ struct AccountsAndErrorsTests {
 
     @Test("Bad input gets a problem+json naming the field; unknown routes 404; wrong methods 405 with Allow")
     func problems() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_problems")
+        let stack = try await InProcessApp(name: "inproc_problems")
         defer { stack.stop() }
         let unauthenticated = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "x", "scopes": ["User.Read"]], authenticated: false)
         #expect(unauthenticated.status == 401)
@@ -72,15 +73,11 @@ struct AccountsAndErrorsTests {
         #expect(wrongType.status == 415)
         #expect(wrongType.json["error"] as? String == "unsupported_media_type")
 
-        var badJSON = try await stack.http.execute(
-            .init(
-                method: "POST", url: stack.baseURL + "/v1/tokens/silent",
-                headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array("{not json".utf8)))
+        var badJSON = try await stack.request(
+            "POST", "/v1/tokens/silent", body: Array("{not json".utf8), headers: ["Content-Type": "application/json"])
         #expect(badJSON.status == 400)
-        badJSON = try await stack.http.execute(
-            .init(
-                method: "POST", url: stack.baseURL + "/v1/tokens/silent",
-                headers: ["Authorization": "Bearer \(stack.apiKey)", "Content-Type": "application/json"], body: Array(repeating: 32, count: 70_000)))
+        badJSON = try await stack.request(
+            "POST", "/v1/tokens/silent", body: Array(repeating: 32, count: 70_000), headers: ["Content-Type": "application/json"])
         #expect(badJSON.status == 413)
 
         let twoSelectors = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": "a", "username": "b", "scopes": ["User.Read"]])
@@ -110,7 +107,7 @@ struct AccountsAndErrorsTests {
 
     @Test("Sign-in callback refuses unknown, replayed and declined states")
     func callbackProblems() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_callback")
+        let stack = try await InProcessApp(name: "inproc_callback")
         defer { stack.stop() }
         let unknown = try await stack.request("GET", "/v1/sign-ins/callback?code=abc&state=nope", authenticated: false)
         #expect(unknown.status == 400)
@@ -150,7 +147,7 @@ struct AccountsAndErrorsTests {
 
     @Test("Health, readiness and metrics answer without an API key in the documented shapes")
     func operations() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_ops")
+        let stack = try await InProcessApp(name: "inproc_ops")
         defer { stack.stop() }
         let health = try await stack.request("GET", "/healthz", authenticated: false)
         #expect(health.status == 200)

@@ -1,0 +1,26 @@
+import HTTPCommon
+
+/// A request as far as the server-thread step prepared it (ADR 0013), handed to the suspended
+/// step so that nothing is derived twice: the correlation id and start time, the matched route,
+/// the route request (deadline, caller, JSON body, the route's own reading) and, when memory did
+/// not know the API key, the permission still to check once the store has been asked.
+struct PreparedRequest: Sendable {
+    let http: HTTPRequest
+    /// When the server-thread step began (the duration histogram measures from here).
+    let started = ContinuousClock.now
+    /// `client-request-id`, `X-Correlation-ID` or a new id; the body's `correlation_id`, where a
+    /// route reads one, renames ``request``'s context instead.
+    let correlationId: String
+    /// The route template, `unmatched` before (or without) a match: the metrics' `route` label.
+    var routeLabel = "unmatched"
+    var route: Router.Route?
+    var request: RouteRequest?
+    /// Set when the key was not in memory: the suspended step authenticates against the store,
+    /// takes the rate budget and checks this permission, then runs the route's preparation.
+    var pendingPermission: Permission?
+
+    init(http: HTTPRequest, correlationId: String) {
+        self.http = http
+        self.correlationId = correlationId
+    }
+}

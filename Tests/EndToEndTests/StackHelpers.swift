@@ -1,0 +1,44 @@
+import Foundation
+import TokenRelayTesting
+
+/// What several live suites share: API keys made with the built CLI, and sign-ins through a
+/// named authority. (The in-process suites have their own in `InProcessApp`.)
+enum StackHelpers {
+    static let otherTenant = "22222222-2222-2222-2222-222222222222"
+    static let fabrikam = otherTenant
+
+    /// Creates a key with the CLI; returns (api_key, key_id).
+    static func createKey(
+        _ stack: TokenRelayStack, permissions: [String], tenants: [String] = [], scopes: [String] = []
+    ) throws -> (key: String, keyId: String) {
+        var arguments = ["api-keys", "create", "--name", "test", "--permissions", permissions.joined(separator: ",")]
+        if !tenants.isEmpty { arguments += ["--tenants", tenants.joined(separator: ",")] }
+        if !scopes.isEmpty { arguments += ["--scopes", scopes.joined(separator: ",")] }
+        let (status, output) = try CommandLineTests.run(arguments, environment: cliEnvironment(stack))
+        guard status == 0, let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
+            let key = object["api_key"] as? String, let keyId = object["key_id"] as? String
+        else { throw TestFailure("api-keys create exited \(status): \(output)") }
+        return (key, keyId)
+    }
+
+    static func cliEnvironment(_ stack: TokenRelayStack) -> [String: String] {
+        ["TOKENRELAY_DATABASE_URL": stack.databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
+    }
+
+    static func bearer(_ key: String) -> [String: String] { ["Authorization": "Bearer \(key)"] }
+
+    /// Signs `username` in through `authority` as a browser would; returns the account object.
+    static func signIn(_ stack: TokenRelayStack, _ username: String, authority: String, scopes: [String]) async throws -> [String: Any] {
+        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": scopes, "login_hint": username, "authority": authority])
+        guard started.status == 201, let authorize = started.json["authorize_url"] as? String else {
+            throw TestFailure("POST /v1/sign-ins answered \(started.status): \(started.text)")
+        }
+        let redirect = try await stack.control("GET", String(authorize.dropFirst(stack.emulator.baseURL.count)))
+        guard redirect.status == 302, let location = redirect.headers["Location"] else { throw TestFailure("authorize answered \(redirect.status)") }
+        let callback = try await stack.request("GET", location, authenticated: false)
+        guard callback.status == 200, let account = callback.json["account"] as? [String: Any] else {
+            throw TestFailure("callback answered \(callback.status): \(callback.text)")
+        }
+        return account
+    }
+}
