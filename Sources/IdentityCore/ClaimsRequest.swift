@@ -32,6 +32,36 @@ public enum ClaimsRequest {
         return root.isEmpty ? nil : JSONValue.object(root).compactSortedText
     }
 
+    /// One claims request that asks for both: `challenge` (what an STS or a resource demanded)
+    /// merged into `requested` (what the caller asked for), member by member; where both name the
+    /// same claim, the challenge's value wins. An interactive sign-in must carry the challenge as
+    /// its `claims` parameter to satisfy it (identity platform "Claims challenges, claims
+    /// requests, and client capabilities"; OpenID Connect Core §5.5).
+    /// - Parameters:
+    ///   - requested: JSON text or base64(url) of a JSON object; nil for none.
+    ///   - challenge: the same; nil for none.
+    /// - Returns: compact JSON text with sorted keys (a value that is not a JSON object is left
+    ///   out: the other is returned alone); nil when neither holds a claim.
+    public static func combined(_ requested: String?, challenge: String?) -> String? {
+        func parsed(_ text: String?) -> [String: JSONValue]? {
+            guard let text, !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return nil }
+            return try? object(text)
+        }
+        func merge(_ base: [String: JSONValue], _ top: [String: JSONValue]) -> [String: JSONValue] {
+            var result = base
+            for (key, value) in top {
+                if let inner = value.objectValue, let existing = result[key]?.objectValue {
+                    result[key] = .object(merge(existing, inner))
+                } else {
+                    result[key] = value
+                }
+            }
+            return result
+        }
+        let root = merge(parsed(requested) ?? [:], parsed(challenge) ?? [:])
+        return root.isEmpty ? nil : JSONValue.object(root).compactSortedText
+    }
+
     /// Whether a request with these claims must skip the access-token cache: any claim other
     /// than `access_token.xms_cc` does (capability-only claims do not, behaviour §1). Unparseable
     /// claims bypass the cache (they go to the STS, which judges them).

@@ -62,6 +62,8 @@ struct EmulatorState: Sendable {
     var issued = IssuedSecrets()
 
     var tokenRequests = 0
+    /// The newest token requests' non-secret parameters (`GET /_control/token-requests`).
+    var tokenRequestLog: [TokenRequestRecord] = []
     var tokenRequestsByGrant: [String: Int] = [:]
     var graphRequests = 0
     /// Graph requests by method (`GET`, `POST`, ...), for tests that count retries.
@@ -105,11 +107,18 @@ struct EmulatorState: Sendable {
         faults = []
         controls = [:]
         tokenRequests = 0
+        tokenRequestLog = []
         tokenRequestsByGrant = [:]
         graphRequests = 0
         graphRequestsByMethod = [:]
         authorizeRequests = 0
         chains = [:]
+    }
+
+    /// Records a token request, dropping the oldest past ``TokenRequestRecord/capacity``.
+    mutating func record(_ request: TokenRequestRecord) {
+        if tokenRequestLog.count >= TokenRequestRecord.capacity { tokenRequestLog.removeFirst(tokenRequestLog.count - TokenRequestRecord.capacity + 1) }
+        tokenRequestLog.append(request)
     }
 
     var statsJSON: JSONValue {

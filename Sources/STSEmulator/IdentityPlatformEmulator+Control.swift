@@ -6,6 +6,8 @@ extension IdentityPlatformEmulator {
     ///   `graph_requests`, `graph_requests_by_method`, `authorize_requests`, `refresh_token_chain`, `pending_faults`).
     /// - `GET /_control/issued` → the newest tokens and codes handed out (`access_tokens`,
     ///   `refresh_tokens`, `id_tokens`, `codes`), for tests that check none leaks.
+    /// - `GET /_control/token-requests` → `{"requests": [{grant_type, username, scope, claims}]}`,
+    ///   the newest token requests' non-secret parameters, oldest first.
     /// - `POST /_control/reset` → clears faults, counters and per-user settings.
     /// - `GET|POST /_control/users/{username}` → reads or changes `UserControls`; the body's
     ///   `revoke_refresh_tokens: true` makes every refresh token issued so far answer AADSTS50173.
@@ -19,6 +21,8 @@ extension IdentityPlatformEmulator {
         switch (request.method, segments.first, segments.count) {
         case ("GET", "stats", 1):
             return Self.json(200, state.withLock { $0.statsJSON })
+        case ("GET", "token-requests", 1):
+            return Self.json(200, ["requests": .array(state.withLock { $0.tokenRequestLog.map(\.json) })])
         case ("GET", "issued", 1):
             return Self.json(200, state.withLock { $0.issued.json })
         case ("POST", "reset", 1):

@@ -50,7 +50,10 @@ extension IdentityPlatformEmulator {
         b2c = resolved.isB2C
 
         let username = username(for: form)
-        let (fault, controls) = state.withLock { ($0.takeFault(for: .token, username: username), username.map($0.controls(for:))) }
+        let (fault, controls) = state.withLock { state in
+            state.record(TokenRequestRecord(grantType: grantType, username: username, scope: form["scope"], claims: form["claims"]))
+            return (state.takeFault(for: .token, username: username), username.map(state.controls(for:)))
+        }
         let delay = (controls?.latencyMs ?? 0) + (fault?.latencyMs ?? 0)
         if let fault, !fault.isLatencyOnly {
             return Outcome(response: tokenFaultResponse(fault, b2c: b2c, request: request), delayMilliseconds: delay)

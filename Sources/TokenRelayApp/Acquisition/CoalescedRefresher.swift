@@ -7,6 +7,9 @@ import IdentityCore
 struct CoalescedRefresher: Sendable {
     let executor: RefreshExecutor
     let coalescer = RefreshCoalescer<RefreshExecutor.Outcome>()
+    /// The first redemptions of imported accounts (``SilentAcquisition/completeImport(_:request:context:)``),
+    /// run the same way: one per (account, scopes, claims), each caller waiting until its own deadline.
+    let imports = RefreshCoalescer<SilentTokenResult?>()
 
     /// The coalescing key of `request`.
     static func key(_ request: RefreshExecutor.Request) -> String {

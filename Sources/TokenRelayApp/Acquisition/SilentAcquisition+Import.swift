@@ -34,7 +34,9 @@ extension SilentAcquisition {
             var problem = problem
             // behaviour §12: every problem that asks for interaction carries a sign_in_url.
             if problem.code == .interactionRequired {
-                problem.signInHint = SignInHint(account: imported, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+                problem.signInHint = SignInHint(
+                    account: imported, scopes: request.scopes.canonical, claims: SignInHint.claims(for: problem, requested: request.claims),
+                    authority: request.authority?.url)
             }
             return problem
         }

@@ -72,7 +72,13 @@ struct SilentAcquisition: Sendable {
         guard account.state == .active else { throw Self.deadRefreshToken(account, request: request) }
         if account.homeAccountId == nil {
             // An ADAL import not yet redeemed: the first redemption learns (or merges) its identity.
-            if let done = try await completeImport(account, request: request, context: context) { return done }
+            // Like a refresh, it runs on past the caller's deadline (its rotated refresh token must
+            // be stored) while the caller gets its 504 at the deadline (behaviour §5 Deadlines).
+            let key = "import|" + account.accountId + "|" + request.scopes.cacheKey + "|" + (request.claims ?? "")
+            let (done, _) = try await refresher.imports.run(key: key, until: context.deadline) {
+                try await completeImport(account, request: request, context: context)
+            }
+            if let done { return done }
             return try await acquire(request, for: try await resolver.resolve(.accountId(account.accountId)), context: context)
         }
         let (authority, realm) = try authorities.authorityAndRealm(request.authority, for: account)
@@ -113,7 +119,9 @@ struct SilentAcquisition: Sendable {
             }
             var problem = Problem(error, requestedScopes: request.scopes)
             if problem.code == .interactionRequired {
-                problem.signInHint = SignInHint(account: account, scopes: request.scopes.canonical, claims: request.claims, authority: request.authority?.url)
+                problem.signInHint = SignInHint(
+                    account: account, scopes: request.scopes.canonical, claims: SignInHint.claims(for: problem, requested: request.claims),
+                    authority: request.authority?.url)
             }
             if problem.replayable {
                 uiRequired.remember(problem, accountId: account.accountId, key: uiRequiredKey, now: now())

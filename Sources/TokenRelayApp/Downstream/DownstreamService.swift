@@ -75,21 +75,44 @@ struct DownstreamService: Sendable {
         var response = try await send(call, api: api, token: first.token.secret, context: context)
 
         if response.status == 401, let challenge = response.headers["WWW-Authenticate"], let claims = ClaimsChallenge.claims(fromWWWAuthenticate: challenge) {
-            // Case 18: the cached token is revoked; one acquisition with the challenge's claims
-            // (merged with the client capabilities), one retry, never a loop.
+            // Cases 18, 19: the token is refused before its exp; it leaves every cache (every
+            // replica), one acquisition with the challenge's claims (merged with the client
+            // capabilities), one retry, never a loop.
             await tokens.evict(first.token)
             request.claims = claims
+            let second: SilentTokenResult
             do {
-                let second = try await tokens.acquire(request, for: account, context: context)
-                response = try await send(call, api: api, token: second.token.secret, context: context)
-            } catch var problem as Problem where problem.code == .interactionRequired {
-                problem.extensions["claims"] = .string(claims)
-                problem.headers.set("WWW-Authenticate", challenge)
-                problem.signInHint = SignInHint(account: account, scopes: scopes.canonical, claims: claims)
-                throw problem
+                second = try await tokens.acquire(request, for: account, context: context)
+            } catch let problem as Problem where problem.code == .interactionRequired {
+                throw Self.challenged(problem, claims: claims, challenge: challenge, account: account, scopes: scopes)
+            }
+            response = try await send(call, api: api, token: second.token.secret, context: context)
+            if response.status == 401, let again = response.headers["WWW-Authenticate"],
+                let claimsAgain = ClaimsChallenge.claims(fromWWWAuthenticate: again)
+            {
+                // The token that met the claims is refused too: only the user can answer now.
+                await tokens.evict(second.token)
+                let problem = Problem(
+                    .interactionRequired, "'\(call.api)' refused the token acquired with its claims challenge; the user must sign in and meet it.",
+                    extensions: ["account_state": .string("active")])
+                throw Self.challenged(problem, claims: claimsAgain, challenge: again, account: account, scopes: scopes)
             }
         }
         return relayed(response)
+    }
+
+    /// 409 `interaction_required` for a resource's claims challenge that no silent acquisition
+    /// answers (behaviour §6, §12 Downstream; identity platform "Claims challenges, claims requests,
+    /// and client capabilities"): the resource's `claims`, its `WWW-Authenticate` forwarded, and
+    /// a `sign_in_url` whose authorize request carries the claims (merged with any the STS asked
+    /// for), so the user's sign-in meets the challenge.
+    static func challenged(_ problem: Problem, claims: String, challenge: String, account: AccountRecord, scopes: ScopeSet) -> Problem {
+        var problem = problem
+        let linkClaims = SignInHint.claims(for: problem, requested: claims)
+        problem.extensions["claims"] = .string(claims)
+        problem.headers.set("WWW-Authenticate", challenge)
+        problem.signInHint = SignInHint(account: account, scopes: scopes.canonical, claims: ClaimsRequest.combined(linkClaims, challenge: claims))
+        return problem
     }
 
     private func send(_ call: Call, api: DownstreamAPI, token: String, context: RequestContext) async throws -> HTTPClientResponse {

@@ -1,3 +1,5 @@
+import IdentityCore
+
 /// What a `sign_in_url` asks for: the same parameters as `POST /v1/sign-ins` (behaviour §3), filled
 /// from the account and the request that needs interaction.
 struct SignInHint: Sendable, Equatable {
@@ -15,6 +17,16 @@ struct SignInHint: Sendable, Equatable {
 }
 
 extension SignInHint {
+    /// The claims a sign-in link must carry for `problem`: the challenge the problem holds (the
+    /// STS's or a resource's `claims`, behaviour §12 Problems) merged into the caller's own claims
+    /// request, so the user meets the challenge at the authority and the next silent request does
+    /// not fail the same way (issue 10 item 1; identity platform "Claims challenges, claims
+    /// requests, and client capabilities": the challenge goes in the `claims` parameter of the
+    /// interactive request). Client capabilities are added when the sign-in starts.
+    static func claims(for problem: Problem, requested: String?) -> String? {
+        ClaimsRequest.combined(requested, challenge: problem.extensions["claims"]?.stringValue)
+    }
+
     /// The sign-in that lets `account` get `scopes` (with `claims`) silently again.
     init(account: AccountRecord, scopes: [String], claims: String?, authority: String? = nil, prompt: String? = nil) {
         self.init(loginHint: account.username, scopes: scopes, claims: claims, authority: authority ?? account.authority, prompt: prompt)

@@ -83,7 +83,7 @@ struct SignInService: Sendable {
         try await store.savePendingSignIn(
             PendingSignIn(
                 signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
-                redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy),
+                redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy, claims: claims),
             stateHash: SHA256.hash(Array(state.utf8)))
 
         var query: [(String, String)] = [
@@ -124,12 +124,17 @@ struct SignInService: Sendable {
                 extensions: ["field": .string("authority")])
         }
         let scopes = ScopeSet(normalizing: pending.scopes)
+        // The redemption asks for what the authorize request asked (behaviour §1: every token request
+        // carries the capabilities' xms_cc, merged with the challenge being satisfied; identity
+        // platform "Claims challenges, claims requests, and client capabilities"), so the first
+        // token a user gets is CAE-capable. A row from an older replica has none stored.
+        let redemptionClaims = pending.claims ?? (try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)) ?? nil
 
         let response: TokenResponse
         do {
             response = try await sts.redeem(
                 grant: [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", urls.redirectURI), ("code_verifier", pending.codeVerifier)],
-                authority: authority, scopes: scopes, claims: nil, context: context)
+                authority: authority, scopes: scopes, claims: redemptionClaims, context: context)
         } catch .rejected(let failure) {
             throw Problem(failure, requestedScopes: scopes)
         } catch .unavailable(let problem) {

@@ -16,6 +16,9 @@ struct PendingSignIn: Sendable {
     /// Who started it, for the audit row of its completion (behaviour §12 Audit): the API key id,
     /// ``SignInService/linkActor`` for a signed start link; nil for a row an older replica wrote.
     var startedBy: String? = nil
+    /// The `claims` the authorize request carried (challenge and capabilities merged), sent
+    /// again with the code redemption; nil when none (or a row an older replica wrote).
+    var claims: String? = nil
 }
 
 /// What a successful sign-in writes, in one transaction.
@@ -43,13 +46,13 @@ extension TokenStore {
             return try connection.query(
                 """
                 INSERT INTO sign_ins (state_hash, sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after, expires_at,
-                                      started_by)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11)
+                                      started_by, claims)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12)
                 """,
                 [
                     .bytes(stateHash), .text(signIn.signInId), .text(signIn.authority), .text(signIn.scopes.joined(separator: " ")),
                     .text(signIn.nonce), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
-                    Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)), Self.optional(signIn.startedBy),
+                    Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)), Self.optional(signIn.startedBy), Self.optional(signIn.claims),
                 ]
             ).affectedRows
         }
@@ -66,7 +69,7 @@ extension TokenStore {
                     """
                     DELETE FROM sign_ins WHERE state_hash = $1
                     RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
-                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by
+                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by, claims
                     """,
                     [.bytes(stateHash)]
                 ).rows.first
@@ -81,7 +84,7 @@ extension TokenStore {
                 signInId: signInId, authority: row.string("authority") ?? "",
                 scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init), nonce: row.string("nonce") ?? "",
                 codeVerifier: verifier, redirectAfter: row.string("redirect_after"), expiresAt: expiresAt,
-                startedBy: row.string("started_by"))
+                startedBy: row.string("started_by"), claims: row.string("claims"))
         }
     }
 
