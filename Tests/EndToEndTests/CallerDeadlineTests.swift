@@ -23,6 +23,12 @@ struct CallerDeadlineTests {
         return (response, Date().timeIntervalSince(started))
     }
 
+    /// The latest a test accepts an answer to a request whose deadline is `deadline` seconds, as
+    /// seen from the test process: the deadline plus 3 s, because the test process shares two
+    /// cores with the relay, the emulator and PostgreSQL. The upstream takes 20 s, so any answer
+    /// within this came from the deadline, not from the upstream.
+    static func bound(_ deadline: Double) -> Double { deadline + 3 }
+
     /// The deadline answer: `upstream_unavailable` with `Retry-After` and `retry_after_s`, 503
     /// (the upstream failed or timed out) or 504 (the deadline passed while the STS or a lease
     /// holder was still working: docs/behaviour.md §5.2; behaviour §4 allows both).
@@ -55,7 +61,7 @@ struct CallerDeadlineTests {
         _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "latency_ms": Self.slowMilliseconds])
         let body: [String: Any] = ["account_id": id, "scopes": ["User.Read"], "force_refresh": true]
         let (short, elapsed) = try await Self.timed { try await stack.request("POST", "/v1/tokens/silent", json: body, headers: ["Request-Timeout": "2"]) }
-        Self.expectDeadlineAnswer(short, elapsed: elapsed, within: 3, "silent")
+        Self.expectDeadlineAnswer(short, elapsed: elapsed, within: Self.bound(2), "silent")
         try await Self.waitForSlowRedemption(stack)
         for _ in 0..<2 {
             let next = try await stack.request("POST", "/v1/tokens/silent", json: body)
@@ -76,7 +82,7 @@ struct CallerDeadlineTests {
         _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "latency_ms": Self.slowMilliseconds])
         let body: [String: Any] = ["account_id": id, "scopes": ["User.Read"]]
         let (short, elapsed) = try await Self.timed { try await stack.request("POST", "/v1/tokens/silent", json: body, headers: ["Request-Timeout": "2"]) }
-        Self.expectDeadlineAnswer(short, elapsed: elapsed, within: 3, "import")
+        Self.expectDeadlineAnswer(short, elapsed: elapsed, within: Self.bound(2), "import")
         try await Self.waitForSlowRedemption(stack)
         let next = try await stack.request("POST", "/v1/tokens/silent", json: body)
         #expect(next.status == 200, "\(next.text)")
@@ -93,13 +99,13 @@ struct CallerDeadlineTests {
         _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "latency_ms": Self.slowMilliseconds])
         let headers = ["X-Account-Id": id, "Request-Timeout": "2"]
         let (slowSTS, stsElapsed) = try await Self.timed { try await stack.request("GET", "/v1/downstream/graph/me", headers: headers) }
-        Self.expectDeadlineAnswer(slowSTS, elapsed: stsElapsed, within: 3, "downstream, slow STS")
+        Self.expectDeadlineAnswer(slowSTS, elapsed: stsElapsed, within: Self.bound(2), "downstream, slow STS")
         #expect(slowSTS.headers["TokenRelay-Relayed"] == nil)
         try await Self.waitForSlowRedemption(stack)
 
         _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "graph", "latency_ms": Self.slowMilliseconds])
         let (slowAPI, apiElapsed) = try await Self.timed { try await stack.request("GET", "/v1/downstream/graph/me", headers: headers) }
-        Self.expectDeadlineAnswer(slowAPI, elapsed: apiElapsed, within: 3, "downstream, slow API")
+        Self.expectDeadlineAnswer(slowAPI, elapsed: apiElapsed, within: Self.bound(2), "downstream, slow API")
         #expect(slowAPI.headers["TokenRelay-Relayed"] == nil)
 
         let next = try await stack.request("GET", "/v1/downstream/graph/me", headers: ["X-Account-Id": id])
@@ -125,7 +131,7 @@ struct CallerDeadlineTests {
         let (shortAnswer, shortElapsed) = try await short
         let (longAnswer, longElapsed) = try await long
         Self.expectDeadlineAnswer(shortAnswer, elapsed: shortElapsed, within: 1.6, "1 s waiter")
-        Self.expectDeadlineAnswer(longAnswer, elapsed: longElapsed, within: 3.6, "3 s waiter")
+        Self.expectDeadlineAnswer(longAnswer, elapsed: longElapsed, within: Self.bound(3), "3 s waiter")
         #expect(longElapsed > 2.5, "the 3 s waiter waited for its own deadline, not the first one's: \(longElapsed) s")
         #expect(try await stack.emulatorCount() == before + 1, "one redemption for both waiters")
         try await Self.waitForSlowRedemption(stack)

@@ -9,8 +9,9 @@ import TokenRelayTesting
 @Suite("A sign-in clears other replicas' memories under load, end to end", .serialized)
 struct SignInInvalidationUnderLoadTests {
     static let alice = "alice@contoso.example"
-    /// The comfortable bound asserted (SPEC's is 2 s), seconds.
-    static let bound = 1.0
+    /// The bound asserted: behaviour §12's 2 s. Measured here well under it (0.06–0.76 s with up to
+    /// 256 callers); asserting less made the test fail by chance on a loaded machine.
+    static let bound = 2.0
     /// Concurrent callers loading B and C (half each).
     static let callers = Int(ProcessInfo.processInfo.environment["TOKENRELAY_TEST_LOAD_CALLERS"] ?? "") ?? 48
     /// One request in this many is a forced refresh (an STS call and database writes); the rest are cache hits.
@@ -45,7 +46,7 @@ struct SignInInvalidationUnderLoadTests {
         return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) } ?? 0
     }
 
-    @Test("Sign-in on replica A while B and C serve concurrent requests: B and C forget the account's throttle and UI-required memories within 1 s")
+    @Test("Sign-in on replica A while B and C serve concurrent requests: B and C forget the account's throttle and UI-required memories within 2 s")
     func signInClearsMemoriesUnderLoad() async throws {
         ReplicaTests.raiseOpenFileLimit()
         // A TTL far above the bound: only the notification can explain a cleared memory.
