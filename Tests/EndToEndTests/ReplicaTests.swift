@@ -172,13 +172,9 @@ struct ReplicaTests {
     func singleFlightAcrossReplicas() async throws {
         Self.raiseOpenFileLimit()
         // No rotation grace: a request that used a superseded refresh token would fail.
-        let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_single_flight", emulatorArguments: ["--rotation-grace-seconds", "0"])
-        defer { bouncer.stop() }
-        defer { stack.stop() }
-        let second = try stack.startReplica()
-        defer { second.stop() }
-        let third = try stack.startReplica()
-        defer { third.stop() }
+        let replicas = try await ThreeReplicas.start(name: "e2e_single_flight", emulatorArguments: ["--rotation-grace-seconds", "0"])
+        defer { replicas.stop() }
+        let stack = replicas.stack
         let user = "bob@contoso.example"
         // expires_in ≤ expiry skew: the sign-in's token is expired on arrival.
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
@@ -189,7 +185,7 @@ struct ReplicaTests {
         let linksBefore = try await RefreshLeaseTests.lineage(stack, id)
         let callsBefore = try await stack.emulatorCount("token_requests")
 
-        let bases = [stack.baseURL, second.baseURL, third.baseURL]
+        let bases = replicas.bases
         let started = Date()
         let statuses = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
             for index in 0..<1_000 {
@@ -244,7 +240,7 @@ struct ReplicaTests {
         RefreshLeaseTests.expectChained(links)
         // What is stored is the chain's head: with grace 0 the next redemption works only then.
         let next = try await stack.request(
-            "POST", third.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true],
+            "POST", replicas.third.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true],
             headers: ["Request-Timeout": "10"])
         #expect(next.status == 200, "\(next.text)")
         #expect(try await Self.chain(stack, user)["rejected_superseded", default: 0] == before["rejected_superseded", default: 0])
@@ -257,16 +253,12 @@ struct ReplicaTests {
         defer { try? FileManager.default.removeItem(atPath: usersFile) }
         // 24 client connections over 4 server connections: transaction pooling must multiplex.
         // A TTL far above the bound: only a notification can explain the 404 within 2 s.
-        let (stack, bouncer) = try await Self.stackBehindPgBouncer(
+        let replicas = try await ThreeReplicas.start(
             name: "e2e_pgbouncer", poolSize: 4, environment: ["TOKENRELAY_DATABASE_POOL_SIZE": "8", "TOKENRELAY_CACHE_TTL_S": "600"],
             emulatorArguments: ["--users", usersFile])
-        defer { bouncer.stop() }
-        defer { stack.stop() }
-        let second = try stack.startReplica()
-        defer { second.stop() }
-        let third = try stack.startReplica()
-        defer { third.stop() }
-        let bases = [stack.baseURL, second.baseURL, third.baseURL]
+        defer { replicas.stop() }
+        let (stack, bouncer, second) = (replicas.stack, replicas.bouncer, replicas.second)
+        let bases = replicas.bases
         var accounts: [String] = []
         for index in 0..<9 {
             accounts.append(try await stack.signInAccountId("user\(index)@contoso.example", on: bases[index % 3]))

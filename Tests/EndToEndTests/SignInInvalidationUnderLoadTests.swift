@@ -50,13 +50,9 @@ struct SignInInvalidationUnderLoadTests {
     func signInClearsMemoriesUnderLoad() async throws {
         ReplicaTests.raiseOpenFileLimit()
         // A TTL far above the bound: only the notification can explain a cleared memory.
-        let (stack, bouncer) = try await ReplicaTests.stackBehindPgBouncer(name: "e2e_signin_load", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
-        defer { bouncer.stop() }
-        defer { stack.stop() }
-        let second = try stack.startReplica()
-        defer { second.stop() }
-        let third = try stack.startReplica()
-        defer { third.stop() }
+        let replicas = try await ThreeReplicas.start(name: "e2e_signin_load", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
+        defer { replicas.stop() }
+        let (stack, second, third) = (replicas.stack, replicas.second, replicas.third)
         let busy = [second.baseURL, third.baseURL]
 
         let id = try await stack.signInAccountId(Self.alice)
