@@ -247,6 +247,33 @@ enum Cases {
             }
             """#)
 
+    /// 19-graph-401-cae-outdated-policies-stuck-cached-token
+    static let c19 = CaseResponse(
+        id: "19-graph-401-cae-outdated-policies-stuck-cached-token",
+        status: 401,
+        headers: [
+            ("Content-Type", "application/json"),
+            ("request-id", "3c3c3c3c-0000-4000-8000-000000000019"),
+            ("client-request-id", "3c3c3c3c-0000-4000-8000-000000000019"),
+            (
+                "WWW-Authenticate",
+                "Bearer realm=\"\", authorization_uri=\"https://login.microsoftonline.com/common/oauth2/authorize\", error=\"insufficient_claims\", claims=\"eyJhY2Nlc3NfdG9rZW4iOnsibmJmIjp7ImVzc2VudGlhbCI6dHJ1ZSwidmFsdWUiOiIxNzI2MDc3NTk1In0sInhtc19jYWVlcnJvciI6eyJ2YWx1ZSI6IjEwMDEyIn19fQ==\""
+            ),
+        ],
+        body: #"""
+            {
+              "error": {
+                "code": "InvalidAuthenticationToken",
+                "message": "Continuous access evaluation resulted in challenge with result: InteractionRequired and code: TokenCreatedWithOutdatedPolicies",
+                "innerError": {
+                  "date": "2024-09-11T18:00:02",
+                  "request-id": "3c3c3c3c-0000-4000-8000-000000000019",
+                  "client-request-id": "3c3c3c3c-0000-4000-8000-000000000019"
+                }
+              }
+            }
+            """#)
+
     /// 21-graph-429-no-retry-after-exponential-backoff
     static let c21 = CaseResponse(
         id: "21-graph-429-no-retry-after-exponential-backoff",

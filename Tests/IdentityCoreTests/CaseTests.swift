@@ -256,6 +256,23 @@ struct CaseTests {
         #expect(response.refreshToken == "1.AXkA<opaque-refresh-token-B>")
     }
 
+    @Test("19-graph-401-cae-outdated-policies-stuck-cached-token: the challenge's claims (nbf and xms_caeerror) decoded, merged with cp1, bypassing the cache")
+    func case19() throws {
+        let header = try #require(Cases.c19.header("www-authenticate"))
+        let challenge = try #require(AuthenticationChallenge.parse(header).first)
+        #expect(challenge.scheme == "Bearer")
+        #expect(challenge.parameters["error"] == "insufficient_claims")
+        let claims = try #require(ClaimsChallenge.claims(fromWWWAuthenticate: header))
+        let expectedClaims = #"{"access_token":{"nbf":{"essential":true,"value":"1726077595"},"xms_caeerror":{"value":"10012"}}}"#
+        #expect(JSONValue.parse(claims) == JSONValue.parse(expectedClaims))
+        // The next acquisition must skip the cached token the API refused (it is not expired:
+        // serving it again is the outage this case records) and send the claims with cp1.
+        let merged = try #require(try ClaimsRequest.merged(claims: claims, capabilities: ["cp1"]))
+        #expect(ClaimsRequest.bypassesCache(claims: merged))
+        let expectedMerged = #"{"access_token":{"xms_cc":{"values":["cp1"]},"nbf":{"essential":true,"value":"1726077595"},"xms_caeerror":{"value":"10012"}}}"#
+        #expect(JSONValue.parse(merged) == JSONValue.parse(expectedMerged))
+    }
+
     @Test("18-graph-401-cae-claims-challenge-unquoted-params: auth-params parsed, claims decoded and merged")
     func case18() throws {
         let header = try #require(Cases.c18.header("www-authenticate"))

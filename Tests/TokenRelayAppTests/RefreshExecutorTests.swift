@@ -44,8 +44,8 @@ struct RefreshExecutorTests {
             let link = try #require(try await db.store.refreshTokenLineage(accountId: account.accountId).first)
             #expect(link.generation == after.generation)
             #expect(link.cause == "rotation")
-            #expect(link.fingerprint == TokenStore.fingerprint(newToken))
-            #expect(link.replacedFingerprint == TokenStore.fingerprint("rt-0"))
+            #expect(link.fingerprint == TokenStore.lineageDigest(newToken))
+            #expect(link.replacedFingerprint == TokenStore.lineageDigest("rt-0"))
             // The access token was stored with the rotation.
             let cached = try await db.store.accessTokens(accountId: account.accountId, environment: Self.environment, realm: Self.realm)
             #expect(cached.map(\.secret) == [token.secret])
@@ -125,7 +125,7 @@ struct RefreshExecutorTests {
             #expect(row.leaseOwner == nil)
             #expect(try await db.storedRefreshToken(account) == calls[1].issuedRefreshToken)
             let lineage = try await db.store.refreshTokenLineage(accountId: account.accountId)
-            let expected: [String?] = [TokenStore.fingerprint(calls[1].refreshToken), TokenStore.fingerprint(calls[0].refreshToken), nil]
+            let expected: [String?] = [TokenStore.lineageDigest(calls[1].refreshToken), TokenStore.lineageDigest(calls[0].refreshToken), nil]
             #expect(lineage.map(\.replacedFingerprint) == expected)
         }
     }
@@ -188,7 +188,7 @@ struct RefreshExecutorTests {
             #expect(row.leaseOwner == nil)
             #expect(try await db.storedRefreshToken(account) == takeover.issuedRefreshToken)
             let lineage = try await db.store.refreshTokenLineage(accountId: account.accountId)
-            #expect(lineage.map(\.fingerprint) == [takeover.issuedRefreshToken, "rt-0"].compactMap { $0 }.map(TokenStore.fingerprint))
+            #expect(lineage.map(\.fingerprint) == [takeover.issuedRefreshToken, "rt-0"].compactMap { $0 }.map(TokenStore.lineageDigest))
             #expect(replicaA.metrics.value("tokenrelay_refresh_total", ["outcome": "fenced_conflict"]) == 1)
             #expect(replicaA.metrics.value("tokenrelay_refresh_total", ["outcome": "rotated"]) == 0)
         }
@@ -202,7 +202,7 @@ struct RefreshExecutorTests {
             func write(_ rotated: String?) -> RotationWrite {
                 RotationWrite(
                     accountId: account.accountId, generation: start, rotatedRefreshToken: rotated, familyId: nil,
-                    redeemedFingerprint: TokenStore.fingerprint("rt-0"), accessToken: nil, notifyAccessTokensReplaced: false)
+                    redeemedFingerprint: TokenStore.lineageDigest("rt-0"), accessToken: nil, notifyAccessTokensReplaced: false)
             }
             #expect(try await db.store.writeRotation(write("rt-A")) == .stored(generation: start + 1))
             // A retry of the same write whose answer was lost: it did commit.

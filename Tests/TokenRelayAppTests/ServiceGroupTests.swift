@@ -113,13 +113,13 @@ struct ServiceGroupTests {
     @Test("A lifecycle event wakes waiters that came before and after it, and a cancelled waiter")
     func lifecycleEvent() async {
         let event = LifecycleEvent()
-        let early = Task { await event.wait() }
+        let early = Task { await event.signalled() }
         event.signal()
         await early.value
-        await event.wait()
+        await event.signalled()
         #expect(event.isSignalled)
         let other = LifecycleEvent()
-        let cancelled = Task { await other.wait() }
+        let cancelled = Task { await other.signalled() }
         cancelled.cancel()
         await cancelled.value
         #expect(!other.isSignalled)

@@ -231,7 +231,7 @@ struct RefreshExecutor: Sendable {
         RotationWrite(
             accountId: request.account.accountId, generation: generation,
             rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 }, familyId: response.foci,
-            redeemedFingerprint: TokenStore.fingerprint(redeemed), accessToken: accessToken,
+            redeemedFingerprint: TokenStore.lineageDigest(redeemed), accessToken: accessToken,
             // A claims challenge met: other replicas must stop serving the token it rejected.
             notifyAccessTokensReplaced: request.mode == .bypass && ClaimsRequest.bypassesCache(claims: request.claims))
     }

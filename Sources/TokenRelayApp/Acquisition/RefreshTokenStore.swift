@@ -77,7 +77,7 @@ struct RotationWrite: Sendable {
     /// The new refresh token, nil when the STS returned none (the stored one stays, case 14).
     let rotatedRefreshToken: String?
     let familyId: String?
-    /// ``TokenStore/fingerprint(_:)`` of the refresh token that was redeemed.
+    /// ``TokenStore/lineageDigest(_:)`` of the refresh token that was redeemed.
     let redeemedFingerprint: String
     /// The access token to cache with it; nil writes the refresh token alone.
     let accessToken: StoredAccessToken?

@@ -94,7 +94,7 @@ extension SilentAcquisition {
         // 3. One short transaction: the fenced rotation and the account's identity (or the merge).
         let rotation = RotationWrite(
             accountId: accountId, generation: generation, rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
-            familyId: response.foci, redeemedFingerprint: TokenStore.fingerprint(refreshToken), accessToken: nil, notifyAccessTokensReplaced: false)
+            familyId: response.foci, redeemedFingerprint: TokenStore.lineageDigest(refreshToken), accessToken: nil, notifyAccessTokensReplaced: false)
         guard let identity = Self.identity(of: response, environment: authority.environment) else {
             // Kept as an import: the rotated refresh token is stored, the next request tries again.
             _ = await executor.persistAlone(rotation)

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// A one-shot event: ``wait()`` suspends until ``signal()`` was called (before or after), or the
+/// A one-shot event: ``signalled()`` suspends until ``signal()`` was called (before or after), or the
 /// waiting task is cancelled. Any number of waiters; `signal()` from any thread, including a
 /// dispatch signal handler (it never awaits).
 final class LifecycleEvent: Sendable {
@@ -27,7 +27,7 @@ final class LifecycleEvent: Sendable {
 
     /// Returns once signalled or once the calling task is cancelled (check `Task.isCancelled` or
     /// ``isSignalled`` to tell which).
-    func wait() async {
+    func signalled() async {
         let id = state.withLock { state -> Int in
             defer { state.nextId += 1 }
             return state.nextId

@@ -39,6 +39,6 @@ struct OnStop: Service {
 enum Lifecycle {
     /// Suspends until the current task is cancelled; returns at once when it already is.
     static func untilCancelled() async {
-        await LifecycleEvent().wait()
+        await LifecycleEvent().signalled()
     }
 }

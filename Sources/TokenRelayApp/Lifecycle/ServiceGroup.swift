@@ -63,7 +63,7 @@ public final class ServiceGroup: Sendable {
             }
             let shutdownRequested = self.shutdownRequested
             group.addTask {
-                await shutdownRequested.wait()
+                await shutdownRequested.signalled()
                 return .shutdownRequested
             }
             var running = Set(services.indices)
@@ -91,7 +91,7 @@ public final class ServiceGroup: Sendable {
     private static func run(_ service: any Service, until stop: LifecycleEvent) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await service.run() }
-            group.addTask { await stop.wait() }
+            group.addTask { await stop.signalled() }
             // Whichever ends first, the other is cancelled; the group waits for both.
             try await group.next()
             group.cancelAll()

@@ -56,7 +56,7 @@ extension TokenStore: RefreshTokenStore {
         var parameters: [PostgresParameter] = [
             .text(write.accountId), .text(clientId), .int(write.generation), TokenStore.optional(sealedRefresh?.keyId),
             sealedRefresh.map { .bytes($0.nonce) } ?? .null, sealedRefresh.map { .bytes($0.ciphertext) } ?? .null, TokenStore.optional(write.familyId),
-            .text(write.redeemedFingerprint), TokenStore.optional(write.rotatedRefreshToken.map(Self.fingerprint)),
+            .text(write.redeemedFingerprint), TokenStore.optional(write.rotatedRefreshToken.map(Self.lineageDigest)),
             .text(ReplicaNotifications.channel), .text(ReplicaInvalidation.Message.refreshReleased(write.accountId).payload),
             write.notifyAccessTokensReplaced ? .text(ReplicaInvalidation.Message.accessTokensReplaced(write.accountId).payload) : .null,
         ]
@@ -143,7 +143,7 @@ extension TokenStore: RefreshTokenStore {
 
     /// The first 16 hex digits of SHA-256 of `token`: names a link of the chain without
     /// revealing anything usable of the token.
-    static func fingerprint(_ token: String) -> String {
+    static func lineageDigest(_ token: String) -> String {
         SHA256.hash(Array(token.utf8)).prefix(8).map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex

@@ -120,7 +120,7 @@ extension TokenStore {
             """,
             [
                 .text(accountId), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), Self.optional(familyId),
-                .text(Self.fingerprint(token)), .text(cause.rawValue),
+                .text(Self.lineageDigest(token)), .text(cause.rawValue),
             ])
     }
 
