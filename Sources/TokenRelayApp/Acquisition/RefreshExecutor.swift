@@ -65,7 +65,7 @@ struct RefreshExecutor: Sendable {
         }
         defer { limiter.release() }
         let accountId = request.account.accountId
-        let owner = ReplicaInvalidation.origin + "." + RandomToken.make(bytes: 9)
+        let owner = Self.newLeaseOwner()
         var machine = RefreshStateMachine(mode: request.mode)
         var action = machine.start()
         var redeemed: (token: String, generation: Int64)?
@@ -116,7 +116,9 @@ struct RefreshExecutor: Sendable {
                     continue
                 }
                 // Woken by the holder's release; else poll, and at the latest when its lease ends.
-                await waiters.wait(accountId: accountId, seconds: min(pollSeconds, max(0.01, secondsLeftOnHeldLease + 0.01), remaining))
+                await waitForHolder(
+                    accountId: accountId, secondsLeftOnLease: secondsLeftOnHeldLease,
+                    deadline: request.context.deadline.addingTimeInterval(-Self.ownWaitMarginSeconds))
                 metrics.increment("tokenrelay_refresh_lease_waits_total")
                 // The wait ends at the deadline at the latest: if it passed meanwhile, the lease was
                 // still held then (lease_wait_timeout; a claim would answer deadline_passed).
@@ -132,11 +134,7 @@ struct RefreshExecutor: Sendable {
                 // The stored token may have been superseded by a rotation this replica could not store yet.
                 let token = pendingRotations.token(for: accountId, replacing: generation) ?? storedToken
                 redeemed = (token, generation)
-                var context = request.context
-                // Once sent, a redemption is not cut short by the caller's deadline (the STS may
-                // rotate the token), but it always ends well before the lease does.
-                context.minimumAttemptSeconds = 30
-                context.attemptCutoff = Date().addingTimeInterval(leaseSeconds * Self.redemptionShareOfLease)
+                let context = redemptionContext(request.context)
                 let started = Date()
                 let result = await endpoint.redeem(
                     refreshToken: token, authority: request.authority, scopes: request.scopes, claims: request.claims, context: context,
@@ -229,11 +227,31 @@ struct RefreshExecutor: Sendable {
         _ response: TokenResponse, generation: Int64, redeemed: String, accessToken: StoredAccessToken?, request: Request
     ) -> RotationWrite {
         RotationWrite(
-            accountId: request.account.accountId, generation: generation,
-            rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 }, familyId: response.foci,
-            redeemedFingerprint: TokenStore.lineageDigest(redeemed), accessToken: accessToken,
+            response, accountId: request.account.accountId, generation: generation, redeemed: redeemed, accessToken: accessToken,
             // A claims challenge met: other replicas must stop serving the token it rejected.
             notifyAccessTokensReplaced: request.mode == .bypass && ClaimsRequest.bypassesCache(claims: request.claims))
+    }
+
+    /// A lease owner unique to one claim: this replica's origin and 72 random bits, so no one
+    /// can release a lease they do not hold.
+    static func newLeaseOwner() -> String {
+        ReplicaInvalidation.origin + "." + RandomToken.make(bytes: 9)
+    }
+
+    /// The context a redemption is sent with: once sent it is not cut short by the caller's
+    /// deadline (the STS may rotate the token), but it always ends well before the lease does.
+    func redemptionContext(_ caller: RequestContext) -> RequestContext {
+        var context = caller
+        context.minimumAttemptSeconds = 30
+        context.attemptCutoff = Date().addingTimeInterval(leaseSeconds * Self.redemptionShareOfLease)
+        return context
+    }
+
+    /// Waits until the account's lease holder releases it (this replica's wake-up or another's
+    /// `refresh.released`), the poll interval passes, or the lease runs out, never past `deadline`.
+    func waitForHolder(accountId: String, secondsLeftOnLease: Double, deadline: Date) async {
+        let remaining = deadline.timeIntervalSinceNow
+        await waiters.wait(accountId: accountId, seconds: min(pollSeconds, max(0.01, secondsLeftOnLease + 0.01), remaining))
     }
 
     private func release(accountId: String, owner: String) async {

@@ -85,6 +85,20 @@ struct RotationWrite: Sendable {
     let notifyAccessTokensReplaced: Bool
 }
 
+extension RotationWrite {
+    /// The write of the STS answer `response` to a redemption of `redeemed` (the refresh token of
+    /// `generation`); an empty `refresh_token` counts as none (case 14: never store a null over one).
+    init(
+        _ response: TokenResponse, accountId: String, generation: Int64, redeemed: String, accessToken: StoredAccessToken?,
+        notifyAccessTokensReplaced: Bool
+    ) {
+        self.init(
+            accountId: accountId, generation: generation, rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
+            familyId: response.foci, redeemedFingerprint: TokenStore.lineageDigest(redeemed), accessToken: accessToken,
+            notifyAccessTokensReplaced: notifyAccessTokensReplaced)
+    }
+}
+
 /// How the fenced write ended.
 enum RotationWriteOutcome: Sendable, Equatable {
     /// Stored; the row is now at `generation`.

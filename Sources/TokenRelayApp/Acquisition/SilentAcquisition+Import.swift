@@ -29,7 +29,7 @@ extension SilentAcquisition {
         let scopes = request.scopes
         let accountId = imported.accountId
         let executor = self.executor
-        let owner = ReplicaInvalidation.origin + "." + RandomToken.make(bytes: 9)
+        let owner = RefreshExecutor.newLeaseOwner()
         func interaction(_ problem: Problem) -> Problem {
             var problem = problem
             // behaviour §12: every problem that asks for interaction carries a sign_in_url.
@@ -52,7 +52,7 @@ extension SilentAcquisition {
                 claimed = (executor.pendingRotations.token(for: accountId, replacing: generation) ?? token, generation)
             case .heldElsewhere(let secondsLeft):
                 guard context.remainingSeconds > 0 else { throw Problem(AcquisitionError.leaseWaitTimeout) }
-                await executor.waiters.wait(accountId: accountId, seconds: min(executor.pollSeconds, max(0.01, secondsLeft), context.remainingSeconds))
+                await executor.waitForHolder(accountId: accountId, secondsLeftOnLease: secondsLeft, deadline: context.deadline)
                 guard try await store.isPendingImport(accountId: accountId) else { return nil }
             case .freshTokenStored:
                 continue
@@ -71,10 +71,8 @@ extension SilentAcquisition {
         }
 
         // 2. The STS, with nothing of PostgreSQL held.
-        var redemption = context
-        redemption.minimumAttemptSeconds = 30
-        redemption.attemptCutoff = Date().addingTimeInterval(executor.leaseSeconds * RefreshExecutor.redemptionShareOfLease)
         let response: TokenResponse
+        let redemption = executor.redemptionContext(context)
         switch await sts.redeem(refreshToken: refreshToken, authority: authority, scopes: scopes, claims: claims, context: redemption, account: accountId) {
         case .failure(.unavailable(let problem)):
             try? await store.releaseRefreshLease(accountId: accountId, owner: owner)
@@ -93,8 +91,7 @@ extension SilentAcquisition {
 
         // 3. One short transaction: the fenced rotation and the account's identity (or the merge).
         let rotation = RotationWrite(
-            accountId: accountId, generation: generation, rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
-            familyId: response.foci, redeemedFingerprint: TokenStore.lineageDigest(refreshToken), accessToken: nil, notifyAccessTokensReplaced: false)
+            response, accountId: accountId, generation: generation, redeemed: refreshToken, accessToken: nil, notifyAccessTokensReplaced: false)
         guard let identity = Self.identity(of: response, environment: authority.environment) else {
             // Kept as an import: the rotated refresh token is stored, the next request tries again.
             _ = await executor.persistAlone(rotation)
