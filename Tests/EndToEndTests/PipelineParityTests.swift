@@ -26,6 +26,8 @@ struct PipelineParityTests {
             Case(name: "duplicate account_id, last known", body: json(#"{"account_id":"acc_nope","account_id":"\#(account)","scopes":["User.Read"]}"#)),
             Case(name: "duplicate account_id, last unknown", body: json(#"{"account_id":"\#(account)","account_id":"acc_nope","scopes":["User.Read"]}"#)),
             Case(name: "duplicate scopes, last wrong type", body: json(#"{"account_id":"\#(account)","scopes":["User.Read"],"scopes":"User.Read"}"#)),
+            Case(name: "duplicate scopes, same value", body: json(#"{"account_id":"\#(account)","scopes":["User.Read"],"scopes":["User.Read"]}"#)),
+            Case(name: "duplicate inside claims", body: json(#"{"account_id":"\#(account)","scopes":["User.Read"],"claims":{"access_token":{},"access_token":{}}}"#)),
             Case(name: "account_id a number", body: json(#"{"account_id":7,"scopes":["User.Read"]}"#)),
             Case(name: "scopes a string", body: json(#"{"account_id":"\#(account)","scopes":"User.Read"}"#)),
             Case(name: "scopes of numbers", body: json(#"{"account_id":"\#(account)","scopes":[1]}"#)),
@@ -152,5 +154,30 @@ struct PipelineParityTests {
             #expect(Self.step(stack, firstId) == "suspended")
             #expect(Self.step(stack, secondId) == "server_thread")
         }
+    }
+
+    @Test("A member named twice is 400 naming it, on both steps and on other JSON routes (behaviour §4.5)")
+    func duplicateMembersNamed() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_pipeline_duplicates")
+        defer { stack.stop() }
+        let account = try await stack.signInAccountId()
+        _ = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": account, "scopes": ["User.Read"]])
+        let silent: [(String, String)] = [
+            (#"{"account_id":"\#(account)","scopes":["User.Read"],"scopes":["User.Read"]}"#, "scopes"),
+            (#"{"account_id":"acc_first","account_id":"\#(account)","scopes":["User.Read"]}"#, "account_id"),
+            (#"{"account_id":"\#(account)","scopes":["User.Read"],"claims":{"access_token":{"xms_cc":{}},"access_token":{}}}"#, "claims.access_token"),
+        ]
+        let key = try await Self.storedKey(stack, 1)
+        for (body, member) in silent {
+            for _ in 0..<2 {  // suspended (the key is new), then on the server thread
+                let (response, _) = try await Self.send(stack, Array(body.utf8), contentType: "application/json", key: key)
+                #expect(response.status == 400 && response.json["field"] as? String == member, "\(body): \(response.text)")
+                #expect(response.json["error"] as? String == "invalid_request", "\(response.text)")
+            }
+        }
+        // A route answered only after suspension reads bodies with the same reader.
+        let signIn = try await Self.send(stack, Array(#"{"scopes":["User.Read"],"scopes":["Mail.Read"]}"#.utf8), contentType: "application/json",
+                                         key: stack.apiKey, path: "/v1/sign-ins").0
+        #expect(signIn.status == 400 && signIn.json["field"] as? String == "scopes", "\(signIn.text)")
     }
 }

@@ -64,3 +64,45 @@ struct JSONBodyTests {
         #expect(request.allowPartial)
     }
 }
+
+@Suite("A member named twice is refused, naming it (behaviour §4.5)")
+struct DuplicateMemberTests {
+    static func field(_ body: String) -> String? {
+        do {
+            _ = try JSONBody(bytes: Array(body.utf8))
+            return nil
+        } catch {
+            return error.extensions["field"].flatMap { if case .string(let name) = $0 { name } else { nil } }
+        }
+    }
+
+    @Test(
+        "Each repeated member is named by its path",
+        arguments: [
+            (#"{"scopes":["User.Read"],"scopes":["Mail.Read"]}"#, "scopes"),
+            // The same value twice is still two members: the count, not the values, tells.
+            (#"{"account_id":"a","scopes":["User.Read"],"account_id":"a"}"#, "account_id"),
+            (#"{"account_id":"a","claims":{"access_token":{},"access_token":{}}}"#, "claims.access_token"),
+            (#"{"items":[{"name":"x"},{"name":"y","name":"z"}]}"#, "items.1.name"),
+            // A name spelled with escapes is still the same name.
+            (#"{"scopes":[],"sc\u006fpes":[]}"#, "scopes"),
+            (#"{"a\"b":1,"a\u0022b":2}"#, #"a"b"#),
+            (#"{"x":"say \"hi\"","x":"again"}"#, "x"),
+        ])
+    func named(_ body: String, _ member: String) {
+        #expect(Self.field(body) == member, "\(body)")
+    }
+
+    @Test(
+        "Objects without a repeated member are read as before",
+        arguments: [
+            #"{"account_id":"a","scopes":["User.Read"]}"#,
+            #"{"items":[{"name":"x"},{"name":"y"}]}"#,
+            #"{"a":{"name":1},"b":{"name":2}}"#,
+            #"{"quote":"a \"quoted\" word","other":"\u0022"}"#,
+            #"{"a\"b":1,"a\"c":2}"#,
+        ])
+    func accepted(_ body: String) {
+        #expect(Self.field(body) == nil, "\(body)")
+    }
+}

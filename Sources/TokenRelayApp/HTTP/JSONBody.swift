@@ -7,8 +7,8 @@ import IdentityCore
 ///
 /// The one JSON reader of request bodies, for every route and both steps of the request
 /// pipeline (ADR 0013): Foundation's `JSONSerialization`, measured faster than `JSONDecoder` on
-/// libmicrohttpd's threads (ADR 0006). A member named twice keeps its last value, as
-/// `JSONSerialization` (and JavaScript's `JSON.parse`, Python's `json`) read it.
+/// libmicrohttpd's threads (ADR 0006). A member named twice in one object is refused (400
+/// naming it, behaviour §4.5) rather than collapsed to one value as `JSONSerialization` would.
 struct JSONBody: Sendable {
     let members: [String: JSONValue]
 
@@ -20,7 +20,8 @@ struct JSONBody: Sendable {
     }
 
     /// Parses `bytes` (the content type already checked).
-    /// - Throws: `Problem` 400 naming `body` when they are empty or not a JSON object.
+    /// - Throws: `Problem` 400 naming `body` when they are empty or not a JSON object, and 400
+    ///   naming the member (its dotted path when nested) when an object names a member twice.
     init(bytes: [UInt8]) throws(Problem) {
         guard !bytes.isEmpty else {
             throw Problem.invalidRequest(field: "body", "The request body is empty; a JSON object is required.")
@@ -32,13 +33,45 @@ struct JSONBody: Sendable {
         } catch {
             throw Problem.invalidRequest(field: "body", "The request body is not valid JSON.")
         }
-        guard let value = Self.value(object) else {
+        var tally = Tally()
+        guard let value = Self.value(object, tally: &tally) else {
             throw Problem.invalidRequest(field: "body", "The request body is not valid JSON.")
         }
         guard case .object(let members) = value else {
             throw Problem.invalidRequest(field: "body", "The request body must be a JSON object.")
         }
+        if tally.mayHideDuplicates(rawQuotes: Self.quotationMarks(in: bytes)), let member = DuplicateMembers.first(in: bytes) {
+            throw Problem.invalidRequest(field: member, "The member '\(member)' is given more than once.")
+        }
         self.members = members
+    }
+
+    /// What the parsed value holds, to tell from the raw text whether `JSONSerialization`
+    /// dropped a repeated member. Every name and string value is written between two raw `"`;
+    /// a `"` inside one is written `\"` (one more raw mark) or `\u0022` (none). So with no `"`
+    /// inside any string, the text has exactly two marks per name and string value unless a
+    /// member was dropped, and a dropped member (its name at least) leaves marks unaccounted for.
+    private struct Tally {
+        var names = 0
+        var strings = 0
+        var quotesInside = 0
+
+        mutating func add(string text: String, isName: Bool) {
+            if isName { names += 1 } else { strings += 1 }
+            for byte in text.utf8 where byte == UInt8(ascii: "\"") { quotesInside += 1 }
+        }
+
+        /// False only when the count proves no member was dropped; true sends the text to the
+        /// exact (slower) check.
+        func mayHideDuplicates(rawQuotes: Int) -> Bool {
+            quotesInside > 0 || rawQuotes != 2 * (names + strings)
+        }
+    }
+
+    private static func quotationMarks(in bytes: [UInt8]) -> Int {
+        var count = 0
+        for byte in bytes where byte == UInt8(ascii: "\"") { count += 1 }
+        return count
     }
 
     init(members: [String: JSONValue]) { self.members = members }
@@ -56,9 +89,10 @@ struct JSONBody: Sendable {
 
     /// `JSONSerialization`'s objects as a `JSONValue`. Booleans arrive as `NSNumber`s of type
     /// `c` (`__NSCFBoolean`); every other number becomes a Double, as `JSONDecoder` gave it.
-    private static func value(_ object: Any) -> JSONValue? {
+    private static func value(_ object: Any, tally: inout Tally) -> JSONValue? {
         switch object {
         case let text as String:
+            tally.add(string: text, isName: false)
             return .string(text)
         case let number as NSNumber:
             if number.objCType.pointee == CChar(UInt8(ascii: "c")) { return .bool(number.boolValue) }
@@ -67,7 +101,7 @@ struct JSONBody: Sendable {
             var values: [JSONValue] = []
             values.reserveCapacity(items.count)
             for item in items {
-                guard let value = value(item) else { return nil }
+                guard let value = value(item, tally: &tally) else { return nil }
                 values.append(value)
             }
             return .array(values)
@@ -75,7 +109,8 @@ struct JSONBody: Sendable {
             var values: [String: JSONValue] = [:]
             values.reserveCapacity(members.count)
             for (name, item) in members {
-                guard let value = value(item) else { return nil }
+                guard let value = value(item, tally: &tally) else { return nil }
+                tally.add(string: name, isName: true)
                 values[name] = value
             }
             return .object(values)
