@@ -1,6 +1,6 @@
 # TokenRelay developer commands. `make run` then `make test` on a fresh Debian machine.
 SHELL := /bin/bash
-.PHONY: run stop deps build test test-only lint fmt bench clean
+.PHONY: run stop deps build test test-only test-api-random lint fmt bench clean
 
 run: deps build            ## install, build, start PostgreSQL + emulator + service, print curl lines
 	@scripts/dev-up
@@ -23,8 +23,11 @@ test: deps build           ## install, build once, start PostgreSQL, run every t
 		swift test --skip-build || status=1; \
 		scripts/scan-test-logs .build/test-logs || status=1; exit $$status
 	@scripts/check-deploy
-	@scripts/schemathesis      # a pinned schemathesis (scripts/python-tools) against the live service; about 2 minutes
+	@scripts/schemathesis      # a pinned schemathesis against the live service, seeds in scripts/schemathesis-seeds; about 2 minutes
 	@scripts/lint --check
+
+test-api-random: build      ## a longer schemathesis run with a new seed (about 15 minutes); a failure's seed joins scripts/schemathesis-seeds
+	@scripts/schemathesis --random
 
 lint:
 	@scripts/lint --check

@@ -27,6 +27,21 @@ public struct HTTPRequest: Sendable {
         self.remoteAddress = remoteAddress
     }
 
+    /// Bytes of the request target as decoded: the path, plus `?`, `=` and `&` and every query
+    /// name and value. At most the bytes on the wire (percent-decoding only shrinks).
+    public var targetBytes: Int {
+        var count = path.utf8.count
+        for item in query { count += item.name.utf8.count + item.value.utf8.count + 2 }
+        return count
+    }
+
+    /// Bytes of the header section as sent: each field's name and value plus `": "` and CRLF.
+    public var headerFieldBytes: Int {
+        var count = 0
+        for field in headers { count += field.name.utf8.count + field.value.utf8.count + 4 }
+        return count
+    }
+
     /// The first value of query parameter `name`, or nil.
     public func queryValue(_ name: String) -> String? {
         query.first { $0.name == name }?.value

@@ -15,6 +15,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case throttled
     case rateLimited = "rate_limited"
     case payloadTooLarge = "payload_too_large"
+    case uriTooLong = "uri_too_long"
+    case headerFieldsTooLarge = "header_fields_too_large"
     case unsupportedMediaType = "unsupported_media_type"
     case upstreamError = "upstream_error"
     case upstreamUnavailable = "upstream_unavailable"
@@ -30,6 +32,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .methodNotAllowed: 405
         case .interactionRequired, .ambiguousAccount, .serverDeclinedScopes: 409
         case .payloadTooLarge: 413
+        case .uriTooLong: 414
+        case .headerFieldsTooLarge: 431
         case .unsupportedMediaType: 415
         case .throttled, .rateLimited: 429
         case .internal: 500
@@ -56,6 +60,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .throttled: "Throttled"
         case .rateLimited: "Rate limited"
         case .payloadTooLarge: "Payload too large"
+        case .uriTooLong: "URI too long"
+        case .headerFieldsTooLarge: "Request header fields too large"
         case .unsupportedMediaType: "Unsupported media type"
         case .upstreamError: "Upstream error"
         case .upstreamUnavailable: "Upstream unavailable"

@@ -52,7 +52,7 @@ struct ConnectionLimitsTests {
         return port
     }
 
-    @Test("A body over TOKENRELAY_MAX_BODY_BYTES is 413 payload_too_large; headers past the connection memory are 431")
+    @Test("A body over TOKENRELAY_MAX_BODY_BYTES is 413 payload_too_large; headers past the connection memory get the HTTP layer's 431")
     func bodyAndHeaderSize() async throws {
         let stack = try await TokenRelayStack(name: "e2e_limits_size", environment: ["TOKENRELAY_MAX_BODY_BYTES": "2048"])
         defer { stack.stop() }
@@ -63,15 +63,58 @@ struct ConnectionLimitsTests {
         let fits = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": String(repeating: "a", count: 1024), "scopes": ["User.Read"]])
         #expect(fits.status == 404)
 
+        // Headers past the connection's memory: the HTTP layer's own 431, and the server goes on.
         let socket = try RawSocket(port: try Self.port(stack))
-        socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 20000))\r\n\r\n")
+        socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 40000))\r\n\r\n")
         guard case .bytes(let answer) = socket.receive(within: 5) else {
             Issue.record("no answer to oversized headers")
             return
         }
         #expect(answer.hasPrefix("HTTP/1.1 431"), "\(answer.prefix(80))")
         #expect(answer.contains("Connection: close"))
-        // The server goes on serving.
+        #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
+    }
+
+    /// The status line and the value of `Content-Type` and of the problem's `field`, of the answer
+    /// to `head` on a new connection; nil when the connection closed without an answer.
+    static func answer(port: Int, _ head: String) throws -> (status: String, contentType: String?, field: String?)? {
+        let socket = try RawSocket(port: port)
+        socket.send(head)
+        guard case .bytes(let text) = socket.receive(within: 5) else { return nil }
+        let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let contentType = lines.first { $0.lowercased().hasPrefix("content-type:") }.map { $0.dropFirst(13).trimmingCharacters(in: .whitespaces) }
+        let field = text.range(of: #""field":""#).map { String(text[$0.upperBound...].prefix { $0 != "\"" }) }
+        return (String(lines.first?.prefix(12) ?? ""), contentType, field)
+    }
+
+    @Test("A request target over 8 KiB is 414 and header fields over 16 KiB are 431, problem+json, at every size the connection holds")
+    func oversizedHeadsAreProblems() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_limits_head")
+        defer { stack.stop() }
+        let port = try Self.port(stack)
+        // "/v1/events?x=" is 13 bytes of target with "?" and "=" counted: 8192 in all is the last that passes.
+        for (length, expected) in [(8192 - 13, "HTTP/1.1 401"), (8192 - 12, "HTTP/1.1 414")] {
+            let answer = try Self.answer(port: port, "GET /v1/events?x=\(String(repeating: "q", count: length)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(answer?.status == expected, "target \(length)")
+        }
+        // "Host: x" counts 9 bytes with ": " and CRLF, "X-Big: …" 9 plus its value: 16384 in all is the last that passes.
+        for (length, expected) in [(16384 - 18, "HTTP/1.1 200"), (16384 - 17, "HTTP/1.1 431")] {
+            let answer = try Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: length))\r\n\r\n")
+            #expect(answer?.status == expected, "headers \(length)")
+        }
+        // Past the limits, every size up to 31 KiB of head gets TokenRelay's own answer: never a
+        // bare page, never a closed connection (libmicrohttpd closed heads within ~400 bytes of its 16 KiB).
+        for length in stride(from: 8500, through: 31_500, by: 250) {
+            let answer = try Self.answer(port: port, "GET /v1/events?x=\(String(repeating: "q", count: length)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(answer?.status == "HTTP/1.1 414" && answer?.contentType == "application/problem+json", "target \(length): \(String(describing: answer))")
+        }
+        for length in stride(from: 16_500, through: 31_500, by: 250) {
+            let answer = try Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: length))\r\n\r\n")
+            #expect(answer?.status == "HTTP/1.1 431" && answer?.contentType == "application/problem+json", "headers \(length): \(String(describing: answer))")
+            #expect(answer?.field == "X-Big", "headers \(length)")
+        }
+        let text = try await stack.request("GET", "/v1/events?x=" + String(repeating: "q", count: 9000))
+        #expect(text.status == 414 && text.json["error"] as? String == "uri_too_long", "\(text.text.prefix(200))")
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
     }
 

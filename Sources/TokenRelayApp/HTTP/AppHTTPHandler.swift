@@ -4,8 +4,8 @@ import HTTPCommon
 import HTTPServerBridge
 import IdentityCore
 
-/// The request pipeline (ADR 0013): every request is prepared once — correlation id, deadline,
-/// route (404/405), body limit (413), API key from memory (401), rate budget (429), permission
+/// The request pipeline (ADR 0013): every request is prepared once — correlation id, head
+/// limits (414/431), deadline, route (404/405), body limit (413), API key from memory (401), rate budget (429), permission
 /// (403), the route's JSON body (415/400) and its own preparation (the silent route's scopes and
 /// key limits) — and answered on the server thread when memory can; otherwise the prepared
 /// request is handed to the suspended step, which continues from it (looking the key up in the
@@ -66,6 +66,7 @@ final class AppHTTPHandler: HTTPHandler {
     /// - Returns: the answer, or nil to suspend (the key must be looked up, or the handler run).
     private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
         let http = prepared.http
+        try RequestHeadLimits.check(http)
         let timeout = try Self.requestTimeout(http.headers, default: services.configuration.limits.requestTimeoutSeconds)
         switch router.match(method: http.method, path: http.path) {
         case .notFound:

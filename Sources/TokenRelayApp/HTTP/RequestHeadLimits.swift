@@ -1,0 +1,30 @@
+import HTTPCommon
+
+/// TokenRelay's own limits on a request's head, checked first for every request, so that a
+/// request target or header section too large is a problem+json answer (414 `uri_too_long`,
+/// 431 `header_fields_too_large`; behaviour §7.4, RFC 9110 §15.5.15, RFC 6585 §5) rather than
+/// libmicrohttpd's bare page or a closed connection.
+///
+/// Both limits together stay well under the connection's 32 KiB memory
+/// (``HTTPServerConfiguration/connectionMemoryLimitBytes``): a head within them always leaves
+/// libmicrohttpd room to send the answer, and a head past them up to about 31 KiB still reaches
+/// this check. The values follow common servers: nginx's 8 KiB request line, Node's 16 KiB headers.
+enum RequestHeadLimits {
+    /// Most bytes of the request target, path and query as decoded (``HTTPRequest/targetBytes``).
+    static let maxTargetBytes = 8192
+    /// Most bytes of the header section (``HTTPRequest/headerFieldBytes``).
+    static let maxHeaderFieldBytes = 16384
+
+    /// - Throws: `Problem` 414 `uri_too_long`, or 431 `header_fields_too_large` naming the
+    ///   largest header field in `field`.
+    static func check(_ request: HTTPRequest) throws(Problem) {
+        if request.targetBytes > maxTargetBytes {
+            throw Problem(.uriTooLong, "The request target (path and query) exceeds \(maxTargetBytes) bytes.")
+        }
+        guard request.headerFieldBytes > maxHeaderFieldBytes else { return }
+        let largest = request.headers.max { $0.name.utf8.count + $0.value.utf8.count < $1.name.utf8.count + $1.value.utf8.count }
+        throw Problem(
+            .headerFieldsTooLarge, "The request's header fields exceed \(maxHeaderFieldBytes) bytes.",
+            extensions: largest.map { ["field": .string($0.name)] } ?? [:])
+    }
+}
