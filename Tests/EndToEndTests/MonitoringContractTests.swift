@@ -54,6 +54,49 @@ struct MonitoringContractTests {
         #expect(Self.exposition(metrics.text).isEmpty, "\(Self.exposition(metrics.text))")
     }
 
+    /// The value of the sample `series` (name and labels exactly as exposed), 0 when absent.
+    static func sample(_ exposition: String, _ series: String) -> Double {
+        for line in exposition.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1)) ?? 0
+        }
+        return 0
+    }
+
+    @Test("Answers given on the server thread are counted and timed: cache hits, /healthz, 404 and 401 (issue 10 item 11)")
+    func serverThreadAnswersAreTimed() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_monitoring_server_thread")
+        defer { stack.stop() }
+        let account = try await stack.signInAccountId()
+        let body: [String: Any] = ["account_id": account, "scopes": ["User.Read"]]
+        #expect(try await stack.request("POST", "/v1/tokens/silent", json: body).status == 200)
+        #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
+        let before = try await stack.request("GET", "/metrics", authenticated: false).text
+
+        var ids: [String] = []
+        for round in 0..<10 {
+            let id = "timed-\(round)-" + UUID().uuidString.lowercased()
+            ids.append(id)
+            let hit = try await stack.request("POST", "/v1/tokens/silent", json: body, headers: ["client-request-id": id])
+            #expect(hit.status == 200 && hit.json["source"] as? String == "cache")
+            #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
+            #expect(try await stack.request("GET", "/v1/nothing-here").status == 404)
+            #expect(try await stack.request("GET", "/v1/accounts", authenticated: false).status == 401)
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let log = stack.relay.log()
+        for id in ids {
+            let line = log.split(separator: "\n").last { $0.contains("\"request.completed\"") && $0.contains(id) }
+            #expect(line?.contains(#""request.step":"server_thread""#) == true, "\(id) was not answered on the server thread: \(String(describing: line))")
+        }
+        let after = try await stack.request("GET", "/metrics", authenticated: false).text
+        for (route, status) in [("/v1/tokens/silent", "200"), ("/healthz", "200"), ("unmatched", "404"), ("/v1/accounts", "401")] {
+            let timed = #"tokenrelay_http_request_duration_seconds_count{route="\#(route)"}"#
+            let counted = #"tokenrelay_http_requests_total{route="\#(route)",status="\#(status)"}"#
+            #expect(Self.sample(after, timed) - Self.sample(before, timed) == 10, "\(timed)")
+            #expect(Self.sample(after, counted) - Self.sample(before, counted) == 10, "\(counted)")
+        }
+    }
+
     /// Problems with a text exposition: a family announced twice, or its samples not in one group
     /// (both make Prometheus reject the scrape).
     static func exposition(_ text: String) -> [String] {
