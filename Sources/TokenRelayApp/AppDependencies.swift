@@ -126,8 +126,9 @@ struct AppDependencies: Sendable {
         let sts = STSClient(
             http: upstream, clientId: identity.clientId, credential: credential, maxAttempts: tokenSettings.maxAttempts,
             maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
-        let memory = MemoryTokenCache()
-        let accounts = AccountCache(ttl: TimeInterval(tokenSettings.cacheTTLSeconds))
+        let memoryBytes = tokenSettings.memoryCacheMegabytes << 20
+        let memory = MemoryTokenCache(capacityBytes: memoryBytes / 4 * 3)
+        let accounts = AccountCache(ttl: TimeInterval(tokenSettings.cacheTTLSeconds), capacityBytes: memoryBytes / 4)
         let uiRequired = UIRequiredMemory(ttlSeconds: tokenSettings.uiRequiredTTLSeconds)
         let declinedScopes = DeclinedScopesMemory()
         let downstreamThrottle = ThrottleMemory()
@@ -186,8 +187,13 @@ struct AppDependencies: Sendable {
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
                 ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
-                ("tokenrelay_memory_cache_entries", [:], Double(memory.count)),
-            ]
+            ] + [("tokens", memory.usage), ("accounts", accounts.usage)].flatMap { cache, usage in
+                [
+                    ("tokenrelay_memory_cache_bytes", ["cache": cache], Double(usage.bytes)),
+                    ("tokenrelay_memory_cache_entries", ["cache": cache], Double(usage.entries)),
+                    ("tokenrelay_memory_cache_evictions", ["cache": cache], Double(usage.evictions)),
+                ]
+            }
         }
         keepAlive = KeepAliveJob(
             store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,

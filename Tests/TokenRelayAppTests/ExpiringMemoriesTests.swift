@@ -52,10 +52,11 @@ struct ExpiringMemoriesTests {
 
     static let account = AccountCacheTests.account
 
-    @Test("Accounts are served for the TTL on the injected clock, and the oldest read makes room")
+    @Test("Accounts are served for the TTL on the injected clock, and the least recently used makes room by bytes")
     func accountsExpireAndAreBounded() {
         let clock = Mutex(1_000.0)
-        let cache = AccountCache(ttl: 30, capacity: 2, now: { clock.withLock { $0 } })
+        let room = 2 * (Self.account.memoryCost + ByteBoundedLRU<String, Int>.entryOverheadBytes) + 10
+        let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
         cache.store(Self.account, readMark: cache.readMark)
         clock.withLock { $0 = 1_029.5 }
         #expect(cache.account(id: "acc_1") != nil)
@@ -68,18 +69,21 @@ struct ExpiringMemoriesTests {
                 username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
                 idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
         }
-        for (index, id) in ["a", "b", "c"].enumerated() {
+        for (index, id) in ["a", "b"].enumerated() {
             clock.withLock { $0 = 2_000 + Double(index) }
             cache.store(record(id), readMark: cache.readMark)
         }
-        #expect(cache.account(id: "a") == nil)
-        #expect(cache.account(id: "b") != nil)
+        #expect(cache.account(id: "a") != nil)  // a is now more recently used than b
+        cache.store(record("c"), readMark: cache.readMark)
+        #expect(cache.account(id: "b") == nil)
+        #expect(cache.account(id: "a") != nil)
         #expect(cache.account(id: "c") != nil)
+        #expect(cache.usage.evictions >= 1 && cache.usage.bytes <= room)
     }
 
     @Test("Touches: at most once per interval per account; when full, the oldest touch is forgotten")
     func touches() {
-        let cache = AccountCache(capacity: 2)
+        let cache = AccountCache(touchCapacity: 2)
         #expect(cache.claimTouch(id: "a", now: 1_000))
         #expect(!cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval - 1))
         #expect(cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval))

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityCore
 import PostgresBridge
 import Testing
 import TokenRelayTesting
@@ -23,6 +24,73 @@ struct MemoryBoundsTests {
         cache.store(Self.token(["Files.Read"], expiresOn: 9_000), now: 2_000)
         #expect(cache.count == 2)
         #expect(cache.lookup(accountId: "acc_1", environment: "login.microsoftonline.com", realm: "t", scopes: .init(normalizing: ["Mail.Read"])) == nil)
+    }
+
+    @Test("The LRU holds at most its bytes, drops the least recently used first, and reads refresh recency")
+    func lruByBytes() {
+        let overhead = ByteBoundedLRU<String, Int>.entryOverheadBytes
+        let lru = ByteBoundedLRU<String, Int>(capacityBytes: 3 * (100 + overhead))
+        for (index, key) in ["a", "b", "c"].enumerated() { #expect(lru.set(index, for: key, cost: 100)) }
+        #expect(lru.usage == MemoryUsage(bytes: 3 * (100 + overhead), entries: 3, evictions: 0))
+        #expect(lru.value(for: "a") == 0)  // a becomes the most recently used; b is now the oldest
+        #expect(lru.peek("b") == 1)  // a peek does not change that
+        lru.set(3, for: "d", cost: 100)
+        #expect(lru.peek("b") == nil && lru.peek("a") == 0 && lru.peek("c") == 2 && lru.peek("d") == 3)
+        // One large value makes room for itself: the two oldest (c, a) go.
+        lru.set(4, for: "e", cost: 250)
+        #expect(lru.peek("c") == nil && lru.peek("a") == nil && lru.peek("d") == 3 && lru.peek("e") == 4)
+        #expect(lru.usage.evictions == 3 && lru.usage.bytes == 350 + 2 * overhead && lru.usage.entries == 2)
+        // A value larger than the whole cache is not stored, and what its key held goes.
+        #expect(!lru.set(5, for: "d", cost: 10_000))
+        #expect(lru.peek("d") == nil && lru.usage.entries == 1)
+        // Replacing a key counts its new cost only; removals free their bytes.
+        lru.set(6, for: "e", cost: 10)
+        #expect(lru.usage.bytes == 10 + overhead)
+        lru.removeValue(for: "e")
+        #expect(lru.usage == MemoryUsage(bytes: 0, entries: 0, evictions: 3))
+        // Slots are reused after removals and the order stays right.
+        for round in 0..<50 { lru.set(round, for: "k\(round)", cost: 100) }
+        #expect(lru.usage.entries == 3 && lru.peek("k49") == 49 && lru.peek("k47") == 47 && lru.peek("k46") == nil)
+    }
+
+    @Test("The token cache holds at most its bytes, counting each token's size, least recently used account out first")
+    func tokenCacheByBytes() {
+        func token(_ account: String, secretBytes: Int) -> StoredAccessToken {
+            StoredAccessToken(
+                accountId: account, environment: "login.microsoftonline.com", realm: "t", clientId: "c", scopes: ["User.Read"],
+                secret: String(repeating: "x", count: secretBytes), expiresOn: 9_000, extExpiresOn: nil, refreshOn: nil)
+        }
+        let cache = MemoryTokenCache(capacityBytes: 64 * 1024)
+        for index in 0..<100 { cache.store(token("acc\(index)", secretBytes: 2_000), now: 500) }
+        // A 2,000-byte token is held twice (the token and its prebuilt answer): about 4.4 KB each.
+        #expect(cache.usage.bytes <= 64 * 1024)
+        #expect((12...15).contains(cache.usage.entries), "\(cache.usage)")
+        #expect(cache.usage.evictions == 100 - cache.usage.entries)
+        let scopes = ScopeSet(normalizing: ["User.Read"])
+        #expect(cache.lookup(accountId: "acc99", environment: "login.microsoftonline.com", realm: "t", scopes: scopes) != nil)
+        #expect(cache.lookup(accountId: "acc0", environment: "login.microsoftonline.com", realm: "t", scopes: scopes) == nil)
+        // Small tokens: more of them fit in the same bytes.
+        let small = MemoryTokenCache(capacityBytes: 64 * 1024)
+        for index in 0..<100 { small.store(token("acc\(index)", secretBytes: 100), now: 500) }
+        #expect(small.usage.entries > 3 * cache.usage.entries, "\(small.usage)")
+    }
+
+    @Test("A prebuilt answer is byte for byte the answer written from scratch")
+    func prebuiltAnswerMatches() throws {
+        let token = StoredAccessToken(
+            accountId: "acc_1", environment: "login.microsoftonline.com", realm: "t", clientId: "c", scopes: ["Mail.Read", "User.Read"],
+            secret: "eyJ\"quoted\"\u{1}", expiresOn: 9_000, extExpiresOn: 12_000, refreshOn: nil)
+        let account = AccountCacheTests.account
+        let prebuilt = SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [], prebuiltAnswer: TokenAnswerBytes(cached: token))
+        let fresh = SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
+        #expect(TokenRoutes.tokenBody(prebuilt, correlationId: "c-1", allowPartial: false) == TokenRoutes.tokenBody(fresh, correlationId: "c-1", allowPartial: false))
+        let object = try JSONSerialization.jsonObject(with: Data(TokenRoutes.tokenBody(prebuilt, correlationId: "c\"2", allowPartial: false))) as? [String: Any]
+        #expect(object?["access_token"] as? String == token.secret && object?["correlation_id"] as? String == "c\"2")
+        #expect(object?["source"] as? String == "cache" && (object?["account"] as? [String: Any])?["account_id"] as? String == "acc_1")
+        // A refresh's answer never uses memory's parts (its source differs).
+        let refreshed = SilentTokenResult(token: token, account: account, source: .refresh, declinedScopes: [], prebuiltAnswer: TokenAnswerBytes(cached: token))
+        let parsed = try JSONSerialization.jsonObject(with: Data(TokenRoutes.tokenBody(refreshed, correlationId: "c", allowPartial: false))) as? [String: Any]
+        #expect(parsed?["source"] as? String == "refresh")
     }
 
     @Test("Declined-scopes answers stay within their limit: expired ones go first, then new ones are not kept")

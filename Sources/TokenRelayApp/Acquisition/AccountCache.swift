@@ -4,9 +4,9 @@ import Synchronization
 /// Accounts this replica read recently, by `account_id`, so a cache hit needs no database
 /// round trip (behaviour §10). Entries live `ttl` seconds (behaviour §12: `TOKENRELAY_CACHE_TTL_S`, the
 /// bound on cross-replica staleness when no notification arrives) and are dropped at once when
-/// this replica deletes, re-signs-in or marks the account. At most `capacity` accounts are held
-/// (the soonest to expire, i.e. the oldest read, make room: ``ExpiringMap``); a miss costs one
-/// database read.
+/// this replica deletes, re-signs-in or marks the account. At most `capacityBytes` are held,
+/// counted by what each account really holds (``AccountRecord/memoryCost``), the least recently
+/// used out first (``ByteBoundedLRU``); a miss costs one database read.
 final class AccountCache: Sendable {
     private struct Marks {
         /// Removals are numbered; a read that began before an account's last removal is not stored.
@@ -19,7 +19,13 @@ final class AccountCache: Sendable {
     /// Taken before `entries`' lock whenever both are (`store`, `remove`, `removeAll`), so that a
     /// read racing a removal cannot store after it.
     private let marks = Mutex(Marks())
-    private let entries: ExpiringMap<String, AccountRecord>
+    private struct Held: Sendable {
+        let account: AccountRecord
+        /// Unix seconds.
+        let expiresAt: Double
+    }
+
+    private let entries: ByteBoundedLRU<String, Held>
     /// When each account was last touched (unix seconds), until ``touchInterval`` has passed.
     private let touches: ExpiringMap<String, Int>
     /// Seconds an entry is served.
@@ -29,19 +35,31 @@ final class AccountCache: Sendable {
 
     /// - Parameters:
     ///   - ttl: `TOKENRELAY_CACHE_TTL_S`, seconds an account is served from memory. Default 30.
-    ///   - capacity: most accounts held, and most touch times; a bound on memory, far above what
-    ///     one replica serves in one TTL. Default 100,000.
+    ///   - capacityBytes: most bytes of accounts held (`TOKENRELAY_MEMORY_CACHE_MB`'s share for
+    ///     accounts). Default 16 MiB.
+    ///   - touchCapacity: most touch times remembered (about 100 bytes each). Default 100,000.
     ///   - now: the current time, unix seconds.
-    init(ttl: TimeInterval = 30, capacity: Int = 100_000, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    init(
+        ttl: TimeInterval = 30, capacityBytes: Int = 16 << 20, touchCapacity: Int = 100_000,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.ttl = ttl
         self.now = now
-        entries = ExpiringMap(capacity: capacity)
-        touches = ExpiringMap(capacity: capacity)
+        entries = ByteBoundedLRU(capacityBytes: capacityBytes)
+        touches = ExpiringMap(capacity: touchCapacity)
     }
 
     func account(id: String) -> AccountRecord? {
-        entries.value(for: id, now: now())
+        guard let held = entries.value(for: id) else { return nil }
+        guard held.expiresAt > now() else {
+            entries.removeValue(for: id)
+            return nil
+        }
+        return held.account
     }
+
+    /// Bytes and accounts held, and accounts dropped to make room (`/metrics`).
+    var usage: MemoryUsage { entries.usage }
 
     /// Taken before reading an account from the database, and handed to `store`.
     var readMark: UInt64 { marks.withLock { $0.removals } }
@@ -52,8 +70,7 @@ final class AccountCache: Sendable {
         marks.withLock { marks in
             if let removed = marks.removedAt[account.accountId], removed > readMark { return }
             if marks.clearedAt > readMark { return }
-            let now = self.now()
-            entries.set(account, for: account.accountId, expiresAt: now + ttl, now: now)
+            entries.set(Held(account: account, expiresAt: now() + ttl), for: account.accountId, cost: account.memoryCost)
         }
     }
 
@@ -90,5 +107,16 @@ final class AccountCache: Sendable {
             if marks.removedAt.count >= 10_000 { marks.removedAt.removeAll() }
             marks.removedAt[id] = marks.removals
         }
+    }
+}
+
+extension AccountRecord {
+    /// Bytes an account holds in memory, about: its strings, the id token's claims twice (as text
+    /// and parsed, the parsed tree counted at three times the text), its JSON answer bytes, the
+    /// tenant profiles, and the fixed parts.
+    var memoryCost: Int {
+        let strings = [accountId, clientId, environment, realm, authority, createdAt].reduce(0) { $0 + $1.utf8.count }
+            + [homeAccountId, localAccountId, username, name, lastUsedAt].reduce(0) { $0 + ($1?.utf8.count ?? 0) }
+        return strings + 4 * idTokenClaims.utf8.count + jsonBytes.count + 160 * tenantProfiles.count + 512
     }
 }

@@ -1,74 +1,113 @@
 import Foundation
 import IdentityCore
-import Synchronization
 
 /// This replica's in-memory access-token cache, in front of the encrypted persistent cache.
 ///
 /// A hit here costs no database round trip and no suspension (behaviour §10). Entries are dropped
-/// when their account is deleted or re-signed-in in this replica.
+/// when their account is deleted or re-signed-in in this replica. At most `capacityBytes` are
+/// held, counted by what each entry really holds (the token, its prebuilt answer, its scopes;
+/// ``ByteBoundedLRU``), the least recently used account's tokens out first; a token that memory
+/// no longer holds is answered from the persistent cache and brought back (``TokenCacheReader``).
 final class MemoryTokenCache: Sendable {
-    private struct Entry {
+    /// A token memory serves, and the bytes of its answer made when it was stored.
+    struct Hit: Sendable {
+        let token: StoredAccessToken
+        let answer: TokenAnswerBytes
+    }
+
+    private struct Entry: Sendable {
         let token: StoredAccessToken
         /// `token.scopeSet`'s canonical scopes, and lower-cased: normalised once when stored
         /// rather than on every lookup (the same superset rule as `ScopeSet.isSuperset`).
         let canonical: Set<String>
         let target: Set<String>
+        let answer: TokenAnswerBytes
 
         /// True when every requested scope is here, case-insensitively; an exact match (the
         /// usual case) needs no lower-casing.
         func covers(_ scopes: ScopeSet) -> Bool {
             scopes.canonical.allSatisfy { canonical.contains($0) || target.contains($0.lowercased()) }
         }
-    }
 
-    private let entries = Mutex<[String: [Entry]]>([:])
-
-    /// The best entry for `accountId` whose scopes cover `scopes` in (environment, realm).
-    func lookup(accountId: String, environment: String, realm: String, scopes: ScopeSet) -> StoredAccessToken? {
-        entries.withLock { entries in
-            var best: StoredAccessToken?
-            for entry in entries[accountId] ?? [] where entry.token.environment == environment && entry.token.realm == realm && entry.covers(scopes) {
-                if best == nil || best!.expiresOn < entry.token.expiresOn { best = entry.token }
-            }
-            return best
+        /// Bytes this entry holds: the token's strings, the scopes three times (as granted,
+        /// canonical, lower-cased) with a set slot each, the prebuilt answer, and the fixed parts.
+        var cost: Int {
+            let scopeBytes = token.scopes.reduce(0) { $0 + $1.utf8.count + 16 }
+            return token.secret.utf8.count + token.accountId.utf8.count + token.environment.utf8.count + token.realm.utf8.count
+                + token.clientId.utf8.count + 3 * scopeBytes + answer.byteCount + 256
         }
     }
 
-    /// Stores `token`, replacing entries it overlaps (same rule as the persistent cache).
-    /// Stores `token`; the account's entries that have expired (`now`, unix seconds) go at the same
-    /// time, so memory follows live tokens rather than every token ever seen.
+    private let entries: ByteBoundedLRU<String, [Entry]>
+
+    /// - Parameter capacityBytes: most bytes held (`TOKENRELAY_MEMORY_CACHE_MB`'s share for access
+    ///   tokens). Default 48 MiB.
+    init(capacityBytes: Int = 48 << 20) {
+        entries = ByteBoundedLRU(capacityBytes: capacityBytes)
+    }
+
+    /// The best entry for `accountId` whose scopes cover `scopes` in (environment, realm).
+    func lookup(accountId: String, environment: String, realm: String, scopes: ScopeSet) -> StoredAccessToken? {
+        hit(accountId: accountId, environment: environment, realm: realm, scopes: scopes)?.token
+    }
+
+    /// The best entry for `accountId` whose scopes cover `scopes` in (environment, realm), with
+    /// its prebuilt answer; the account becomes the most recently used.
+    func hit(accountId: String, environment: String, realm: String, scopes: ScopeSet) -> Hit? {
+        guard let list = entries.value(for: accountId) else { return nil }
+        var best: Entry?
+        for entry in list where entry.token.environment == environment && entry.token.realm == realm && entry.covers(scopes) {
+            if best == nil || best!.token.expiresOn < entry.token.expiresOn { best = entry }
+        }
+        return best.map { Hit(token: $0.token, answer: $0.answer) }
+    }
+
+    /// Stores `token`, replacing entries it overlaps (same rule as the persistent cache); the
+    /// account's entries that have expired (`now`, unix seconds) go at the same time, so memory
+    /// follows live tokens rather than every token ever seen.
     func store(_ token: StoredAccessToken, now: Int = Int(Date().timeIntervalSince1970)) {
         let lowered = Set(token.scopes.map { $0.lowercased() })
         let canonical = token.scopeSet.canonical
-        let entry = Entry(token: token, canonical: Set(canonical), target: Set(canonical.map { $0.lowercased() }))
-        entries.withLock { entries in
-            var list = entries[token.accountId, default: []]
+        let entry = Entry(
+            token: token, canonical: Set(canonical), target: Set(canonical.map { $0.lowercased() }), answer: TokenAnswerBytes(cached: token))
+        entries.update(token.accountId) { held in
+            var list = held?.value ?? []
             list.removeAll {
                 $0.token.expiresOn <= now
                     || ($0.token.environment == token.environment && $0.token.realm == token.realm
                         && !lowered.isDisjoint(with: $0.token.scopes.map { $0.lowercased() }))
             }
             list.append(entry)
-            entries[token.accountId] = list
+            held = (list, list.reduce(token.accountId.utf8.count) { $0 + $1.cost })
         }
     }
 
     /// Drops every entry (cross-replica notifications may have been missed; the persistent
     /// cache refills memory on the next requests).
     func removeAll() {
-        entries.withLock { $0.removeAll() }
+        entries.removeAll()
     }
 
     /// Removes `token` (a resource refused it); a newer token for the same scopes stays.
     func remove(_ token: StoredAccessToken) {
-        entries.withLock { entries in
-            entries[token.accountId]?.removeAll { $0.token == token }
+        entries.update(token.accountId) { held in
+            guard var list = held?.value else { return }
+            list.removeAll { $0.token == token }
+            held = list.isEmpty ? nil : (list, list.reduce(token.accountId.utf8.count) { $0 + $1.cost })
         }
     }
 
     func removeAll(accountId: String) {
-        _ = entries.withLock { $0.removeValue(forKey: accountId) }
+        entries.removeValue(for: accountId)
     }
 
-    var count: Int { entries.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    /// Bytes and accounts held, and accounts dropped to make room (`/metrics`).
+    var usage: MemoryUsage { entries.usage }
+
+    /// Tokens held.
+    var count: Int {
+        var total = 0
+        entries.forEach { _, list in total += list.count }
+        return total
+    }
 }

@@ -57,12 +57,12 @@ struct SilentAcquisition: Sendable {
     func acquireFromMemory(_ request: SilentTokenRequest) -> SilentTokenResult? {
         guard case .accountId(let id) = request.account, !request.forceRefresh, request.authority == nil,
             !ClaimsRequest.bypassesCache(claims: request.claims), let account = accounts.account(id: id), account.state == .active,
-            let token = cache.fromMemory(
+            let hit = cache.memoryHit(
                 accountId: id, environment: account.environment, realm: account.realm, scopes: request.scopes, minTTL: request.minTTLSeconds)
         else { return nil }
         metrics.memoryCacheHits.increment()
-        served(token, account: account, scopes: request.scopes)
-        return SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
+        served(hit.token, account: account, scopes: request.scopes)
+        return SilentTokenResult(token: hit.token, account: account, source: .cache, declinedScopes: [], prebuiltAnswer: hit.answer)
     }
 
     /// Acquires a token for an account already resolved (downstream calls resolve once).

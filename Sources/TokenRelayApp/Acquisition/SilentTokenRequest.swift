@@ -34,4 +34,6 @@ struct SilentTokenResult: Sendable {
     let declinedScopes: [String]
     /// Served past `expires_on` under the extended lifetime while the STS was unavailable (behaviour §5).
     var extendedLifetime = false
+    /// The answer's bytes memory made for `token` (`source: cache` only).
+    var prebuiltAnswer: TokenAnswerBytes?
 }

@@ -18,9 +18,14 @@ struct TokenCacheReader: Sendable {
 
     /// A servable token from memory alone, or nil.
     func fromMemory(accountId: String, environment: String, realm: String, scopes: ScopeSet, minTTL: Int) -> StoredAccessToken? {
-        guard let token = memory.lookup(accountId: accountId, environment: environment, realm: realm, scopes: scopes), usable(token, minTTL: minTTL)
+        memoryHit(accountId: accountId, environment: environment, realm: realm, scopes: scopes, minTTL: minTTL)?.token
+    }
+
+    /// A servable token from memory alone with its prebuilt answer, or nil.
+    func memoryHit(accountId: String, environment: String, realm: String, scopes: ScopeSet, minTTL: Int) -> MemoryTokenCache.Hit? {
+        guard let hit = memory.hit(accountId: accountId, environment: environment, realm: realm, scopes: scopes), usable(hit.token, minTTL: minTTL)
         else { return nil }
-        return token
+        return hit
     }
 
     /// A servable token covering `scopes`, from memory or the database, or nil (a miss, counted).

@@ -168,6 +168,11 @@ public struct Configuration: Sendable {
         /// Seconds a replica trusts what it remembers (accounts, API keys) when no invalidation
         /// notification arrives (behaviour §12; `TOKENRELAY_CACHE_TTL_S`). Default 30.
         public var cacheTTLSeconds: Int = 30
+        /// Most memory for this replica's access tokens and accounts, MiB
+        /// (`TOKENRELAY_MEMORY_CACHE_MB`, behaviour §10.4): three quarters for access tokens (with
+        /// their prebuilt answers), one quarter for accounts, each counted by what its entries
+        /// really hold, least recently used out first. Default 64.
+        public var memoryCacheMegabytes: Int = 64
         /// Seconds between batched writes of token issuance counts (behaviour §12 Audit;
         /// `TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S`). Default 10.
         public var issuanceFlushIntervalSeconds: Int = 10

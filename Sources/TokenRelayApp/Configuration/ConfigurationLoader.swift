@@ -116,6 +116,7 @@ public struct ConfigurationLoader: Sendable {
         config.database.migrationsDirectory = try value("migrations_dir")
         config.database.listenURL = try value("database_listen_url")
         config.tokens.cacheTTLSeconds = try int("cache_ttl_s", 1...3600) ?? config.tokens.cacheTTLSeconds
+        config.tokens.memoryCacheMegabytes = try int("memory_cache_mb", 1...65536) ?? config.tokens.memoryCacheMegabytes
         config.http.shutdownTimeoutSeconds = try int("shutdown_timeout_s", 0...600) ?? config.http.shutdownTimeoutSeconds
         config.keepAlive.afterDays = try int("keepalive_after_days", 0...89) ?? config.keepAlive.afterDays
         config.keepAlive.maxPerMinute = try int("keepalive_max_per_minute", 1...6000) ?? config.keepAlive.maxPerMinute

@@ -125,45 +125,16 @@ enum TokenRoutes {
         }
     }
 
-    /// The token answer (behaviour §2 response 200) as JSON bytes, written without building and sorting
-    /// a dictionary: the members are fixed and listed here in sorted order.
+    /// The token answer (behaviour §2 response 200) as JSON bytes: the parts memory made when it
+    /// stored the token when it served it (``TokenAnswerBytes``), else the same parts made now.
     static func tokenBody(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(4096)
-        func key(_ name: String) {
-            out.append(contentsOf: name.utf8)
-        }
-        func strings(_ items: [String]) {
-            out.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONWriter.writeString(item, into: &out)
+        let declined = allowPartial ? result.declinedScopes : []
+        let parts =
+            if let prebuilt = result.prebuiltAnswer, declined.isEmpty, !result.extendedLifetime, result.source == .cache {
+                prebuilt
+            } else {
+                TokenAnswerBytes(token: result.token, source: result.source, declinedScopes: declined, extendedLifetime: result.extendedLifetime)
             }
-            out.append(UInt8(ascii: "]"))
-        }
-        let token = result.token
-        key(#"{"access_token":"#)
-        JSONWriter.writeString(token.secret, into: &out)
-        key(#","account":"#)
-        out.append(contentsOf: result.account.jsonBytes)
-        key(#","correlation_id":"#)
-        JSONWriter.writeString(correlationId, into: &out)
-        if allowPartial && !result.declinedScopes.isEmpty {
-            key(#","declined_scopes":"#)
-            strings(result.declinedScopes)
-        }
-        key(#","expires_on":"#)
-        _ = JSONWriter.writeNumber(Double(token.expiresOn), into: &out)
-        key(#","ext_expires_on":"#)
-        _ = JSONWriter.writeNumber(Double(token.extExpiresOn ?? token.expiresOn), into: &out)
-        if result.extendedLifetime {
-            key(#","extended_lifetime":true"#)
-        }
-        key(#","scopes":"#)
-        strings(token.scopes)
-        key(#","source":"#)
-        JSONWriter.writeString(result.source.rawValue, into: &out)
-        key(#","token_type":"Bearer"}"#)
-        return out
+        return parts.answer(account: result.account.jsonBytes, correlationId: correlationId)
     }
 }
