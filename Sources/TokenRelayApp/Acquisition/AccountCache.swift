@@ -7,6 +7,12 @@ import Synchronization
 /// this replica deletes, re-signs-in or marks the account. At most `capacity` accounts are held
 /// (the soonest to expire, i.e. the oldest read, make room: ``ExpiringMap``); a miss costs one
 /// database read.
+///
+/// It also remembers which account an external id named (behaviour §3.7), for as long and as
+/// many as accounts. Such an entry is believed only while the account it points to is held here
+/// and still has that external id: every change of an account's external ids re-reads or
+/// forgets the account (sign-in, import, merge and deletion notify every replica), so a stale
+/// entry is never served.
 final class AccountCache: Sendable {
     private struct Marks {
         /// Removals are numbered; a read that began before an account's last removal is not stored.
@@ -20,6 +26,8 @@ final class AccountCache: Sendable {
     /// read racing a removal cannot store after it.
     private let marks = Mutex(Marks())
     private let entries: ExpiringMap<String, AccountRecord>
+    /// (owner, external id) → the account id it named when last read from the database.
+    private let externalIds: ExpiringMap<ExternalId, String>
     /// When each account was last touched (unix seconds), until ``touchInterval`` has passed.
     private let touches: ExpiringMap<String, Int>
     /// Seconds an entry is served.
@@ -37,10 +45,28 @@ final class AccountCache: Sendable {
         self.now = now
         entries = ExpiringMap(capacity: capacity)
         touches = ExpiringMap(capacity: capacity)
+        externalIds = ExpiringMap(capacity: capacity)
     }
 
     func account(id: String) -> AccountRecord? {
         entries.value(for: id, now: now())
+    }
+
+    /// The account `externalId` names, from memory: held here and still carrying that external id.
+    func account(externalId: ExternalId) -> AccountRecord? {
+        let now = self.now()
+        guard let accountId = externalIds.value(for: externalId, now: now), let account = entries.value(for: accountId, now: now),
+            account.externalIds[externalId.owner] == externalId.value
+        else { return nil }
+        return account
+    }
+
+    /// Remembers that `externalId` named `account` (just read from the database) for `ttl`
+    /// seconds; nothing when the account does not carry it.
+    func remember(_ externalId: ExternalId, of account: AccountRecord) {
+        guard account.externalIds[externalId.owner] == externalId.value else { return }
+        let now = self.now()
+        _ = externalIds.set(account.accountId, for: externalId, expiresAt: now + ttl, now: now)
     }
 
     /// Taken before reading an account from the database, and handed to `store`.
@@ -77,6 +103,7 @@ final class AccountCache: Sendable {
         marks.withLock { marks in
             marks.removals += 1
             entries.removeAll()
+            externalIds.removeAll()
             marks.removedAt.removeAll()
             marks.clearedAt = marks.removals
         }
