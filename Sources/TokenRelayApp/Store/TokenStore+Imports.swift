@@ -179,8 +179,10 @@ extension TokenStore {
         // so do its external ids where the survivor has none of that owner (behaviour §3.7).
         _ = try connection.query("UPDATE account_aliases SET account_id = $2 WHERE account_id = $1", [.text(importedId), .text(survivorId)])
         if try Self.moveExternalIds(from: importedId, to: survivorId, in: connection) > 0 {
-            // Other replicas re-read the survivor with the external ids it took over.
+            // Other replicas re-read the survivor with the external ids it took over, and stop
+            // trusting what they remember of the imported account (the ids named it).
             try ReplicaNotifications.send(.accountChanged(survivorId), in: connection)
+            try ReplicaNotifications.send(.accountChanged(importedId), in: connection)
         }
         _ = try connection.query("DELETE FROM accounts WHERE account_id = $1", [.text(importedId)])
         _ = try connection.query(
