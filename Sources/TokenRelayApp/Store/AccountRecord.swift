@@ -93,11 +93,10 @@ struct AccountRecord: Sendable, Equatable {
     }
 
     /// The account as `token-relay accounts` shows it to an operator (behaviour §8): the API's
-    /// object with every owner's external id, `external_ids` (owner → external id), in place of
-    /// one caller's `external_id`.
+    /// object as no owner sees it (`external_id` null) plus every owner's external id,
+    /// `external_ids` (owner → external id).
     var operatorJSON: JSONValue {
         guard case .object(var members) = json(owner: nil) else { return json(owner: nil) }
-        members["external_id"] = nil
         members["external_ids"] = .object(externalIds.mapValues(JSONValue.string))
         return .object(members)
     }
