@@ -230,7 +230,8 @@ struct ExternalIdTests {
         #expect(taken.status == 409, "\(taken.text)")
         #expect(taken.json["error"] as? String == "conflict")
         #expect(taken.json["field"] as? String == "external_id")
-        let aliceAccounts = try await stack.request("GET", "/v1/accounts?username=alice@contoso.example", headers: StackHelpers.bearer(key), authenticated: false)
+        let aliceAccounts = try await stack.request(
+            "GET", "/v1/accounts?username=alice@contoso.example", headers: StackHelpers.bearer(key), authenticated: false)
         #expect((aliceAccounts.json["accounts"] as? [Any])?.count == 0)
         for value in Self.malformed {
             let refused = try await importing("alice@contoso.example", value)

@@ -151,8 +151,8 @@ final class APIKeyAuthenticator: Sendable {
                 secretHash: record?.secretHash,
                 caller: record.map {
                     Caller(
-                        keyId: $0.keyId, owner: $0.name, permissions: Set($0.permissions), access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns),
-                        bucket: bucket)
+                        keyId: $0.keyId, owner: $0.name, permissions: Set($0.permissions),
+                        access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns), bucket: bucket)
                 }, fetchedAt: now)
             held = .init(value: entry, expiresAt: now.timeIntervalSinceReferenceDate + heldSeconds(entry))
             return entry
