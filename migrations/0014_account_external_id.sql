@@ -6,7 +6,7 @@
 CREATE TABLE account_external_ids (
     account_id   text NOT NULL REFERENCES accounts (account_id) ON DELETE CASCADE,
     owner        text NOT NULL,                     -- api_keys.name of the caller, or 'bootstrap'
-    external_id  text NOT NULL,                     -- 1-128 printable ASCII, never 'acc_…'
+    external_id  text NOT NULL,                     -- 1-128 printable ASCII but '/', never 'acc_…'
     created_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (account_id, owner)
 );

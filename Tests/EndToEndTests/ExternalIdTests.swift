@@ -13,7 +13,7 @@ struct ExternalIdTests {
     static var malformed: [Any] {
         [
             "", " leading", "trailing ", String(repeating: "x", count: 129), "bell\u{7}", "new\nline", "caf\u{e9}", "acc_0123456789abcdefghijkl",
-            "ACC_upper", 42, ["crm-1"],
+            "ACC_upper", "team/7", 42, ["crm-1"],
         ]
     }
 

@@ -6,7 +6,7 @@ import IdentityCore
 struct ExternalId: Sendable, Equatable, Hashable {
     /// The key name (``RequestContext/owner``).
     let owner: String
-    /// 1–128 printable ASCII characters, no space at either end, never starting with `acc_`.
+    /// 1–128 printable ASCII characters but `/`, no space at either end, never starting with `acc_`.
     let value: String
 
     /// Longest external id, in characters (all ASCII, so also bytes).
@@ -17,15 +17,17 @@ struct ExternalId: Sendable, Equatable, Hashable {
     ///   - text: the value given (`external_id` of a sign-in or an import).
     ///   - owner: the caller's key name.
     /// - Throws: `Problem` 400 `invalid_request` naming `field`: empty, longer than 128, a
-    ///   character outside printable ASCII (0x20–0x7E), a space at either end, or the shape of
-    ///   TokenRelay's own account ids (`acc_…`, any case), which would make a value given as
-    ///   `account_id` ambiguous.
+    ///   character outside printable ASCII (0x20–0x7E), a `/` (the server decodes `%2F` in a
+    ///   path, so `GET /v1/accounts/{account_id}` could never name it), a space at either end,
+    ///   or the shape of TokenRelay's own account ids (`acc_…`, any case), which would make a
+    ///   value given as `account_id` ambiguous.
     static func validated(_ text: String, owner: String, field: String = "external_id") throws(Problem) -> ExternalId {
         let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count <= maxLength, bytes.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }), bytes.first != 0x20, bytes.last != 0x20
+        guard !bytes.isEmpty, bytes.count <= maxLength, bytes.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: "/") }),
+            bytes.first != 0x20, bytes.last != 0x20
         else {
             throw Problem.invalidRequest(
-                field: field, "'\(field)' must be 1-\(maxLength) printable ASCII characters without a space at either end.")
+                field: field, "'\(field)' must be 1-\(maxLength) printable ASCII characters other than '/', without a space at either end.")
         }
         guard !looksLikeAccountId(text) else {
             throw Problem.invalidRequest(field: field, "'\(field)' may not start with 'acc_', the prefix of TokenRelay's own account ids.")
