@@ -11,6 +11,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case interactionRequired = "interaction_required"
     case userCanceled = "user_canceled"
     case ambiguousAccount = "ambiguous_account"
+    /// The request conflicts with what is stored (an `external_id` another account holds).
+    case conflict
     case serverDeclinedScopes = "server_declined_scopes"
     case throttled
     case rateLimited = "rate_limited"
@@ -30,7 +32,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .forbidden: 403
         case .accountNotFound, .notFound: 404
         case .methodNotAllowed: 405
-        case .interactionRequired, .ambiguousAccount, .serverDeclinedScopes: 409
+        case .interactionRequired, .ambiguousAccount, .conflict, .serverDeclinedScopes: 409
         case .payloadTooLarge: 413
         case .uriTooLong: 414
         case .headerFieldsTooLarge: 431
@@ -56,6 +58,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .interactionRequired: "Interaction required"
         case .userCanceled: "User canceled"
         case .ambiguousAccount: "Ambiguous account"
+        case .conflict: "Conflict"
         case .serverDeclinedScopes: "Server declined scopes"
         case .throttled: "Throttled"
         case .rateLimited: "Rate limited"

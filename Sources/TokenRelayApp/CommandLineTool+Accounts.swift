@@ -31,7 +31,7 @@ extension CommandLineTool {
                 page.removeLast()
                 next = .string(AccountRoutes.Cursor.encode(page.last!.accountId))
             }
-            printJSON(.object(["accounts": .array(page.map(\.json)), "next_cursor": next]))
+            printJSON(.object(["accounts": .array(page.map(\.operatorJSON)), "next_cursor": next]))
             return 0
         case "show":
             guard let id = positional(arguments) else { return usageError("accounts show needs ACCOUNT_ID", help: ["accounts", "show"]) }
@@ -43,7 +43,7 @@ extension CommandLineTool {
             let issuance = try await IssuanceStore(database: Database(pool: pool)).counts(accountId: account.accountId)
             // The refresh token's generation, lease and chain (ADR 0012): fingerprints, never the token.
             let refreshToken = try await store.refreshToken(of: account)
-            var shown = account.json
+            var shown = account.operatorJSON
             if case .object(var fields) = shown {
                 fields["issuance"] = .array(issuance.map(\.json))
                 fields["refresh_token"] = refreshToken?.json ?? .null

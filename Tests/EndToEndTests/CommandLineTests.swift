@@ -74,6 +74,8 @@ struct CommandLineTests {
         #expect(shown.removeValue(forKey: "issuance") is [Any])
         // And the refresh token's state and chain (CommandLineTests.accountsShowLineage).
         #expect(shown.removeValue(forKey: "refresh_token") is [String: Any])
+        // And every owner's external ids (behaviour §3.7; none here).
+        #expect((shown.removeValue(forKey: "external_ids") as? [String: Any])?.isEmpty == true)
         #expect(NSDictionary(dictionary: shown).isEqual(to: api.json), "the CLI prints the API's account object")
         #expect(try Self.run(["accounts", "show", "acc_missing"], environment: environment).0 == 1)
         #expect(try Self.run(["accounts", "list", "--limit", "0"], environment: environment).0 == 2)

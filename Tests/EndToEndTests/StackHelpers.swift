@@ -8,10 +8,11 @@ enum StackHelpers {
     static let fabrikam = otherTenant
 
     /// Creates a key with the CLI; returns (api_key, key_id).
+    /// - Parameter name: the key's name, its owner of external ids (behaviour §3.7).
     static func createKey(
-        _ stack: TokenRelayStack, permissions: [String], tenants: [String] = [], scopes: [String] = []
+        _ stack: TokenRelayStack, name: String = "test", permissions: [String], tenants: [String] = [], scopes: [String] = []
     ) throws -> (key: String, keyId: String) {
-        var arguments = ["api-keys", "create", "--name", "test", "--permissions", permissions.joined(separator: ",")]
+        var arguments = ["api-keys", "create", "--name", name, "--permissions", permissions.joined(separator: ",")]
         if !tenants.isEmpty { arguments += ["--tenants", tenants.joined(separator: ",")] }
         if !scopes.isEmpty { arguments += ["--scopes", scopes.joined(separator: ",")] }
         let (status, output) = try CommandLineTests.run(arguments, environment: cliEnvironment(stack))

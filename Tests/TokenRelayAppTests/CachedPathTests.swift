@@ -179,14 +179,14 @@ struct CachedPathTests {
     // MARK: Token answer
 
     /// The token answer as a JSON value: the oracle the hand-written bytes are checked against.
-    static func tokenJSON(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> JSONValue {
+    static func tokenJSON(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool, owner: String? = nil) -> JSONValue {
         var members: [String: JSONValue] = [
             "access_token": .string(result.token.secret),
             "token_type": .string("Bearer"),
             "expires_on": .number(Double(result.token.expiresOn)),
             "ext_expires_on": .number(Double(result.token.extExpiresOn ?? result.token.expiresOn)),
             "scopes": .array(result.token.scopes.map(JSONValue.string)),
-            "account": result.account.json,
+            "account": result.account.json(owner: owner),
             "source": .string(result.source.rawValue),
             "correlation_id": .string(correlationId),
         ]
@@ -197,11 +197,26 @@ struct CachedPathTests {
         return .object(members)
     }
 
-    static func account(claims: String) -> AccountRecord {
+    static func account(claims: String, externalIds: [String: String] = [:]) -> AccountRecord {
         AccountRecord(
             accountId: "acc-1", clientId: "client", environment: "login.microsoftonline.com", homeAccountId: "oid.tid", realm: "tid",
             localAccountId: "oid", username: "alice@contoso.example", name: "Alice \"Al\" Ö", authority: "https://login.microsoftonline.com/tid",
-            authorityType: .aad, state: .active, idTokenClaims: claims, createdAt: "2026-01-01T00:00:00Z", lastUsedAt: nil)
+            authorityType: .aad, state: .active, idTokenClaims: claims, createdAt: "2026-01-01T00:00:00Z", lastUsedAt: nil,
+            externalIds: externalIds)
+    }
+
+    @Test("The token answer's account shows the caller's owner's external id, written into the cached bytes", arguments: ["team-a", "team-b", nil])
+    func tokenBodyExternalId(owner: String?) {
+        let token = StoredAccessToken(
+            accountId: "acc-1", environment: "login.microsoftonline.com", realm: "tid", clientId: "client", scopes: ["User.Read"], secret: "eyJ0",
+            expiresOn: 1_900_000_000, extExpiresOn: nil, refreshOn: nil)
+        // A claim value that spells the member must not be mistaken for it.
+        let account = Self.account(claims: #"{"name":"\"external_id\":null"}"#, externalIds: ["team-a": #"crm "7" \ x"#, "team-c": "other"])
+        let result = SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
+        let bytes = TokenRoutes.tokenBody(result, correlationId: "c", allowPartial: false, owner: owner)
+        #expect(String(decoding: bytes, as: UTF8.self) == Self.written(Self.tokenJSON(result, correlationId: "c", allowPartial: false, owner: owner)))
+        let parsed = JSONValue.parse(String(decoding: bytes, as: UTF8.self))
+        #expect(parsed?["account"]?["external_id"] == (owner == "team-a" ? .string(#"crm "7" \ x"#) : .null))
     }
 
     @Test("The token answer's bytes are those of its JSON value", arguments: [false, true])
@@ -223,8 +238,8 @@ struct CachedPathTests {
     func accountBytes() {
         let account = Self.account(claims: #"{"tid":"tid","name":"A"}"#)
         #expect(account.claims == .object(["tid": .string("tid"), "name": .string("A")]))
-        #expect(account.json["id_token_claims"] == account.claims)
-        #expect(account.jsonBytes == JSONWriter.encode(account.json))
+        #expect(account.json(owner: nil)["id_token_claims"] == account.claims)
+        #expect(account.jsonBytes == JSONWriter.encode(account.json(owner: nil)))
         #expect(Self.account(claims: "not json").claims == .object([:]))
     }
 

@@ -560,7 +560,8 @@ struct RefreshExecutorTests {
                     environment: RefreshExecutorTests.environment, homeAccountId: homeAccountId, realm: RefreshExecutorTests.realm,
                     localAccountId: String(homeAccountId.prefix { $0 != "." }), username: "ada@contoso.com", name: "Ada", authority: authority,
                     idTokenClaims: "{}"),
-                refreshToken: refreshToken, familyId: nil, accessToken: nil, actor: "bootstrap")
+                refreshToken: refreshToken, familyId: nil, accessToken: nil, actor: "bootstrap"
+            ).account
         }
 
         func executor(

@@ -7,6 +7,12 @@ import Synchronization
 /// this replica deletes, re-signs-in or marks the account. At most `capacityBytes` are held,
 /// counted by what each account really holds (``AccountRecord/memoryCost``), the least recently
 /// used out first (``ByteBoundedLRU``); a miss costs one database read.
+///
+/// It also remembers which account an external id named (behaviour §3.7), for as long as
+/// accounts. Such an entry is believed only while the account it points to is held here
+/// and still has that external id: every change of an account's external ids re-reads or
+/// forgets the account (sign-in, import, merge and deletion notify every replica), so a stale
+/// entry is never served.
 final class AccountCache: Sendable {
     private struct Marks {
         /// Removals are numbered; a read that began before an account's last removal is not stored.
@@ -26,6 +32,8 @@ final class AccountCache: Sendable {
     }
 
     private let entries: ByteBoundedLRU<String, Held>
+    /// (owner, external id) → the account id it named when last read from the database.
+    private let externalIds: ExpiringMap<ExternalId, String>
     /// When each account was last touched (unix seconds), until ``touchInterval`` has passed.
     private let touches: ExpiringMap<String, Int>
     /// Seconds an entry is served.
@@ -37,7 +45,8 @@ final class AccountCache: Sendable {
     ///   - ttl: `TOKENRELAY_CACHE_TTL_S`, seconds an account is served from memory. Default 30.
     ///   - capacityBytes: most bytes of accounts held (`TOKENRELAY_MEMORY_CACHE_MB`'s share for
     ///     accounts). Default 16 MiB.
-    ///   - touchCapacity: most touch times remembered (about 100 bytes each). Default 100,000.
+    ///   - touchCapacity: most touch times, and most external ids, remembered (about 100 bytes
+    ///     each). Default 100,000.
     ///   - now: the current time, unix seconds.
     init(
         ttl: TimeInterval = 30, capacityBytes: Int = 16 << 20, touchCapacity: Int = 100_000,
@@ -47,6 +56,7 @@ final class AccountCache: Sendable {
         self.now = now
         entries = ByteBoundedLRU(capacityBytes: capacityBytes)
         touches = ExpiringMap(capacity: touchCapacity)
+        externalIds = ExpiringMap(capacity: touchCapacity)
     }
 
     func account(id: String) -> AccountRecord? {
@@ -60,6 +70,22 @@ final class AccountCache: Sendable {
 
     /// Bytes and accounts held, and accounts dropped to make room (`/metrics`).
     var usage: MemoryUsage { entries.usage }
+
+    /// The account `externalId` names, from memory: held here and still carrying that external id.
+    func account(externalId: ExternalId) -> AccountRecord? {
+        guard let accountId = externalIds.value(for: externalId, now: now()), let account = account(id: accountId),
+            account.externalIds[externalId.owner] == externalId.value
+        else { return nil }
+        return account
+    }
+
+    /// Remembers that `externalId` named `account` (just read from the database) for `ttl`
+    /// seconds; nothing when the account does not carry it.
+    func remember(_ externalId: ExternalId, of account: AccountRecord) {
+        guard account.externalIds[externalId.owner] == externalId.value else { return }
+        let now = self.now()
+        _ = externalIds.set(account.accountId, for: externalId, expiresAt: now + ttl, now: now)
+    }
 
     /// Taken before reading an account from the database, and handed to `store`.
     var readMark: UInt64 { marks.withLock { $0.removals } }
@@ -94,6 +120,7 @@ final class AccountCache: Sendable {
         marks.withLock { marks in
             marks.removals += 1
             entries.removeAll()
+            externalIds.removeAll()
             marks.removedAt.removeAll()
             marks.clearedAt = marks.removals
         }

@@ -1,18 +1,42 @@
 /// Finds the account a token request names (behaviour §2.2, §3, §12 Accounts): by `account_id`
 /// (this replica's memory first), `home_account_id` or `username` (narrowed by `tenant_id`).
+/// An `account_id` value is an account id, else an import alias, else the caller's owner's
+/// external id (behaviour §3.7).
 struct AccountResolver: Sendable {
     let store: TokenStore
     let accounts: AccountCache
 
+    /// The account a value given as `account_id` names, from this replica's memory alone: an
+    /// account id it holds, else an external id of `owner` it resolved recently. Nil when the
+    /// database must be asked. A value shaped like an account id (``ExternalId/looksLikeAccountId(_:)``)
+    /// is never an external id; only other values pay the second lookup.
+    func accountFromMemory(_ value: String, owner: String?) -> AccountRecord? {
+        if let cached = accounts.account(id: value) { return cached }
+        guard let owner, !ExternalId.looksLikeAccountId(value) else { return nil }
+        return accounts.account(externalId: ExternalId(owner: owner, value: value))
+    }
+
+    /// `selector` with an external id memory resolves replaced by its account id, so that every
+    /// later step (memory answers on the server thread, the suspended step) reads the same
+    /// account (ADR 0013: nothing derived twice); `selector` itself otherwise.
+    func resolvedFromMemory(_ selector: SilentTokenRequest.AccountSelector, owner: String?) -> SilentTokenRequest.AccountSelector {
+        guard case .accountId(let value) = selector, let owner, !ExternalId.looksLikeAccountId(value), accounts.account(id: value) == nil,
+            let account = accounts.account(externalId: ExternalId(owner: owner, value: value))
+        else { return selector }
+        return .accountId(account.accountId)
+    }
+
     /// Finds the account named by `selector`.
+    /// - Parameter owner: the caller's key name, whose external ids an `account_id` may name; nil: none.
     /// - Throws: `Problem` 404 `account_not_found`, 409 `ambiguous_account` with `account_ids`.
-    func resolve(_ selector: SilentTokenRequest.AccountSelector) async throws -> AccountRecord {
+    func resolve(_ selector: SilentTokenRequest.AccountSelector, owner: String? = nil) async throws -> AccountRecord {
         switch selector {
         case .accountId(let id):
-            if let cached = accounts.account(id: id) { return cached }
+            if let cached = accountFromMemory(id, owner: owner) { return cached }
             let mark = accounts.readMark
-            guard let account = try await store.account(id: id) else { throw Problem.accountNotFound() }
+            guard let account = try await store.account(id: id, owner: owner) else { throw Problem.accountNotFound() }
             accounts.store(account, readMark: mark)
+            if let owner, account.accountId != id { accounts.remember(ExternalId(owner: owner, value: id), of: account) }
             return account
         case .homeAccountId(let home):
             // One home_account_id may be signed in through several clouds (environments).
@@ -25,11 +49,11 @@ struct AccountResolver: Sendable {
     /// Finds the account named by `selector` among those the caller's key sees (an account
     /// outside the key's tenants is 404, and never named in an `ambiguous_account` answer).
     /// - Throws: `Problem` 404 `account_not_found`, 409 `ambiguous_account` with `account_ids`.
-    func resolve(_ selector: SilentTokenRequest.AccountSelector, visibleTo access: KeyAccess) async throws -> AccountRecord {
-        guard access.limitsTenants else { return try await resolve(selector) }
+    func resolve(_ selector: SilentTokenRequest.AccountSelector, visibleTo access: KeyAccess, owner: String? = nil) async throws -> AccountRecord {
+        guard access.limitsTenants else { return try await resolve(selector, owner: owner) }
         switch selector {
         case .accountId:
-            let account = try await resolve(selector)
+            let account = try await resolve(selector, owner: owner)
             guard access.sees(account) else { throw Problem.accountNotFound() }
             return account
         case .homeAccountId(let home):

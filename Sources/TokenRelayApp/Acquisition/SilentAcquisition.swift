@@ -41,13 +41,14 @@ struct SilentAcquisition: Sendable {
     ///   `interaction_required` or `server_declined_scopes`, 429 `throttled`, 502, 503/504.
     func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
         try context.access.check(request)
-        let account = try await resolver.resolve(request.account, visibleTo: context.access)
+        let account = try await resolver.resolve(request.account, visibleTo: context.access, owner: context.owner)
         return try await acquire(request, for: account, context: context)
     }
 
-    /// Finds the account named by `selector` (see ``AccountResolver``).
-    func resolve(_ selector: SilentTokenRequest.AccountSelector) async throws -> AccountRecord {
-        try await resolver.resolve(selector)
+    /// Finds the account named by `selector` (see ``AccountResolver``); an `account_id` may be
+    /// an external id of `owner` (behaviour §3.7).
+    func resolve(_ selector: SilentTokenRequest.AccountSelector, owner: String? = nil) async throws -> AccountRecord {
+        try await resolver.resolve(selector, owner: owner)
     }
 
     /// The memory-only answer for `request`, or nil when it needs the database or the STS.

@@ -55,12 +55,13 @@ struct TokenAnswerBytes: Sendable {
         self.tail = tail
     }
 
-    /// The whole answer: these parts around `account` (its JSON object) and `correlationId`.
-    func answer(account: [UInt8], correlationId: String) -> [UInt8] {
+    /// The whole answer: these parts around `account`'s JSON object (with `owner`'s external id,
+    /// ``AccountRecord/writeJSON(owner:into:)``) and `correlationId`.
+    func answer(account: AccountRecord, owner: String?, correlationId: String) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(head.count + account.count + correlationId.utf8.count + tail.count + 24)
+        out.reserveCapacity(head.count + account.jsonBytes.count + correlationId.utf8.count + tail.count + 160)
         out.append(contentsOf: head)
-        out.append(contentsOf: account)
+        account.writeJSON(owner: owner, into: &out)
         out.append(contentsOf: #","correlation_id":"#.utf8)
         JSONWriter.writeString(correlationId, into: &out)
         out.append(contentsOf: tail)

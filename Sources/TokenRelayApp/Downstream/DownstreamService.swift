@@ -40,7 +40,8 @@ struct DownstreamService: Sendable {
         let query: [(name: String, value: String)]
         let headers: HTTPHeaders
         let body: [UInt8]
-        let identity: DownstreamIdentity
+        /// Whose token; an `X-Account-Id` external id is replaced by its account id on arrival.
+        var identity: DownstreamIdentity
 
         /// The throttle-memory key: the API, whose token, and the path. Same path, same
         /// throttled resource (Graph throttles per resource and workload, not per URL query).
@@ -50,6 +51,7 @@ struct DownstreamService: Sendable {
     }
 
     func relay(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
+        var call = call
         guard let api = apis[call.api] else {
             throw Problem(.notFound, "No downstream API named '\(call.api)' is configured.", extensions: ["field": .string("api")])
         }
@@ -59,6 +61,11 @@ struct DownstreamService: Sendable {
             !call.path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw Problem.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
+        }
+        // An external id in `X-Account-Id` (behaviour §3.7) names its account from here on, in the
+        // throttle memory too (whose entries go with the account's other memories).
+        if case .account(let value) = call.identity, context.owner != nil, !ExternalId.looksLikeAccountId(value) {
+            call.identity = .account(try await tokens.resolve(.accountId(value), owner: context.owner).accountId)
         }
         // Asked before a token is acquired: a held-back call costs no acquisition (and no STS call).
         do { try upstream.admit(call.throttleKey, target: "downstream") } catch { throw Self.heldBack(call, error) }

@@ -128,6 +128,7 @@ final class AppHTTPHandler: HTTPHandler {
             throw Problem(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
         }
         context.caller = caller.keyId
+        context.owner = caller.owner
         context.access = caller.access
     }
 

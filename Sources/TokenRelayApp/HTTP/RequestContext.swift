@@ -8,6 +8,9 @@ struct RequestContext: Sendable {
     let deadline: Date
     /// The API key id of the caller, `bootstrap`, or nil on open routes.
     var caller: String?
+    /// Whose external ids `account_id` values may name (behaviour §3.7): the caller's key name,
+    /// `bootstrap` for the bootstrap key, nil on open routes and in background work.
+    var owner: String?
     /// The caller's tenant and scope limits (behaviour §12 Permissions); unrestricted on open routes.
     var access: KeyAccess
     /// The least time (seconds) one upstream attempt gets, even past `deadline`: a refresh-token
@@ -33,6 +36,7 @@ struct RequestContext: Sendable {
     /// the caller and its limits.
     func renamed(_ correlationId: String) -> RequestContext {
         var copy = RequestContext(correlationId: correlationId, deadline: deadline, caller: caller, access: access)
+        copy.owner = owner
         copy.minimumAttemptSeconds = minimumAttemptSeconds
         copy.attemptCutoff = attemptCutoff
         return copy

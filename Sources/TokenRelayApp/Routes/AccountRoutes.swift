@@ -39,19 +39,26 @@ enum AccountRoutes {
                 page.removeLast()
                 next = .string(Cursor.encode(page.last!.accountId))
             }
-            return .json(200, .object(["accounts": .array(page.map(\.json)), "next_cursor": next]))
+            let owner = request.context.owner
+            return .json(200, .object(["accounts": .array(page.map { $0.json(owner: owner) }), "next_cursor": next]))
         }
 
+        // `{account_id}` is an account id, an import alias or the caller's owner's external id
+        // (behaviour §3.7), resolved in that order.
         router.add("GET", "/v1/accounts/{account_id}", access: .requires(.accountsRead)) { request in
-            guard let account = try await services.store.account(id: request.parameter("account_id")), request.context.access.sees(account) else {
+            let owner = request.context.owner
+            guard let account = try await services.store.account(id: request.parameter("account_id"), owner: owner), request.context.access.sees(account)
+            else {
                 throw Problem.accountNotFound()
             }
-            return .json(200, account.json)
+            return .json(200, account.json(owner: owner))
         }
 
         router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
-            // An imported account's id may be an alias of the account it merged into.
-            let accountId = try await services.store.canonicalAccountId(request.parameter("account_id"))
+            // An imported account's id may be an alias of the account it merged into, and the
+            // value may be the caller's owner's external id (behaviour §3.7); deleting the account
+            // frees its external ids.
+            let accountId = try await services.store.canonicalAccountId(request.parameter("account_id"), owner: request.context.owner)
             // An account outside the key's tenants is invisible: 204 without touching it.
             if request.context.access.limitsTenants {
                 guard let account = try await services.store.account(id: accountId), request.context.access.sees(account) else {

@@ -5,7 +5,7 @@ import IdentityCore
 /// token. The account is known by username only until its first silent acquisition. 201 for a
 /// new account; 200 when a pending import of the same username (same cloud and tenant) took the new token.
 enum ImportRoutes {
-    static let fields: Set<String> = ["username", "refresh_token", "authority", "resource"]
+    static let fields: Set<String> = ["username", "refresh_token", "authority", "resource", "external_id"]
 
     static func register(on router: inout Router, _ services: AppServices) {
         router.add("POST", "/v1/accounts/import", access: .requires(.accountsWrite), body: .json) { request in
@@ -37,14 +37,16 @@ enum ImportRoutes {
                 try request.context.access.check(scopes, field: "resource")
                 detail["scopes"] = .array(scopes.canonical.map(JSONValue.string))
             }
+            let externalId = try body.externalId(owner: request.context.owner)
             let (account, created) = try await services.store.importAccount(
-                username: username, authority: authority, refreshToken: refreshToken, actor: request.context.caller ?? "unknown", detail: detail)
+                username: username, authority: authority, refreshToken: refreshToken, actor: request.context.caller ?? "unknown", detail: detail,
+                externalId: externalId)
             // A pending import of the same username got the new token: it leaves the STS's answers
             // for the old one behind.
             if !created { services.tokens.forgetInMemory(account.accountId) }
             services.tokens.logger.info(
                 "account.imported", ["account.id": account.accountId, "import.created": String(created), "correlation.id": request.context.correlationId])
-            var response = HTTPResponse.json(created ? 201 : 200, account.json)
+            var response = HTTPResponse.json(created ? 201 : 200, account.json(owner: request.context.owner))
             response.headers.set("Location", "/v1/accounts/\(account.accountId)")
             return response
         }

@@ -4,7 +4,7 @@ import IdentityCore
 
 /// `POST /v1/sign-ins` and `GET /v1/sign-ins/callback` (behaviour §3).
 enum SignInRoutes {
-    static let startFields: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after"]
+    static let startFields: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "external_id"]
     static let prompts: Set<String> = ["select_account", "login", "consent", "none"]
 
     static func register(on router: inout Router, _ services: AppServices) {
@@ -23,10 +23,12 @@ enum SignInRoutes {
             if let loginHint, loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
                 throw Problem.invalidRequest(field: "login_hint", "'login_hint' must be at most 256 bytes without control characters.")
             }
+            let externalId = try body.externalId(owner: request.context.owner)
             let started = try await services.signIns.start(
                 SignInService.StartRequest(
                     scopes: scopes, authority: authority, loginHint: loginHint, prompt: prompt,
-                    claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after"), startedBy: request.context.caller))
+                    claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after"), startedBy: request.context.caller,
+                    externalId: externalId))
             let expiresAt = Date(timeIntervalSince1970: TimeInterval(started.expiresAt))
             return .json(
                 201,
@@ -42,8 +44,8 @@ enum SignInRoutes {
             for item in request.http.query where query[item.name] == nil { query[item.name] = item.value }
             let completion = try await services.signIns.complete(query: query, context: request.context)
             switch completion {
-            case .account(let account):
-                return .json(200, .object(["account": account.json]))
+            case .account(let account, let owner):
+                return .json(200, .object(["account": account.json(owner: owner)]))
             case .redirect(let location, _):
                 return HTTPResponse(status: 303, headers: ["Location": location, "Cache-Control": "no-store"])
             }

@@ -32,10 +32,13 @@ enum TokenRoutes {
     /// - Throws: `Problem` 415, 400 (`field` named), 403; memory's problems named by the body's
     ///   correlation id, as the handler names its own.
     static func prepare(_ request: inout RouteRequest, services: AppServices) throws(Problem) -> HTTPResponse? {
-        let (silent, bodyCorrelationId) = try read(request.http, authorities: services.authorities)
+        var (silent, bodyCorrelationId) = try read(request.http, authorities: services.authorities)
         if let bodyCorrelationId { request.context = request.context.renamed(bodyCorrelationId) }
-        request.silent = silent
         let context = request.context
+        // An external id this replica resolved recently names its account for both steps
+        // (behaviour §3.7; one resolution, ADR 0013); any other is left to the suspended step.
+        silent.account = services.tokens.resolver.resolvedFromMemory(silent.account, owner: context.owner)
+        request.silent = silent
         do {
             try context.access.check(silent)
             guard visible(silent.account, to: context.access, services: services),
@@ -63,7 +66,8 @@ enum TokenRoutes {
     /// The token answer, counted for the issuance audit.
     private static func answer(_ result: SilentTokenResult, _ silent: SilentTokenRequest, _ context: RequestContext, services: AppServices) -> HTTPResponse {
         services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId)
-        var response = HTTPResponse.json(200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial))
+        var response = HTTPResponse.json(
+            200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial, owner: context.owner))
         response.headers.set("client-request-id", context.correlationId)
         return response
     }
@@ -127,7 +131,8 @@ enum TokenRoutes {
 
     /// The token answer (behaviour §2 response 200) as JSON bytes: the parts memory made when it
     /// stored the token when it served it (``TokenAnswerBytes``), else the same parts made now.
-    static func tokenBody(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool) -> [UInt8] {
+    /// - Parameter owner: the caller's key name: the account object shows its external id (behaviour §3.7).
+    static func tokenBody(_ result: SilentTokenResult, correlationId: String, allowPartial: Bool, owner: String? = nil) -> [UInt8] {
         let declined = allowPartial ? result.declinedScopes : []
         let parts =
             if let prebuilt = result.prebuiltAnswer, declined.isEmpty, !result.extendedLifetime, result.source == .cache {
@@ -135,6 +140,6 @@ enum TokenRoutes {
             } else {
                 TokenAnswerBytes(token: result.token, source: result.source, declinedScopes: declined, extendedLifetime: result.extendedLifetime)
             }
-        return parts.answer(account: result.account.jsonBytes, correlationId: correlationId)
+        return parts.answer(account: result.account, owner: owner, correlationId: correlationId)
     }
 }

@@ -5,6 +5,10 @@ import Foundation
 /// its request budget in this replica.
 struct Caller: Sendable {
     let keyId: String
+    /// Whose external ids the caller sees and sets (behaviour §3.7): the key's `name`
+    /// (`api_keys.name`), shared by every key of that name, so a rotated key keeps them;
+    /// ``APIKeyAuthenticator/bootstrapOwner`` for the bootstrap key.
+    var owner: String
     let permissions: Set<Permission>
     /// Tenants and scope patterns the key is limited to (behaviour §12 Permissions).
     var access: KeyAccess = .unrestricted
@@ -47,6 +51,9 @@ final class APIKeyAuthenticator: Sendable {
     let cacheTTL: TimeInterval
     private let bootstrapCaller: Caller
 
+    /// The owner of the bootstrap key's external ids (behaviour §3.7).
+    static let bootstrapOwner = "bootstrap"
+
     /// Most key ids remembered at once (found or not).
     let cacheLimit: Int
     /// Requests per second per key in this replica; 0 = no limit.
@@ -65,7 +72,7 @@ final class APIKeyAuthenticator: Sendable {
         self.cacheTTL = cacheTTL
         bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
         bootstrapCaller = Caller(
-            keyId: "bootstrap", permissions: Set(Permission.allCases),
+            keyId: "bootstrap", owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
             bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
         self.keys = keys
     }
@@ -144,8 +151,8 @@ final class APIKeyAuthenticator: Sendable {
                 secretHash: record?.secretHash,
                 caller: record.map {
                     Caller(
-                        keyId: $0.keyId, permissions: Set($0.permissions), access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns),
-                        bucket: bucket)
+                        keyId: $0.keyId, owner: $0.name, permissions: Set($0.permissions),
+                        access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns), bucket: bucket)
                 }, fetchedAt: now)
             held = .init(value: entry, expiresAt: now.timeIntervalSinceReferenceDate + heldSeconds(entry))
             return entry

@@ -36,6 +36,8 @@ struct SignInService: Sendable {
         /// The API key id that starts it (``linkActor`` for a signed start link), named in the
         /// audit row of its completion (behaviour §12 Audit).
         var startedBy: String? = nil
+        /// The external id the account gets when the sign-in completes (behaviour §3.7).
+        var externalId: ExternalId? = nil
     }
 
     /// The audit actor of a sign-in started by a signed `GET /v1/sign-ins/start` link: the link
@@ -53,19 +55,28 @@ struct SignInService: Sendable {
     }
 
     enum Completion: Sendable {
-        case account(AccountRecord)
+        /// The account, shown as a caller of `owner` sees it (the owner of the sign-in's
+        /// external id; nil without one).
+        case account(AccountRecord, owner: String?)
         case redirect(String, AccountRecord)
 
         var account: AccountRecord {
             switch self {
-            case .account(let account), .redirect(_, let account): account
+            case .account(let account, _), .redirect(_, let account): account
             }
         }
     }
 
+    /// Starts a sign-in.
+    /// - Throws: `Problem` 400 `invalid_request` (`redirect_after`, `claims`), 409 `conflict`
+    ///   naming `external_id` when another account of its owner holds it already (to sign that
+    ///   account in again, leave `external_id` out: it keeps it); `StoreError`.
     func start(_ request: StartRequest) async throws -> Started {
         if let redirectAfter = request.redirectAfter {
             try checkRedirectAfter(redirectAfter)
+        }
+        if let externalId = request.externalId, try await store.holder(of: externalId) != nil {
+            throw ExternalId.conflict()
         }
         let authority = request.authority ?? defaultAuthority
         let state = RandomToken.make(bytes: 32)
@@ -83,7 +94,8 @@ struct SignInService: Sendable {
         try await store.savePendingSignIn(
             PendingSignIn(
                 signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
-                redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy, claims: claims),
+                redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy, claims: claims,
+                externalId: request.externalId),
             stateHash: SHA256.hash(Array(state.utf8)))
 
         var query: [(String, String)] = [
@@ -163,12 +175,20 @@ struct SignInService: Sendable {
         let accessToken = StoredAccessToken(
             response, accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
             issuedAt: issuedAt)
-        let account = try await store.saveSignIn(
+        let (account, assignment) = try await store.saveSignIn(
             SignedInAccount(
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
-            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor)
+            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor,
+            externalId: pending.externalId)
         forgetInMemory(account.accountId)
+        if assignment == .heldByAnother {
+            // Another account of the owner took the external id while the user was at the
+            // authority: the sign-in stands, the account keeps what it had (behaviour §3.7).
+            logger.warn(
+                "sign_in.external_id_conflict",
+                ["account.id": account.accountId, "sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+        }
         // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, behaviour §7).
         logger.info(
             "sign_in.completed",
@@ -181,11 +201,11 @@ struct SignInService: Sendable {
             guard let location = Self.location(redirectAfter, accountId: account.accountId) else {
                 // Checked at the start; only a sign-in stored before that check can get here.
                 logger.warn("sign_in.redirect_after_unusable", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
-                return .account(account)
+                return .account(account, owner: pending.externalId?.owner)
             }
             return .redirect(location, account)
         }
-        return .account(account)
+        return .account(account, owner: pending.externalId?.owner)
     }
 
     /// `redirect_after` with `account_id` added to its query (joined by `&` when it has one,

@@ -25,15 +25,22 @@ struct AccountRecord: Sendable, Equatable {
     /// Every tenant the user signed into (behaviour §12 Accounts: a guest is one account with several
     /// profiles); empty for an import not yet redeemed.
     let tenantProfiles: [TenantProfile]
+    /// The account's external ids by owner (an API key's name, behaviour §3.7): at most one per
+    /// owner, each unique within its owner. Shown only to callers of that owner.
+    let externalIds: [String: String]
     /// `idTokenClaims` parsed once here rather than on every answer that shows the account.
     let claims: JSONValue
-    /// `json` encoded once: the account part of every cached token answer (behaviour §10).
+    /// `json(owner: nil)` encoded once: the account part of every cached token answer
+    /// (behaviour §10), with `"external_id":null`; ``writeJSON(owner:into:)`` puts an owner's
+    /// external id in its place.
     private(set) var jsonBytes: [UInt8] = []
+    /// Where the `null` of `"external_id":null` starts in `jsonBytes`.
+    private var externalIdNullOffset = 0
 
     init(
         accountId: String, clientId: String, environment: String, homeAccountId: String?, realm: String, localAccountId: String?,
         username: String?, name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String,
-        createdAt: String, lastUsedAt: String?, tenantProfiles: [TenantProfile]? = nil
+        createdAt: String, lastUsedAt: String?, tenantProfiles: [TenantProfile]? = nil, externalIds: [String: String] = [:]
     ) {
         self.accountId = accountId
         self.clientId = clientId
@@ -53,13 +60,22 @@ struct AccountRecord: Sendable, Equatable {
             tenantProfiles
             ?? (homeAccountId == nil
                 ? [] : [TenantProfile(realm: realm, localAccountId: localAccountId, isHome: homeAccountId?.hasSuffix("." + realm) ?? true)])
+        self.externalIds = externalIds
         self.claims = JSONValue.parse(idTokenClaims) ?? .object([:])
-        jsonBytes = JSONWriter.encode(json)
+        jsonBytes = JSONWriter.encode(json(owner: nil))
+        externalIdNullOffset = Self.offset(of: Self.externalIdNullMember, in: jsonBytes).map { $0 + Self.externalIdNullMember.count - 4 } ?? 0
     }
 
-    /// The account object of the API (behaviour §3, §12 Accounts).
-    var json: JSONValue {
+    /// The member as JSONWriter writes it. Inside a string value every `"` is escaped (`\"`),
+    /// so these bytes occur only as the member itself.
+    private static let externalIdNullMember = Array(#""external_id":null"#.utf8)
+
+    /// The account object of the API (behaviour §3.5, §12 Accounts) as a caller of `owner` sees
+    /// it: `external_id` is that owner's external id of the account, or null (also for nil, on
+    /// open routes and in the command line's view).
+    func json(owner: String?) -> JSONValue {
         .object([
+            "external_id": owner.flatMap { externalIds[$0] }.map(JSONValue.string) ?? .null,
             "account_id": .string(accountId),
             "home_account_id": homeAccountId.map(JSONValue.string) ?? .null,
             "environment": .string(environment),
@@ -74,6 +90,36 @@ struct AccountRecord: Sendable, Equatable {
             "id_token_claims": claims,
             "tenant_profiles": .array(tenantProfiles.map(\.json)),
         ])
+    }
+
+    /// The account as `token-relay accounts` shows it to an operator (behaviour §8): the API's
+    /// object as no owner sees it (`external_id` null) plus every owner's external id,
+    /// `external_ids` (owner → external id).
+    var operatorJSON: JSONValue {
+        guard case .object(var members) = json(owner: nil) else { return json(owner: nil) }
+        members["external_ids"] = .object(externalIds.mapValues(JSONValue.string))
+        return .object(members)
+    }
+
+    /// Appends `json(owner:)` encoded, from `jsonBytes` (the cached token path, behaviour §10):
+    /// copied as it is, or with the owner's external id written where the `null` is.
+    func writeJSON(owner: String?, into out: inout [UInt8]) {
+        guard let owner, let externalId = externalIds[owner], externalIdNullOffset > 0 else {
+            out.append(contentsOf: jsonBytes)
+            return
+        }
+        out.append(contentsOf: jsonBytes[..<externalIdNullOffset])
+        JSONWriter.writeString(externalId, into: &out)
+        out.append(contentsOf: jsonBytes[(externalIdNullOffset + 4)...])
+    }
+
+    /// The first index of `needle` in `haystack`.
+    private static func offset(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
+            if haystack[start..<(start + needle.count)].elementsEqual(needle) { return start }
+        }
+        return nil
     }
 
     /// True when the account (or one of its guest profiles) is in `tenantId` (case-insensitive).

@@ -32,12 +32,16 @@ extension TokenStore {
     ///   - authority: where the refresh token is redeemed; its tenant is the realm until known.
     ///   - actor: the API key id for the audit row.
     ///   - detail: non-secret audit detail (e.g. the legacy `resource`).
+    ///   - externalId: the external id the account gets (behaviour §3.7), replacing the earlier
+    ///     one of the same owner on a replaced import.
     /// - Returns: the account and whether it is new. Importing a username again while its
     ///   earlier import still waits for its first redemption replaces that import's refresh token
     ///   (a re-run migration makes no duplicate accounts).
-    func importAccount(username: String, authority: Authority, refreshToken: String, actor: String, detail: [String: JSONValue]) async throws
-        -> (account: AccountRecord, created: Bool)
-    {
+    /// - Throws: `Problem` 409 `conflict` naming `external_id` when another account of its owner
+    ///   holds it (nothing is written); `StoreError`.
+    func importAccount(
+        username: String, authority: Authority, refreshToken: String, actor: String, detail: [String: JSONValue], externalId: ExternalId? = nil
+    ) async throws -> (account: AccountRecord, created: Bool) {
         let clientId = self.clientId
         let accountId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
@@ -49,6 +53,14 @@ extension TokenStore {
                     "UPDATE accounts SET realm = $2, authority = $3, authority_type = $4, state = 'active' WHERE account_id = $1",
                     [.text(pending), .text(authority.tenant.lowercased()), .text(authority.url), .text(authority.type.rawValue)])
                 try self.saveRefreshToken(in: connection, accountId: pending, token: refreshToken, familyId: nil, cause: .importToken)
+                if let externalId {
+                    switch try Self.assign(externalId, to: pending, in: connection) {
+                    case .heldByAnother: throw ExternalId.conflict()
+                    // Other replicas re-read the account with its new external id.
+                    case .assigned: try ReplicaNotifications.send(.accountChanged(pending), in: connection)
+                    case .unchanged: break
+                    }
+                }
                 try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: pending, outcome: "replaced", detail: detail)
                 if wasDead { try AccountEventStore.append(in: connection, .recovered, accountId: pending, data: ["reason": .string("import")]) }
                 return (try self.account(in: connection, id: pending), false)
@@ -63,6 +75,7 @@ extension TokenStore {
                     .text(authority.url), .text(authority.type.rawValue),
                 ])
             try self.saveRefreshToken(in: connection, accountId: accountId, token: refreshToken, familyId: nil, cause: .importToken)
+            if let externalId, try Self.assign(externalId, to: accountId, in: connection) == .heldByAnother { throw ExternalId.conflict() }
             try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: accountId, outcome: "success", detail: detail)
             return (try self.account(in: connection, id: accountId), true)
         }
@@ -162,8 +175,15 @@ extension TokenStore {
         let moved = accessToken.owned(by: survivorId)
         try saveAccessToken(in: connection, moved)
         try saveTenantProfile(in: connection, accountId: survivorId, realm: identity.realm, localAccountId: identity.localAccountId, isHome: isHome)
-        // Aliases of the imported account follow it before its row (and their cascade) goes.
+        // Aliases of the imported account follow it before its row (and their cascade) goes, and
+        // so do its external ids where the survivor has none of that owner (behaviour §3.7).
         _ = try connection.query("UPDATE account_aliases SET account_id = $2 WHERE account_id = $1", [.text(importedId), .text(survivorId)])
+        if try Self.moveExternalIds(from: importedId, to: survivorId, in: connection) > 0 {
+            // Other replicas re-read the survivor with the external ids it took over, and stop
+            // trusting what they remember of the imported account (the ids named it).
+            try ReplicaNotifications.send(.accountChanged(survivorId), in: connection)
+            try ReplicaNotifications.send(.accountChanged(importedId), in: connection)
+        }
         _ = try connection.query("DELETE FROM accounts WHERE account_id = $1", [.text(importedId)])
         _ = try connection.query(
             "INSERT INTO account_aliases (alias_account_id, account_id, client_id) VALUES ($1, $2, $3)",
@@ -204,12 +224,5 @@ extension TokenStore {
             throw Problem(.internal, "An account vanished inside its own transaction.")
         }
         return Self.account(from: row)
-    }
-
-    /// The account id an id stands for: itself, or the survivor of a merge.
-    func canonicalAccountId(_ id: String) async throws -> String {
-        try await database.run { connection in
-            try connection.query("SELECT \(Self.resolvedAccountId) AS account_id", [.text(id)]).rows.first?.string("account_id") ?? id
-        }
     }
 }

@@ -19,6 +19,9 @@ struct PendingSignIn: Sendable {
     /// The `claims` the authorize request carried (challenge and capabilities merged), sent
     /// again with the code redemption; nil when none (or a row an older replica wrote).
     var claims: String? = nil
+    /// The external id the account gets when the sign-in completes, and whose (behaviour §3.7);
+    /// nil without one, for a signed start link, or a row an older replica wrote.
+    var externalId: ExternalId? = nil
 }
 
 /// What a successful sign-in writes, in one transaction.
@@ -46,13 +49,14 @@ extension TokenStore {
             return try connection.query(
                 """
                 INSERT INTO sign_ins (state_hash, sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after, expires_at,
-                                      started_by, claims)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12)
+                                      started_by, claims, external_id, external_id_owner)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12, $13, $14)
                 """,
                 [
                     .bytes(stateHash), .text(signIn.signInId), .text(signIn.authority), .text(signIn.scopes.joined(separator: " ")),
                     .text(signIn.nonce), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
                     Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)), Self.optional(signIn.startedBy), Self.optional(signIn.claims),
+                    Self.optional(signIn.externalId?.value), Self.optional(signIn.externalId?.owner),
                 ]
             ).affectedRows
         }
@@ -69,7 +73,7 @@ extension TokenStore {
                     """
                     DELETE FROM sign_ins WHERE state_hash = $1
                     RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
-                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by, claims
+                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by, claims, external_id, external_id_owner
                     """,
                     [.bytes(stateHash)]
                 ).rows.first
@@ -80,11 +84,13 @@ extension TokenStore {
             let sealed = SealedSecret(
                 keyId: row.string("verifier_key_id") ?? "", nonce: row.bytes("verifier_nonce") ?? [], ciphertext: row.bytes("verifier_ciphertext") ?? [])
             let verifier = try cipher.open(sealed, for: SealingContext(owner: signInId, kind: .pkceVerifier, clientId: clientId))
+            var externalId: ExternalId?
+            if let value = row.string("external_id"), let owner = row.string("external_id_owner") { externalId = ExternalId(owner: owner, value: value) }
             return PendingSignIn(
                 signInId: signInId, authority: row.string("authority") ?? "",
                 scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init), nonce: row.string("nonce") ?? "",
                 codeVerifier: verifier, redirectAfter: row.string("redirect_after"), expiresAt: expiresAt,
-                startedBy: row.string("started_by"), claims: row.string("claims"))
+                startedBy: row.string("started_by"), claims: row.string("claims"), externalId: externalId)
         }
     }
 
@@ -96,10 +102,18 @@ extension TokenStore {
     /// the lock comes before the account row's lock in every transaction (no deadlock). Before
     /// both, the identity's lock (``lockIdentity(in:clientId:environment:homeAccountId:)``)
     /// serialises it with an import's first redemption of the same user (behaviour §12 Accounts).
-    /// - Parameter actor: who started the sign-in, for its audit row (behaviour §12 Audit).
+    ///
+    /// The sign-in's external id is given to the account last (``assign(_:to:in:)``); when
+    /// another account of its owner took it since the sign-in started, the sign-in is stored all
+    /// the same and the account keeps what it had (behaviour §3.7).
+    /// - Parameters:
+    ///   - actor: who started the sign-in, for its audit row (behaviour §12 Audit).
+    ///   - externalId: the pending sign-in's external id, if any.
+    /// - Returns: the account as stored, and how the external id was given (nil without one).
     func saveSignIn(
-        _ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?, actor: String
-    ) async throws -> AccountRecord {
+        _ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?, actor: String,
+        externalId: ExternalId? = nil
+    ) async throws -> (account: AccountRecord, externalId: ExternalIdAssignment?) {
         let clientId = self.clientId
         let newId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
@@ -140,6 +154,7 @@ extension TokenStore {
             let accountId = Self.account(from: row).accountId
             try self.saveTenantProfile(
                 in: connection, accountId: accountId, realm: account.realm, localAccountId: account.localAccountId, isHome: account.isHomeTenant)
+            let assignment = try externalId.map { externalId in try Self.assign(externalId, to: accountId, in: connection) }
             let record = try self.account(in: connection, id: accountId)
             if let refreshToken {
                 try self.saveRefreshToken(in: connection, accountId: record.accountId, token: refreshToken, familyId: familyId, cause: .signIn)
@@ -153,7 +168,7 @@ extension TokenStore {
             }
             // Other replicas forget their memories of the account (behaviour §12).
             try ReplicaNotifications.send(.accountSignedIn(record.accountId), in: connection)
-            return record
+            return (record, assignment)
         }
     }
 }

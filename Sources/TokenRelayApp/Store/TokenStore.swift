@@ -16,21 +16,38 @@ struct TokenStore: Sendable {
         to_char(last_used_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_used_at,
         (SELECT json_agg(json_build_object('realm', p.realm, 'local_account_id', p.local_account_id, 'is_home', p.is_home)
                          ORDER BY p.is_home DESC, p.realm)::text
-           FROM account_tenant_profiles p WHERE p.account_id = accounts.account_id) AS tenant_profiles
+           FROM account_tenant_profiles p WHERE p.account_id = accounts.account_id) AS tenant_profiles,
+        (SELECT json_object_agg(x.owner, x.external_id)::text FROM account_external_ids x WHERE x.account_id = accounts.account_id) AS external_ids
         """
 
     /// The account an id names: itself, or the survivor an imported account was merged into
     /// (behaviour §12 Accounts: the imported `account_id` stays valid as an alias).
     static let resolvedAccountId = "COALESCE((SELECT a.account_id FROM account_aliases a WHERE a.alias_account_id = $1), $1)"
 
+    /// The account a value given as `account_id` (in `$1`) names for a caller of the owner in
+    /// the parameter `owner` (behaviour §3.7): an account id, else an import alias, else that
+    /// owner's external id (a null owner has none). An account id always wins; external ids
+    /// never have its shape.
+    static func resolvedAccountIdOrExternalId(owner: String) -> String {
+        """
+        COALESCE((SELECT a.account_id FROM account_aliases a WHERE a.alias_account_id = $1),
+          (SELECT x.account_id FROM account_external_ids x WHERE x.owner = \(owner)::text AND x.external_id = $1
+             AND NOT EXISTS (SELECT 1 FROM accounts y WHERE y.account_id = $1)), $1)
+        """
+    }
+
     // MARK: Accounts
 
-    func account(id: String) async throws -> AccountRecord? {
+    /// The account `id` names: an account id, an import alias, or (with `owner`) that owner's
+    /// external id (behaviour §3.7, §12 Accounts).
+    /// - Parameter owner: the caller's key name (``RequestContext/owner``); nil resolves account
+    ///   ids and aliases only.
+    func account(id: String, owner: String? = nil) async throws -> AccountRecord? {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
-                "SELECT \(Self.accountColumns) FROM accounts WHERE account_id = \(Self.resolvedAccountId) AND client_id = $2",
-                [.text(id), .text(clientId)]
+                "SELECT \(Self.accountColumns) FROM accounts WHERE account_id = \(Self.resolvedAccountIdOrExternalId(owner: "$3")) AND client_id = $2",
+                [.text(id), .text(clientId), Self.optional(owner)]
             ).rows.first.map(Self.account(from:))
         }
     }
@@ -138,6 +155,13 @@ struct TokenStore: Sendable {
 
     // MARK: Mapping
 
+    /// Reads the `external_ids` column (a JSON object owner → external id the store aggregates;
+    /// null when the account has none).
+    static func externalIds(from text: String?) -> [String: String] {
+        guard let text, case .object(let members)? = JSONValue.parse(text) else { return [:] }
+        return members.compactMapValues(\.stringValue)
+    }
+
     static func optional(_ text: String?) -> PostgresParameter {
         text.map(PostgresParameter.text) ?? .null
     }
@@ -158,7 +182,8 @@ struct TokenStore: Sendable {
             idTokenClaims: row.string("id_token_claims") ?? "{}",
             createdAt: row.string("created_at") ?? "",
             lastUsedAt: row.string("last_used_at"),
-            tenantProfiles: TenantProfile.list(from: row.string("tenant_profiles"))
+            tenantProfiles: TenantProfile.list(from: row.string("tenant_profiles")),
+            externalIds: externalIds(from: row.string("external_ids"))
         )
     }
 }
