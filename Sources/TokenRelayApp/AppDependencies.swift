@@ -187,13 +187,7 @@ struct AppDependencies: Sendable {
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
                 ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
-            ] + [("tokens", memory.usage), ("accounts", accounts.usage)].flatMap { cache, usage in
-                [
-                    ("tokenrelay_memory_cache_bytes", ["cache": cache], Double(usage.bytes)),
-                    ("tokenrelay_memory_cache_entries", ["cache": cache], Double(usage.entries)),
-                    ("tokenrelay_memory_cache_evictions", ["cache": cache], Double(usage.evictions)),
-                ]
-            }
+            ] + Self.memoryGauges(["tokens": memory.usage, "accounts": accounts.usage])
         }
         keepAlive = KeepAliveJob(
             store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,
@@ -239,6 +233,15 @@ struct AppDependencies: Sendable {
                     connectionTimeoutSeconds: configuration.http.clientTimeoutSeconds,
                     requestHeadTimeoutSeconds: configuration.http.clientTimeoutSeconds),
                 handler: handler) : nil
+    }
+
+    /// `tokenrelay_memory_cache_{bytes,entries,evictions}{cache}`, each family's samples together
+    /// (the text exposition needs them in one group).
+    static func memoryGauges(_ usages: [String: MemoryUsage]) -> [(String, [String: String], Double)] {
+        let caches = usages.keys.sorted()
+        return [("bytes", \MemoryUsage.bytes), ("entries", \.entries), ("evictions", \.evictions)].flatMap { suffix, field in
+            caches.map { ("tokenrelay_memory_cache_" + suffix, ["cache": $0], Double(usages[$0]![keyPath: field])) }
+        }
     }
 
     /// The services a ``ServiceGroup`` runs, in start order (they stop in the reverse): the
