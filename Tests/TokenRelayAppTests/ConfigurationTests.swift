@@ -36,6 +36,13 @@ struct ConfigurationTests {
             ("TOKENRELAY_ALLOW_HTTP_LOOPBACK", "maybe", "TOKENRELAY_ALLOW_HTTP_LOOPBACK"),
             ("TOKENRELAY_DOWNSTREAM_APIS", #"{"graph": {"base_url": "http://example.com"}}"#, "TOKENRELAY_DOWNSTREAM_APIS"),
             ("TOKENRELAY_REQUEST_TIMEOUT_S", "500", "TOKENRELAY_REQUEST_TIMEOUT_S"),
+            // An API named twice would silently keep one of its two definitions.
+            (
+                "TOKENRELAY_DOWNSTREAM_APIS",
+                #"{"graph": {"base_url": "https://graph.microsoft.com/v1.0", "scopes": ["User.Read"]}, "graph": {"base_url": "https://evil.example", "scopes": ["User.Read"]}}"#,
+                "TOKENRELAY_DOWNSTREAM_APIS"
+            ),
+            ("TOKENRELAY_MEMORY_CACHE_MB", "0", "TOKENRELAY_MEMORY_CACHE_MB"),
         ])
     func invalid(name: String, value: String, setting: String) {
         var environment = Self.valid
@@ -68,5 +75,28 @@ struct ConfigurationTests {
         #expect(config.tokens.maxAttempts == 5)
         #expect(config.tokens.expirySkewSeconds == 60)
         #expect(config.identity.clientCapabilities == ["cp1"])
+    }
+
+    @Test("A settings file naming a setting twice stops start-up naming the file and the setting")
+    func duplicateSettingInFile() throws {
+        let directory = NSTemporaryDirectory() + "tokenrelay-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try #"{"max_attempts": 5, "max_attempts": 1}"#.write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)
+        var environment = Self.valid
+        environment["TOKENRELAY_CONFIG"] = directory + "/config.json"
+        #expect {
+            _ = try ConfigurationLoader(environment: environment).load()
+        } throws: { error in
+            (error as? ConfigurationError).map { $0.setting == "TOKENRELAY_CONFIG" && $0.description.contains("max_attempts") } ?? false
+        }
+    }
+
+    @Test("TOKENRELAY_MEMORY_CACHE_MB is read in MiB (default 64)")
+    func memoryCacheSetting() throws {
+        #expect(try ConfigurationLoader(environment: Self.valid).load().tokens.memoryCacheMegabytes == 64)
+        var environment = Self.valid
+        environment["TOKENRELAY_MEMORY_CACHE_MB"] = "150"
+        #expect(try ConfigurationLoader(environment: environment).load().tokens.memoryCacheMegabytes == 150)
     }
 }

@@ -185,6 +185,10 @@ public struct ConfigurationLoader: Sendable {
         else {
             throw ConfigurationError(setting: "TOKENRELAY_CONFIG", reason: "cannot read a JSON object from the file")
         }
+        // A setting given twice would silently keep one of the two (behaviour §4.5's rule for bodies, applied to settings).
+        if let member = DuplicateMembers.first(in: Array(data)) {
+            throw ConfigurationError(setting: "TOKENRELAY_CONFIG", reason: "names '\(member)' twice")
+        }
         var settings: [String: String] = [:]
         for (key, value) in object {
             switch value {
@@ -205,6 +209,9 @@ public struct ConfigurationLoader: Sendable {
         let setting = "TOKENRELAY_DOWNSTREAM_APIS"
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             throw ConfigurationError(setting: setting, reason: "must be a JSON object {name: {base_url, scopes, app_scopes}}")
+        }
+        if let member = DuplicateMembers.first(in: Array(text.utf8)) {
+            throw ConfigurationError(setting: setting, reason: "names '\(member)' twice")
         }
         var apis: [String: DownstreamAPI] = [:]
         for (name, entry) in object {
