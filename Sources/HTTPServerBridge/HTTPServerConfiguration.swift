@@ -20,12 +20,13 @@ public struct HTTPServerConfiguration: Sendable {
     /// connection (waiting on ``HTTPHandler/respond(to:)``) does not time out.
     public var connectionTimeoutSeconds: Int
     /// Memory each connection may use for the request line, headers and read buffer
-    /// (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`), in bytes. Default 32768, libmicrohttpd's own.
+    /// (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`), in bytes. Default 24576.
     /// A request head larger than this is answered by libmicrohttpd 0.9.75 itself (a bare HTML
     /// 414 or 431), and one that only just fits leaves no room for any response header, so the
     /// connection is closed without an answer (measured: heads within about 400 bytes of the
-    /// limit). Applications should refuse heads well below this with their own answer. The pool
-    /// is zeroed after every request, so each doubling costs a few hundred cycles per request.
+    /// limit). Applications should refuse heads well below this with their own answer. The whole
+    /// pool is zeroed after every request: measured at 7 % of a cached request's CPU with 32 KiB
+    /// (`bench/run` with `BENCH_PERF`), so it is kept no larger than the heads it must hold.
     public var connectionMemoryLimitBytes: Int
     /// Seconds a client may take to send a whole request head (request line and headers), from
     /// the connection's opening or the end of its previous request, however it trickles the
@@ -34,7 +35,7 @@ public struct HTTPServerConfiguration: Sendable {
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, threadCount: Int = 2, maxBodyBytes: Int = 65536,
-        maxConnections: Int = 4096, connectionTimeoutSeconds: Int = 60, connectionMemoryLimitBytes: Int = 32768,
+        maxConnections: Int = 4096, connectionTimeoutSeconds: Int = 60, connectionMemoryLimitBytes: Int = 24576,
         requestHeadTimeoutSeconds: Int = 0
     ) {
         self.host = host

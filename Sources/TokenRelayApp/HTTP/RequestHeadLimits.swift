@@ -5,15 +5,17 @@ import HTTPCommon
 /// 431 `header_fields_too_large`; behaviour §7.4, RFC 9110 §15.5.15, RFC 6585 §5) rather than
 /// libmicrohttpd's bare page or a closed connection.
 ///
-/// Both limits together stay well under the connection's 32 KiB memory
+/// Both limits together stay well under the connection's 24 KiB memory
 /// (``HTTPServerConfiguration/connectionMemoryLimitBytes``): a head within them always leaves
-/// libmicrohttpd room to send the answer, and a head past them up to about 31 KiB still reaches
-/// this check. The values follow common servers: nginx's 8 KiB request line, Node's 16 KiB headers.
+/// libmicrohttpd room to send the answer, and a head past them up to about 23 KiB still reaches
+/// this check. The target's limit is nginx's request line (8 KiB); the header fields' 12 KiB is
+/// what fits beside it (libmicrohttpd zeroes all of it after every request: see
+/// ``HTTPServerConfiguration/connectionMemoryLimitBytes``).
 enum RequestHeadLimits {
     /// Most bytes of the request target, path and query as decoded (``HTTPRequest/targetBytes``).
     static let maxTargetBytes = 8192
     /// Most bytes of the header section (``HTTPRequest/headerFieldBytes``).
-    static let maxHeaderFieldBytes = 16384
+    static let maxHeaderFieldBytes = 12288
 
     /// - Throws: `Problem` 414 `uri_too_long`, or 431 `header_fields_too_large` naming the
     ///   largest header field in `field`.
