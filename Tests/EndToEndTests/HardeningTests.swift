@@ -155,6 +155,27 @@ struct HardeningTests {
         #expect(health.headers["client-request-id"] == "corr-health")
     }
 
+    @Test("A well-formed traceparent is logged with the request, on both steps; a malformed one is not")
+    func traceparentLogged() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_traceparent")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let body: [String: Any] = ["account_id": id, "scopes": ["User.Read"]]
+        let refreshed = try await stack.request("POST", "/v1/tokens/silent", json: body, headers: ["traceparent": trace, "client-request-id": "trace-1"])
+        let cached = try await stack.request("POST", "/v1/tokens/silent", json: body, headers: ["traceparent": trace, "client-request-id": "trace-2"])
+        let malformed = try await stack.request(
+            "POST", "/v1/tokens/silent", json: body, headers: ["traceparent": "00-zz-01", "client-request-id": "trace-3"])
+        #expect(refreshed.status == 200 && cached.status == 200 && malformed.status == 200)
+        try await Task.sleep(for: .milliseconds(50))
+        let lines = stack.relay.log().split(separator: "\n").filter { $0.contains("\"request.completed\"") }
+        func line(_ id: String) -> Substring? { lines.last { $0.contains(id) } }
+        #expect(line("trace-1")?.contains(#""trace.parent":"\#(trace)""#) == true, "\(String(describing: line("trace-1")))")
+        #expect(line("trace-2")?.contains(#""trace.parent":"\#(trace)""#) == true)
+        #expect(line("trace-2")?.contains(#""request.step":"server_thread""#) == true)
+        #expect(line("trace-3").map { !$0.contains("trace.parent") } == true)
+    }
+
     @Test("A database failure is a 500 whose cause (libpq function, SQLSTATE) is logged, never shown")
     func databaseFailureLogged() async throws {
         let stack = try await TokenRelayStack(name: "e2e_db_fail")

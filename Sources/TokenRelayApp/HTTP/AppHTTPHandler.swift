@@ -154,6 +154,7 @@ final class AppHTTPHandler: HTTPHandler {
         if problem.code == .internal || problem.cause != nil {
             var fields = ["request.route": prepared.routeLabel, "error": problem.detail, "correlation.id": named, "response.status": String(problem.status)]
             fields["error.cause"] = problem.cause
+            fields["trace.parent"] = Self.traceparent(prepared.http.headers)
             logger.error("request.failed", fields)
         }
         return response
@@ -181,15 +182,26 @@ final class AppHTTPHandler: HTTPHandler {
             services.metrics.observe("tokenrelay_http_request_duration_seconds", ["route": route], seconds: seconds)
         }
         if logsRequests {
-            logger.debug(
-                "request.completed",
-                [
-                    "request.method": prepared.http.method, "request.route": route, "response.status": String(response.status),
-                    "correlation.id": prepared.correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
-                    "request.step": suspended ? "suspended" : "server_thread",
-                ])
+            var fields = [
+                "request.method": prepared.http.method, "request.route": route, "response.status": String(response.status),
+                "correlation.id": prepared.correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
+                "request.step": suspended ? "suspended" : "server_thread",
+            ]
+            fields["trace.parent"] = Self.traceparent(prepared.http.headers)
+            logger.debug("request.completed", fields)
         }
         return response
+    }
+
+    /// The request's W3C `traceparent` when it is well formed (`00-` 32 hex `-` 16 hex `-` 2 hex,
+    /// W3C Trace Context §3.2), for the request's log lines; anything else is not logged.
+    static func traceparent(_ headers: HTTPHeaders) -> String? {
+        guard let value = headers["traceparent"]?.lowercased(), value.utf8.count == 55 else { return nil }
+        let parts = value.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.map(\.count) == [2, 32, 16, 2], parts[0] != "ff",
+            parts.allSatisfy({ $0.allSatisfy(\.isHexDigit) })
+        else { return nil }
+        return value
     }
 
     /// `client-request-id`, else `X-Correlation-ID`, else a new UUID (behaviour §8, §12). The body's
