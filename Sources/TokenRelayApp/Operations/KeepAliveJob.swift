@@ -64,11 +64,14 @@ struct KeepAliveJob: Service {
         }
     }
 
-    /// Runs a pass every ``intervalSeconds`` (±20 %) until cancelled, the first 10–70 s after
-    /// start so that replicas started together do not all reach for the lease at once. A pass
-    /// in flight stops at its next redemption; a failed pass is logged and tried next time.
+    /// Runs a pass every ``intervalSeconds`` (±20 %) until cancelled, the first at a random
+    /// point of the first interval (10 % to 100 % of it), so that replicas started together
+    /// spread over it rather than all reaching for the lease at once, and a restart does not
+    /// bring a pass forward (nothing in a pass is urgent: tokens idle for weeks, events kept for
+    /// days; `token-relay keepalive --once` runs one at once). A pass in flight stops at its
+    /// next redemption; a failed pass is logged and tried next time.
     func run() async {
-        try? await Task.sleep(for: .seconds(Double.random(in: 10..<70)))
+        try? await Task.sleep(for: .seconds(Double(intervalSeconds) * Double.random(in: 0.1..<1)))
         while !Task.isCancelled {
             do { _ = try await runPass() } catch { logger.warn("keepalive.pass_failed", ["error": String(describing: type(of: error))]) }
             try? await Task.sleep(for: .seconds(Double(intervalSeconds) * Double.random(in: 0.8..<1.2)))
