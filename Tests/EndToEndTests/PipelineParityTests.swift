@@ -27,7 +27,9 @@ struct PipelineParityTests {
             Case(name: "duplicate account_id, last unknown", body: json(#"{"account_id":"\#(account)","account_id":"acc_nope","scopes":["User.Read"]}"#)),
             Case(name: "duplicate scopes, last wrong type", body: json(#"{"account_id":"\#(account)","scopes":["User.Read"],"scopes":"User.Read"}"#)),
             Case(name: "duplicate scopes, same value", body: json(#"{"account_id":"\#(account)","scopes":["User.Read"],"scopes":["User.Read"]}"#)),
-            Case(name: "duplicate inside claims", body: json(#"{"account_id":"\#(account)","scopes":["User.Read"],"claims":{"access_token":{},"access_token":{}}}"#)),
+            Case(
+                name: "duplicate inside claims",
+                body: json(#"{"account_id":"\#(account)","scopes":["User.Read"],"claims":{"access_token":{},"access_token":{}}}"#)),
             Case(name: "account_id a number", body: json(#"{"account_id":7,"scopes":["User.Read"]}"#)),
             Case(name: "scopes a string", body: json(#"{"account_id":"\#(account)","scopes":"User.Read"}"#)),
             Case(name: "scopes of numbers", body: json(#"{"account_id":"\#(account)","scopes":[1]}"#)),
@@ -176,8 +178,10 @@ struct PipelineParityTests {
             }
         }
         // A route answered only after suspension reads bodies with the same reader.
-        let signIn = try await Self.send(stack, Array(#"{"scopes":["User.Read"],"scopes":["Mail.Read"]}"#.utf8), contentType: "application/json",
-                                         key: stack.apiKey, path: "/v1/sign-ins").0
+        let signIn = try await Self.send(
+            stack, Array(#"{"scopes":["User.Read"],"scopes":["Mail.Read"]}"#.utf8), contentType: "application/json",
+            key: stack.apiKey, path: "/v1/sign-ins"
+        ).0
         #expect(signIn.status == 400 && signIn.json["field"] as? String == "scopes", "\(signIn.text)")
     }
 }

@@ -83,7 +83,9 @@ struct MemoryBoundsTests {
         let account = AccountCacheTests.account
         let prebuilt = SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [], prebuiltAnswer: TokenAnswerBytes(cached: token))
         let fresh = SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [])
-        #expect(TokenRoutes.tokenBody(prebuilt, correlationId: "c-1", allowPartial: false) == TokenRoutes.tokenBody(fresh, correlationId: "c-1", allowPartial: false))
+        #expect(
+            TokenRoutes.tokenBody(prebuilt, correlationId: "c-1", allowPartial: false)
+                == TokenRoutes.tokenBody(fresh, correlationId: "c-1", allowPartial: false))
         let object = try JSONSerialization.jsonObject(with: Data(TokenRoutes.tokenBody(prebuilt, correlationId: "c\"2", allowPartial: false))) as? [String: Any]
         #expect(object?["access_token"] as? String == token.secret && object?["correlation_id"] as? String == "c\"2")
         #expect(object?["source"] as? String == "cache" && (object?["account"] as? [String: Any])?["account_id"] as? String == "acc_1")

@@ -142,7 +142,8 @@ extension AccountRecord {
     /// and parsed, the parsed tree counted at three times the text), its JSON answer bytes, the
     /// tenant profiles, and the fixed parts.
     var memoryCost: Int {
-        let strings = [accountId, clientId, environment, realm, authority, createdAt].reduce(0) { $0 + $1.utf8.count }
+        let strings =
+            [accountId, clientId, environment, realm, authority, createdAt].reduce(0) { $0 + $1.utf8.count }
             + [homeAccountId, localAccountId, username, name, lastUsedAt].reduce(0) { $0 + ($1?.utf8.count ?? 0) }
         return strings + 4 * idTokenClaims.utf8.count + jsonBytes.count + 160 * tenantProfiles.count + 512
     }
