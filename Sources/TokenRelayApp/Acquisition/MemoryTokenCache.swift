@@ -40,6 +40,11 @@ final class MemoryTokenCache: Sendable {
 
     private let entries: ByteBoundedLRU<String, [Entry]>
 
+    /// Bytes one account's entries hold, its id included.
+    private static func cost(of list: [Entry], accountId: String) -> Int {
+        list.reduce(accountId.utf8.count) { $0 + $1.cost }
+    }
+
     /// - Parameter capacityBytes: most bytes held (`TOKENRELAY_MEMORY_CACHE_MB`'s share for access
     ///   tokens). Default 48 MiB.
     init(capacityBytes: Int = 48 << 20) {
@@ -78,7 +83,7 @@ final class MemoryTokenCache: Sendable {
                         && !lowered.isDisjoint(with: $0.token.scopes.map { $0.lowercased() }))
             }
             list.append(entry)
-            held = (list, list.reduce(token.accountId.utf8.count) { $0 + $1.cost })
+            held = (list, Self.cost(of: list, accountId: token.accountId))
         }
     }
 
@@ -93,7 +98,7 @@ final class MemoryTokenCache: Sendable {
         entries.update(token.accountId) { held in
             guard var list = held?.value else { return }
             list.removeAll { $0.token == token }
-            held = list.isEmpty ? nil : (list, list.reduce(token.accountId.utf8.count) { $0 + $1.cost })
+            held = list.isEmpty ? nil : (list, Self.cost(of: list, accountId: token.accountId))
         }
     }
 
