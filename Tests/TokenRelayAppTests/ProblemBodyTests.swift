@@ -25,8 +25,14 @@ struct ProblemBodyTests {
         [:],
         ["field": .string("scopes")],
         // Keys before, between and after the standard ones, nested values, a non-ASCII key.
-        ["a": .number(1), "claims": .object(["z": .null, "b": .array([.bool(true), .string("q\"uote")])]), "retry_after_s": .number(30), "zz": .string("last"), "é": .string("ü")],
-        ["sts_error_codes": .array([.number(50076), .number(50079)]), "suberror": .string("basic_action"), "sign_in_url": .string("https://relay.example/v1/sign-ins/s/abc")],
+        [
+            "a": .number(1), "claims": .object(["z": .null, "b": .array([.bool(true), .string("q\"uote")])]), "retry_after_s": .number(30),
+            "zz": .string("last"), "é": .string("ü"),
+        ],
+        [
+            "sts_error_codes": .array([.number(50076), .number(50079)]), "suberror": .string("basic_action"),
+            "sign_in_url": .string("https://relay.example/v1/sign-ins/s/abc"),
+        ],
         // An extension named like a standard member loses to it.
         ["status": .number(999), "error": .string("spoofed"), "type": .string("urn:other"), "field": .string("x")],
     ]
