@@ -92,10 +92,13 @@ struct FailoverTests {
         try await postgres.promote()
         let promotedAt = Date()
         let ids = Set(load.map(\.id))
-        let allServed = try await ReplicaTests.within(Self.recoveryBound) { log.accountsServed(since: promotedAt) == ids }
-        let readyAfter = try await ReplicaTests.within(Self.recoveryBound) {
-            try await stack.request("GET", "/readyz", authenticated: false).status == 200
+        // Readiness polled alongside, so both figures count from the promotion.
+        let readiness = Task {
+            try await ReplicaTests.within(Self.recoveryBound) { try await stack.request("GET", "/readyz", authenticated: false).status == 200 }
+                .map { _ in Date().timeIntervalSince(promotedAt) }
         }
+        let allServed = try await ReplicaTests.within(Self.recoveryBound) { log.accountsServed(since: promotedAt) == ids }
+        let readyAfter = try await readiness.value
         // Load on the new primary for a while: no error may follow the recovery.
         try await Task.sleep(for: .seconds(2))
         log.stop()
@@ -212,7 +215,8 @@ final class FailoverLog: Sendable {
         }
         let errors = all.filter { $0.outcome.status != 200 }
         let lastError = errors.map(\.finished).max().map { String(format: "%.2f", $0.timeIntervalSince(promotedAt)) } ?? "-"
-        return "before the crash \(counts(Date.distantPast..<downAt)); crash to promotion \(counts(downAt..<promotedAt)); "
+        let slowest = all.map { $0.finished.timeIntervalSince($0.outcome.at) }.max() ?? 0
+        return "slowest answer \(String(format: "%.2f", slowest)) s; before the crash \(counts(Date.distantPast..<downAt)); crash to promotion \(counts(downAt..<promotedAt)); "
             + "promotion to recovery \(counts(promotedAt..<recoveredAt)); after \(counts(recoveredAt..<Date.distantFuture)); "
             + "last error answered \(lastError) s after the promotion"
     }
