@@ -216,7 +216,8 @@ final class FailoverLog: Sendable {
         let errors = all.filter { $0.outcome.status != 200 }
         let lastError = errors.map(\.finished).max().map { String(format: "%.2f", $0.timeIntervalSince(promotedAt)) } ?? "-"
         let slowest = all.map { $0.finished.timeIntervalSince($0.outcome.at) }.max() ?? 0
-        return "slowest answer \(String(format: "%.2f", slowest)) s; before the crash \(counts(Date.distantPast..<downAt)); crash to promotion \(counts(downAt..<promotedAt)); "
+        return
+            "slowest answer \(String(format: "%.2f", slowest)) s; before the crash \(counts(Date.distantPast..<downAt)); crash to promotion \(counts(downAt..<promotedAt)); "
             + "promotion to recovery \(counts(promotedAt..<recoveredAt)); after \(counts(recoveredAt..<Date.distantFuture)); "
             + "last error answered \(lastError) s after the promotion"
     }

@@ -296,8 +296,10 @@ struct RefreshExecutorTests {
             func setReadOnly(_ on: Bool) async throws {
                 try await admin.withConnection { connection in
                     let name = try connection.query("SELECT current_database() AS name").rows.first?.string("name") ?? ""
-                    try connection.execute("ALTER DATABASE \"\(name)\" \(on ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only")")
-                    try connection.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                    try connection.execute(
+                        "ALTER DATABASE \"\(name)\" \(on ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only")")
+                    try connection.query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
                 }
             }
             try await setReadOnly(true)
