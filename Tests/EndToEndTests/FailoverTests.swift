@@ -15,7 +15,9 @@ struct FailoverTests {
     static let silentPath = ReplicaTests.silentPath
     /// Seconds between the primary's crash and the promotion: the failure detection of a managed
     /// service (typically 10–30 s; shortened here, it does not change what callers see, only how long).
-    static let detectionSeconds = 1.0
+    /// 2 s: longer than a redemption's own write retries (1.5 s), so the window shows both
+    /// what a caller in flight sees (its answer, the write held) and what later callers see (503).
+    static let detectionSeconds = 2.0
     /// Every account must be served again within this many seconds of the promotion.
     static let recoveryBound = 10.0
 
@@ -100,7 +102,7 @@ struct FailoverTests {
         let allServed = try await ReplicaTests.within(Self.recoveryBound) { log.accountsServed(since: promotedAt) == ids }
         let readyAfter = try await readiness.value
         // Load on the new primary for a while: no error may follow the recovery.
-        try await Task.sleep(for: .seconds(2))
+        try await Task.sleep(for: .seconds(1))
         log.stop()
         await loader.value
         let recoveredAt = promotedAt.addingTimeInterval(allServed ?? Self.recoveryBound)
