@@ -48,6 +48,12 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     /// longer takes writes (SQLSTATE 25006): the pool reconnects on next use, and the caller should treat the database as down (behaviour §5), not the request as bad.
     public var isConnectionFailure: Bool { code == .connectionFailure }
 
+    /// True when a statement was sent and the connection was lost before its answer: it may have
+    /// committed (a primary that crashed after its COMMIT, before the reply). False when the
+    /// connection could not be made (nothing was sent) or the server refused the statement as
+    /// read-only (25006: nothing was written).
+    public var outcomeUnknown: Bool { isConnectionFailure && function != "PQconnectdbParams" && sqlState != "25006" }
+
     /// True for SQLSTATE 23505 (unique_violation).
     public var isUniqueViolation: Bool { sqlState == "23505" }
 

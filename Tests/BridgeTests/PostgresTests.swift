@@ -163,6 +163,7 @@ struct PostgresTests {
         #expect(ContinuousClock.now - started < .seconds(30))
         #expect(error?.isConnectionFailure == true)
         #expect(error?.label == "connection_failure")
+        #expect(error?.outcomeUnknown == false, "nothing was sent")
         #expect(error?.description.contains("hunter2secret") == false)
         #expect(error?.debugDescription.contains("hunter2secret") == false)
     }
@@ -202,6 +203,7 @@ struct PostgresTests {
                 }
             }
             #expect(error?.isConnectionFailure == true)
+            #expect(error?.outcomeUnknown == true, "a statement whose connection died under it may have run")
             let one = try await pool.withConnection { try $0.query("SELECT 1 AS one").rows.first?.int("one") }
             #expect(one == 1)
         }
@@ -224,11 +226,12 @@ struct PostgresTests {
                 let error = await #expect(throws: PostgresError.self) {
                     try await pool.withConnection { connection in
                         let insert = { (connection: PostgresConnection) in try connection.query("INSERT INTO written VALUES (1)") }
-                        if inTransaction { try connection.transaction(insert) } else { try insert(connection) }
+                        if inTransaction { try connection.transaction(insert) } else { _ = try insert(connection) }
                     }
                 }
                 #expect(error?.sqlState == "25006")
                 #expect(error?.isConnectionFailure == true, "25006 was \(error?.label ?? "-"), so the read-only session would be kept")
+                #expect(error?.outcomeUnknown == false, "a statement refused as read-only wrote nothing")
                 // The next job runs on a new session, which takes the write.
                 let next = try await pool.withConnection { connection in
                     try connection.query("INSERT INTO written VALUES (2)")

@@ -316,6 +316,25 @@ struct RefreshExecutorTests {
         }
     }
 
+    @Test("7d. A claim whose answer was lost with the connection (it committed) has its lease released, so the next refresh need not wait it out")
+    func claimWithLostAnswerIsReleased() async throws {
+        try await Self.withDatabase("refresh_claim_lost") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let endpoint = ScriptedEndpoint()
+            let lossy = db.executor(endpoint, store: ClaimAnswerLost(inner: db.store))
+            await #expect(throws: StoreError.self) { try await lossy.run(db.request(account)) }
+            #expect(endpoint.calls.isEmpty)
+            var released = false
+            for _ in 0..<100 where !released {
+                try await Task.sleep(for: .milliseconds(50))
+                released = try await db.row(account)?.leaseOwner == nil
+            }
+            #expect(released, "the lease of the claim whose answer was lost stayed (the account would wait out its 60 s)")
+            let (_, source) = try #require(Self.token(try await db.executor(endpoint).run(db.request(account, deadline: 3))))
+            #expect(source == .refresh)
+        }
+    }
+
     @Test("8. Waiting for another replica's lease ends at the deadline with lease_wait_timeout")
     func leaseWaitTimeout() async throws {
         try await Self.withDatabase("refresh_lease_wait") { db in
@@ -603,7 +622,7 @@ struct RefreshExecutorTests {
         }
 
         func executor(
-            _ endpoint: ScriptedEndpoint, store: TokenStore? = nil, limiter: RedemptionLimiter = RedemptionLimiter(limit: 8),
+            _ endpoint: ScriptedEndpoint, store: (any RefreshTokenStore)? = nil, limiter: RedemptionLimiter = RedemptionLimiter(limit: 8),
             metrics: Metrics = Metrics()
         ) -> RefreshExecutor {
             RefreshExecutor(
@@ -741,5 +760,38 @@ final class ScriptedEndpoint: TokenEndpoint {
             guard Date() < until else { throw CancellationError() }
             try await Task.sleep(for: .milliseconds(5))
         }
+    }
+}
+
+/// The real store, except that the first claim's answer is lost after the claim committed, as
+/// when the primary goes away between COMMIT and the reply (a connection failure after sending).
+final class ClaimAnswerLost: RefreshTokenStore, Sendable {
+    let inner: TokenStore
+    private let lost = Mutex(false)
+
+    init(inner: TokenStore) { self.inner = inner }
+
+    func claimRefresh(_ claim: RefreshClaimRequest) async throws -> RefreshClaim {
+        let result = try await inner.claimRefresh(claim)
+        guard
+            lost.withLock({ lost in
+                defer { lost = true }; return !lost
+            })
+        else { return result }
+        throw StoreError(PostgresError(code: .connectionFailure, function: "PQexecParams"))
+    }
+
+    func writeRotation(_ write: RotationWrite) async throws -> RotationWriteOutcome { try await inner.writeRotation(write) }
+
+    func releaseRefreshLease(accountId: String, owner: String) async throws {
+        try await inner.releaseRefreshLease(accountId: accountId, owner: owner)
+    }
+
+    func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool {
+        try await inner.markRefreshTokenDead(accountId: accountId, generation: generation, stsErrorCodes: stsErrorCodes)
+    }
+
+    func accessTokens(accountId: String, environment: String, realm: String) async throws -> [StoredAccessToken] {
+        try await inner.accessTokens(accountId: accountId, environment: environment, realm: realm)
     }
 }

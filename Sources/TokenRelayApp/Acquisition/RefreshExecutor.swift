@@ -85,7 +85,16 @@ struct RefreshExecutor: Sendable {
                     accountId: accountId, environment: request.account.environment, realm: request.realm, scopes: request.scopes,
                     checkCache: checkCache, acceptRefreshDue: request.mode == .cacheFirst,
                     minimumExpiresOn: now() + max(expirySkewSeconds, request.minTTL), now: now(), owner: owner, leaseSeconds: leaseSeconds)
-                let claimResult = try await store.claimRefresh(claim)
+                let claimResult: RefreshClaim
+                do {
+                    claimResult = try await store.claimRefresh(claim)
+                } catch let error as StoreError where error.outcomeUnknown {
+                    // The claim may have committed with its answer lost (the primary went away
+                    // mid-reply): free the lease it may hold once the database answers, rather
+                    // than leave the account blocked for the lease's length.
+                    releaseInBackground(accountId: accountId, owner: owner)
+                    throw error
+                }
                 metrics.increment("tokenrelay_refresh_claims_total", ["result": claimResult.metricLabel])
                 switch claimResult {
                 case .claimed(let token, let generation):
@@ -264,18 +273,23 @@ struct RefreshExecutor: Sendable {
             try await store.releaseRefreshLease(accountId: accountId, owner: owner)
         } catch {
             logger.warn("token.lease_release_failed", ["account.id": accountId, "error": String(describing: type(of: error))])
-            let store = self.store
-            let waiters = self.waiters
-            let logger = self.logger
-            let until = Date().addingTimeInterval(leaseSeconds)
-            Task {
-                while Date() < until {
-                    try? await Task.sleep(for: .milliseconds(250))
-                    guard (try? await store.releaseRefreshLease(accountId: accountId, owner: owner)) != nil else { continue }
-                    logger.info("token.lease_released_on_retry", ["account.id": accountId])
-                    waiters.wake(accountId: accountId)
-                    return
-                }
+            releaseInBackground(accountId: accountId, owner: owner)
+        }
+    }
+
+    /// Tries to release `owner`'s lease every 250 ms until the lease would have ended.
+    private func releaseInBackground(accountId: String, owner: String) {
+        let store = self.store
+        let waiters = self.waiters
+        let logger = self.logger
+        let until = Date().addingTimeInterval(leaseSeconds)
+        Task {
+            while Date() < until {
+                try? await Task.sleep(for: .milliseconds(250))
+                guard (try? await store.releaseRefreshLease(accountId: accountId, owner: owner)) != nil else { continue }
+                logger.info("token.lease_released_on_retry", ["account.id": accountId])
+                waiters.wake(accountId: accountId)
+                return
             }
         }
     }

@@ -17,8 +17,12 @@ struct StoreError: Error, Sendable, CustomStringConvertible {
     let code: Code
     /// The libpq function and SQLSTATE; safe to log, never a value, never shown to a caller.
     let cause: String
+    /// The statement was sent and its answer lost with the connection: it may have committed
+    /// (``PostgresError/outcomeUnknown``).
+    let outcomeUnknown: Bool
 
     init(_ error: PostgresError) {
+        outcomeUnknown = error.outcomeUnknown
         if error.isConnectionFailure {
             code = .unavailable
         } else if error.code == .invalidParameter {
