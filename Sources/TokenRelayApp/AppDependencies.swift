@@ -234,7 +234,6 @@ struct AppDependencies: Sendable {
             memory.removeAll()
             Task { await tenantReloader.reload() }
         }
-        metrics.describe("tokenrelay_tenants_suspended", "gauge", "Tenants this replica refuses as suspended (behaviour §12 Tenants).")
         metrics.addGauges {
             [("tokenrelay_tenants_suspended", [:], Double(suspensions.tenants.count))]
         }

@@ -33,7 +33,7 @@ struct TenantSuspensionTests {
         }
     }
 
-    @Test("Suspended: cached, refresh, username, downstream, app and OBO answer 403 tenant_suspended with no STS call; resume serves again with the same refresh token")
+    @Test("Suspended: every token and downstream route is 403 tenant_suspended, no STS call; resume serves the same refresh token again")
     func suspendRefusesEveryRouteAndResumeRestores() async throws {
         let stack = try await TokenRelayStack(name: "e2e_tenant_suspend")
         defer { stack.stop() }
