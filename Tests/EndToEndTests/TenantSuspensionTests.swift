@@ -169,6 +169,9 @@ struct TenantSuspensionTests {
         let refusedSeconds = Date().timeIntervalSince(started)
         #expect(refusedAfter != nil, "the other replica still serves the suspended tenant after 2 s")
         #expect(try await stack.emulatorCount() == stsCalls)
+        // Its memory of the tenant's tokens was dropped, not only refused.
+        let dropped = try await stack.request("GET", other.baseURL + "/metrics", authenticated: false).text
+        #expect(dropped.contains(#"tokenrelay_memory_cache_entries{cache="tokens"} 0"#), "tokens of the suspended tenant still held in memory")
 
         let (status, output) = try ReplicaTests.cli(["tenants", "resume", Self.contoso], databaseURL: stack.databaseURL)
         #expect(status == 0, "\(output)")
