@@ -70,11 +70,24 @@ struct GrantTokenService: Sendable {
         let realm = authority.tenant.lowercased()
         try suspensions.check(tenant: realm)
         let owner = "app:" + realm
-        return try await acquire(owner: owner, authority: authority, realm: realm, request: request, ownerExpiresOn: nil, context: context) {
+        let result = try await acquire(owner: owner, authority: authority, realm: realm, request: request, ownerExpiresOn: nil, context: context) {
             try await sts.redeem(
                 grant: [("grant_type", "client_credentials"), ("scope", request.scopes.resourceWireValue)], authority: authority, scopes: nil,
                 claims: try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities), context: context)
         }
+        // A tenant named by a domain (`contoso.onmicrosoft.com`) is known by its id only from the
+        // token: its `tid` is checked too, so a suspended tenant is not served under another name
+        // (the first such request makes its STS call; the cached token is refused after that).
+        if UUID(uuidString: realm) == nil, let tenantId = Self.tenantClaim(of: result.token.secret) {
+            try suspensions.check(tenant: tenantId)
+        }
+        return result
+    }
+
+    /// The `tid` claim of an access token that is a JWT (Entra's are, for Microsoft Graph and most
+    /// resources), without verifying it; nil otherwise.
+    static func tenantClaim(of accessToken: String) -> String? {
+        (try? JWT.parse(accessToken))?.claims["tid"]?.stringValue
     }
 
     // MARK: On-behalf-of tokens
