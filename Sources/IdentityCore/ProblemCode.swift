@@ -5,6 +5,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case invalidAuthority = "invalid_authority"
     case unauthenticated
     case forbidden
+    /// The account's tenant (or the app/on-behalf-of token's) is suspended by an operator (behaviour §12 Tenants).
+    case tenantSuspended = "tenant_suspended"
     case accountNotFound = "account_not_found"
     case notFound = "not_found"
     case methodNotAllowed = "method_not_allowed"
@@ -29,7 +31,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         switch self {
         case .invalidRequest, .invalidScope, .invalidAuthority, .userCanceled: 400
         case .unauthenticated: 401
-        case .forbidden: 403
+        case .forbidden, .tenantSuspended: 403
         case .accountNotFound, .notFound: 404
         case .methodNotAllowed: 405
         case .interactionRequired, .ambiguousAccount, .conflict, .serverDeclinedScopes: 409
@@ -52,6 +54,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .invalidAuthority: "Invalid authority"
         case .unauthenticated: "Unauthenticated"
         case .forbidden: "Forbidden"
+        case .tenantSuspended: "Tenant suspended"
         case .accountNotFound: "Account not found"
         case .notFound: "Not found"
         case .methodNotAllowed: "Method not allowed"

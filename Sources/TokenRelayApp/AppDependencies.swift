@@ -32,6 +32,8 @@ struct AppDependencies: Sendable {
     /// Turns requests into route calls; the HTTP server's handler, or a test's.
     let handler: AppHTTPHandler
     let invalidation: ReplicaInvalidation
+    /// Reads the suspended tenants into memory (before serving, then periodically; behaviour §12 Tenants).
+    let tenantReloader: TenantSuspensionReloader
     let keepAlive: KeepAliveJob
     /// Nil when `TOKENRELAY_WEBHOOK_URL` is unset.
     let webhooks: WebhookDeliverer?
@@ -134,6 +136,8 @@ struct AppDependencies: Sendable {
         let downstreamThrottle = ThrottleMemory()
         let throttles = [sts.throttle, downstreamThrottle]
         let leaseWaiters = LeaseWaiters()
+        let suspensions = TenantSuspensions()
+        let grantMemory = GrantTokenMemory()
         let redemptionLimiter = RedemptionLimiter(limit: tokenSettings.maxConcurrentRefreshes)
         var executor = RefreshExecutor(
             store: store, endpoint: sts, clientId: identity.clientId, expirySkewSeconds: tokenSettings.expirySkewSeconds,
@@ -154,11 +158,22 @@ struct AppDependencies: Sendable {
             store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
             clientId: identity.clientId,
             clientCapabilities: identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
-            allowExtendedLifetime: tokenSettings.allowExtendedLifetime)
+            allowExtendedLifetime: tokenSettings.allowExtendedLifetime, suspensions: suspensions)
         let grants = GrantTokenService(
-            store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(),
+            store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: grantMemory, coalescer: RefreshCoalescer(),
             clientCapabilities: identity.clientCapabilities, expirySkewSeconds: tokenSettings.expirySkewSeconds, metrics: metrics, logger: logger,
-            now: now)
+            now: now, suspensions: suspensions)
+        // A suspension forgets what memory holds of the tenant (behaviour §12 Tenants); the
+        // refusal itself does not depend on it.
+        suspensions.onSuspended { tenant in
+            for accountId in accounts.accountIds(ofTenant: tenant) { tokens.forgetInMemory(accountId) }
+            memory.removeAll(realm: tenant)
+            grantMemory.removeAll(realm: tenant)
+        }
+        let tenantStore = TenantStore(database: database, clientId: identity.clientId)
+        let tenantReloader = TenantSuspensionReloader(
+            store: tenantStore, suspensions: suspensions, intervalSeconds: tokenSettings.cacheTTLSeconds, logger: logger)
+        self.tenantReloader = tenantReloader
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: identity.clientId, urls: urls, redirectAfterOrigins: identity.redirectAfterOrigins,
@@ -175,7 +190,7 @@ struct AppDependencies: Sendable {
             configuration: configuration, store: store, events: events, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream,
             authorities: authorities,
             health: HealthChecks(database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth),
-            metrics: metrics, audit: AuditStore(database: database), issuance: issuance)
+            metrics: metrics, audit: AuditStore(database: database), issuance: issuance, tenants: tenantStore, suspensions: suspensions)
         self.services = services
         metrics.addGauges {
             let stats = pool.statistics
@@ -212,10 +227,15 @@ struct AppDependencies: Sendable {
         invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
         invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
         invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
+        invalidation.onTenantChanged { suspensions.apply(tenantId: $0, suspended: $1) }
         invalidation.onResynchronise {
             accounts.removeAll()
             authenticator.forgetAll()
             memory.removeAll()
+            Task { await tenantReloader.reload() }
+        }
+        metrics.addGauges {
+            [("tokenrelay_tenants_suspended", [:], Double(suspensions.tenants.count))]
         }
         metrics.addGauges {
             [("tokenrelay_invalidation_listening", [:], invalidation.isListening ? 1 : 0)]
@@ -253,6 +273,7 @@ struct AppDependencies: Sendable {
     func services(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> [any Service] {
         var services: [any Service] = [OnStop("Resources", close)]
         services.append(InvalidationListener(invalidation: invalidation, url: configuration.database.listenURL ?? configuration.database.url))
+        services.append(tenantReloader)
         // Always: besides keep-alive (when on), its pass prunes old events (issue 10 item 12).
         services.append(keepAlive)
         if let webhooks { services.append(webhooks) }

@@ -65,6 +65,29 @@ extension CommandLineTool {
               Signs the account out of TokenRelay (nothing is revoked at Microsoft): deletes it and its tokens,
               writes an audit row and an account.deleted event; prints {"account_id", "deleted"}.
             """),
+        CommandHelp(["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | list [--limit N] [--cursor C]"),
+        CommandHelp(
+            ["tenants", "suspend"],
+            """
+            usage: token-relay tenants suspend TENANT_ID
+              Suspends the tenant (a GUID): its accounts, app and on-behalf-of tokens are refused with 403
+              tenant_suspended on every replica within 2 s; nothing is deleted. Audited (actor cli). Prints the
+              tenant as GET /v1/tenants shows it, with "changed" (false when it already was suspended).
+            """),
+        CommandHelp(
+            ["tenants", "resume"],
+            """
+            usage: token-relay tenants resume TENANT_ID
+              Resumes the tenant: served again with the refresh tokens it had, no sign-in needed. Audited (actor cli).
+              Prints the tenant with "changed" (false when it was not suspended).
+            """),
+        CommandHelp(
+            ["tenants", "list"],
+            """
+            usage: token-relay tenants list [--limit N] [--cursor C]
+              Prints {"tenants": [...], "next_cursor": ...} as GET /v1/tenants does (limit 1-200, default 50).
+            """,
+            valued: ["--limit", "--cursor"]),
         CommandHelp(
             ["keepalive"],
             """

@@ -5,7 +5,7 @@ import PostgresBridge
 
 /// `token-relay` sub-commands (behaviour §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
 /// `api-keys create|list|revoke`, `encryption generate-key|rotate`, `accounts list|show|delete`,
-/// `keepalive --once`. Exit codes: 0 success, 1 failure,
+/// `tenants suspend|resume|list`, `keepalive --once`. Exit codes: 0 success, 1 failure,
 /// 2 usage or configuration error (one clear line on standard error).
 public enum CommandLineTool {
     public static func run(_ arguments: [String]) async -> Int32 {
@@ -38,6 +38,8 @@ public enum CommandLineTool {
                 }
             case "accounts":
                 return try await accounts(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "tenants":
+                return try await tenants(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "keepalive":
                 return try await keepAlive(Array(arguments.dropFirst()), loader.load())
             case "--help", "-h", "help":
@@ -230,6 +232,7 @@ public enum CommandLineTool {
               encryption generate-key [--id ID]
               encryption rotate [--batch-size N]   re-encrypt every token under the ring's first key
               accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
+              tenants suspend TENANT_ID | resume TENANT_ID | list [--limit N] [--cursor C]
               keepalive --once           run one refresh-token keep-alive pass and exit
             every command and sub-command takes --help
             configuration: TOKENRELAY_* environment variables (see README.md)

@@ -48,6 +48,9 @@ public final class TokenRelayService: Sendable {
                 logger.warn("webhook.begin_failed", ["error": String(describing: type(of: error))])
             }
         }
+        // Before the first request, so a suspended tenant is refused from the start; a database
+        // down now is logged and the periodic reload fills the set (behaviour §12 Tenants).
+        await dependencies.tenantReloader.reload()
         let services = dependencies.services(onListening: onListening)
         let group = ServiceGroup(services: services, shutdownSignals: [SIGTERM, SIGINT], onHangup: reloadFromEnvironment, logger: logger)
         try await group.run()

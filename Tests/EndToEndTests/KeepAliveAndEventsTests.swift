@@ -231,7 +231,9 @@ struct KeepAliveAndEventsTests {
             #expect(delivery.contentType == "application/json")
             let body = try #require(try JSONSerialization.jsonObject(with: Data(delivery.body)) as? [String: Any])
             #expect(body["id"] as? String == delivery.eventId)
-            #expect(Set(body.keys) == ["id", "type", "occurred_at", "account_id", "data"])
+            #expect(Set(body.keys) == ["id", "type", "occurred_at", "account_id", "tenant_id", "data"])
+            // The account's tenant (behaviour §12.33).
+            #expect(body["tenant_id"] as? String == stack.tenantId, "\(body)")
             let parts = Dictionary(
                 uniqueKeysWithValues: delivery.signature.split(separator: ",").compactMap { part -> (String, String)? in
                     let pair = part.split(separator: "=", maxSplits: 1)

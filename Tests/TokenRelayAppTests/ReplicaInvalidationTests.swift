@@ -11,7 +11,8 @@ struct ReplicaInvalidationTests {
         "every message survives its payload, which names this replica as its origin",
         arguments: [
             ReplicaInvalidation.Message.accountDeleted("acc_a-b_c"), .accountSignedIn("acc_1"), .accountChanged("acc_2"),
-            .accessTokensReplaced("acc_3"), .apiKeyRevoked("abcdefgh12"),
+            .accessTokensReplaced("acc_3"), .apiKeyRevoked("abcdefgh12"), .tenantSuspended("11111111-1111-1111-1111-111111111111"),
+            .tenantResumed("11111111-1111-1111-1111-111111111111"),
         ])
     func roundTrip(_ message: ReplicaInvalidation.Message) {
         #expect(ReplicaInvalidation.Message(payload: message.payload) == message)

@@ -131,7 +131,9 @@ struct ServiceGroupTests {
         let live = try AppDependencies.live(configuration: configuration, logger: Self.logger)
         defer { live.close() }
         #expect(
-            live.services().map(\.name) == ["Resources", "InvalidationListener", "KeepAliveJob", "KeyUsageFlush", "IssuanceFlusher", "HTTPServer"])
+            live.services().map(\.name) == [
+                "Resources", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlush", "IssuanceFlusher", "HTTPServer",
+            ])
         let test = try AppDependencies.test(
             databaseURL: "postgresql://nobody@127.0.0.1:1/none", authority: "http://127.0.0.1:9/tenant",
             configure: {
@@ -141,7 +143,10 @@ struct ServiceGroupTests {
         defer { test.close() }
         #expect(test.server == nil)
         #expect(test.configuration.identity.knownAuthorities == ["http://127.0.0.1:9"])
-        #expect(test.services().map(\.name) == ["Resources", "InvalidationListener", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlush", "IssuanceFlusher"])
+        #expect(
+            test.services().map(\.name) == [
+                "Resources", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlush", "IssuanceFlusher",
+            ])
     }
 
     static let logger = Logger(level: .error, logPII: false, sink: .memory())

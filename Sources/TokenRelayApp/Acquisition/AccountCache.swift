@@ -126,6 +126,15 @@ final class AccountCache: Sendable {
         }
     }
 
+    /// The ids of the accounts held that are of `tenantId` (lower-cased; ``AccountRecord/tenantIds``),
+    /// expired entries included: a suspension forgets them all.
+    /// - Complexity: O(accounts held).
+    func accountIds(ofTenant tenantId: String) -> [String] {
+        var ids: [String] = []
+        entries.forEach { id, held in if held.account.tenantIds.contains(tenantId) { ids.append(id) } }
+        return ids
+    }
+
     func remove(id: String) {
         marks.withLock { marks in
             entries.removeValue(for: id)

@@ -38,6 +38,12 @@ final class GrantTokenMemory: Sendable {
         }
     }
 
+    /// Drops every owner holding a token of `realm` (lower-cased; a suspended tenant, behaviour §12 Tenants).
+    /// - Complexity: O(owners held).
+    func removeAll(realm: String) {
+        entries.removeAll { _, list in list.contains { $0.realm.lowercased() == realm } }
+    }
+
     /// Tokens held, in all owners.
     var count: Int { entries.values.reduce(0) { $0 + $1.count } }
 }

@@ -22,6 +22,8 @@ struct GrantTokenService: Sendable {
     let now: @Sendable () -> Int
     /// When this replica last purged expired OBO rows (unix seconds).
     let lastPurge = LastRun()
+    /// Suspended tenants: their app and on-behalf-of tokens are refused (behaviour §12 Tenants).
+    var suspensions = TenantSuspensions()
 
     static let jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
@@ -51,7 +53,7 @@ struct GrantTokenService: Sendable {
     /// An app token for one `{resource}/.default` in one tenant, owner `app:{tenant}`.
     /// - Throws: `Problem`: 400 `invalid_scope` (not exactly one `/.default`), 400
     ///   `invalid_request` (no tenant: the authority is `common`/`organizations`/`consumers`),
-    ///   403 `forbidden` (the API key may not use the scope or tenant),
+    ///   403 `forbidden` (the API key may not use the scope or tenant), 403 `tenant_suspended`,
     ///   the mapped STS errors (behaviour §4), 503 when the database or STS is unavailable.
     func acquireApp(_ request: Request, context: RequestContext) async throws -> Result {
         guard request.scopes.canonical.count == 1, request.scopes.isDefaultScope else {
@@ -66,12 +68,26 @@ struct GrantTokenService: Sendable {
         try context.access.check(request.scopes, field: "scopes")
         try context.access.check(tenant: authority.tenant, field: request.authority == nil ? "tenant_id" : "authority")
         let realm = authority.tenant.lowercased()
+        try suspensions.check(tenant: realm)
         let owner = "app:" + realm
-        return try await acquire(owner: owner, authority: authority, realm: realm, request: request, ownerExpiresOn: nil, context: context) {
+        let result = try await acquire(owner: owner, authority: authority, realm: realm, request: request, ownerExpiresOn: nil, context: context) {
             try await sts.redeem(
                 grant: [("grant_type", "client_credentials"), ("scope", request.scopes.resourceWireValue)], authority: authority, scopes: nil,
                 claims: try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities), context: context)
         }
+        // A tenant named by a domain (`contoso.onmicrosoft.com`) is known by its id only from the
+        // token: its `tid` is checked too, so a suspended tenant is not served under another name
+        // (the first such request makes its STS call; the cached token is refused after that).
+        if UUID(uuidString: realm) == nil, let tenantId = Self.tenantClaim(of: result.token.secret) {
+            try suspensions.check(tenant: tenantId)
+        }
+        return result
+    }
+
+    /// The `tid` claim of an access token that is a JWT (Entra's are, for Microsoft Graph and most
+    /// resources), without verifying it; nil otherwise.
+    static func tenantClaim(of accessToken: String) -> String? {
+        (try? JWT.parse(accessToken))?.claims["tid"]?.stringValue
     }
 
     // MARK: On-behalf-of tokens
@@ -85,13 +101,17 @@ struct GrantTokenService: Sendable {
     /// the incoming token is the job of the caller's API, and the STS validates it again.
     /// - Throws: `Problem`: 400 `invalid_request` field `assertion` (malformed, expired, or the
     ///   STS refused it) without an STS call for the first two; the mapped STS errors, with
-    ///   `claims` on `interaction_required` for the caller to send back to its client.
+    ///   `claims` on `interaction_required` for the caller to send back to its client; 403
+    ///   `tenant_suspended` when the assertion's `tid` or the tenant exchanged in is suspended.
     func acquireOnBehalfOf(assertion: String, _ request: Request, context: RequestContext) async throws -> Result {
         let (expiresOn, tenantId) = try Self.inspect(assertion: assertion, now: now())
         let authority = userTenantAuthority(request.authority ?? defaultAuthority, tenantId: tenantId)
         try context.access.check(request.scopes, field: "scopes")
         try context.access.check(tenant: authority.tenant, field: "authority")
         let realm = authority.tenant.lowercased()
+        // The user's tenant (the assertion's `tid`) and the tenant exchanged in.
+        try suspensions.check(tenant: realm)
+        if let tenantId { try suspensions.check(tenant: tenantId) }
         let owner = Self.onBehalfOfOwner(assertion)
         let store = self.store
         let sts = self.sts

@@ -102,6 +102,12 @@ final class MemoryTokenCache: Sendable {
         }
     }
 
+    /// Drops every account holding a token of `realm` (lower-cased; a suspended tenant, behaviour §12 Tenants).
+    /// - Complexity: O(tokens held).
+    func removeAll(realm: String) {
+        entries.removeAll { _, list in list.contains { $0.token.realm.lowercased() == realm } }
+    }
+
     func removeAll(accountId: String) {
         entries.removeValue(for: accountId)
     }

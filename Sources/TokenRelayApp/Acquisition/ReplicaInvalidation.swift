@@ -19,6 +19,7 @@ import Synchronization
 ///   the account's in-memory access tokens (the persistent cache holds the new one).
 /// - ``onAPIKeyRevoked(_:)``: the key must be refused at once.
 /// - ``onRefreshReleased(_:)``: a redemption lease was released: refreshes waiting for it claim again.
+/// - ``onTenantChanged(_:)``: a tenant was suspended or resumed (``TenantSuspensions``).
 /// - ``onResynchronise(_:)``: notifications may have been missed.
 final class ReplicaInvalidation: Sendable {
     /// This process's name in payloads (`kind:id origin`): a replica skips its own messages, whose
@@ -36,6 +37,9 @@ final class ReplicaInvalidation: Sendable {
         /// A redemption of the account's refresh token ended and its lease is free: waiters on
         /// other replicas claim again at once instead of at their next poll (ADR 0012).
         case refreshReleased(String)
+        /// A tenant (lower-cased GUID) was suspended or resumed (behaviour §12 Tenants).
+        case tenantSuspended(String)
+        case tenantResumed(String)
 
         static let accountDeletedPrefix = "account.deleted:"
         static let apiKeyRevokedPrefix = "api_key.revoked:"
@@ -51,6 +55,8 @@ final class ReplicaInvalidation: Sendable {
             case .accessTokensReplaced(let id): "tokens.replaced:" + id
             case .apiKeyRevoked(let id): Self.apiKeyRevokedPrefix + id
             case .refreshReleased(let id): "refresh.released:" + id
+            case .tenantSuspended(let id): "tenant.suspended:" + id
+            case .tenantResumed(let id): "tenant.resumed:" + id
             }
         }
 
@@ -76,6 +82,8 @@ final class ReplicaInvalidation: Sendable {
             case "tokens.replaced": self = .accessTokensReplaced(id)
             case "api_key.revoked": self = .apiKeyRevoked(id)
             case "refresh.released": self = .refreshReleased(id)
+            case "tenant.suspended": self = .tenantSuspended(id)
+            case "tenant.resumed": self = .tenantResumed(id)
             default: return nil
             }
         }
@@ -87,6 +95,7 @@ final class ReplicaInvalidation: Sendable {
         var apiKey: [@Sendable (String) -> Void] = []
         var resynchronise: [@Sendable () -> Void] = []
         var refreshReleased: [@Sendable (String) -> Void] = []
+        var tenant: [@Sendable (String, Bool) -> Void] = []
     }
 
     private let hooks = Mutex(Hooks())
@@ -107,6 +116,8 @@ final class ReplicaInvalidation: Sendable {
     func onAccessTokensReplaced(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.accessTokens.append(hook) } }
     func onAPIKeyRevoked(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.apiKey.append(hook) } }
     func onRefreshReleased(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.refreshReleased.append(hook) } }
+    /// `hook(tenantId, suspended)`.
+    func onTenantChanged(_ hook: @escaping @Sendable (String, Bool) -> Void) { hooks.withLock { $0.tenant.append(hook) } }
     func onResynchronise(_ hook: @escaping @Sendable () -> Void) { hooks.withLock { $0.resynchronise.append(hook) } }
 
     /// Runs the hooks `message` calls for (also used for this replica's own changes).
@@ -122,6 +133,10 @@ final class ReplicaInvalidation: Sendable {
             for hook in hooks.apiKey { hook(id) }
         case .refreshReleased(let id):
             for hook in hooks.refreshReleased { hook(id) }
+        case .tenantSuspended(let id):
+            for hook in hooks.tenant { hook(id, true) }
+        case .tenantResumed(let id):
+            for hook in hooks.tenant { hook(id, false) }
         }
     }
 

@@ -7,10 +7,12 @@ extension SilentAcquisition {
     /// Nothing is written and nothing blocks; each answer is the one
     /// ``acquire(_:for:context:)`` gives for the same request.
     /// - Returns: the token, or nil when the database or the STS is needed.
-    /// - Throws: `Problem` `interaction_required` (dead account, replayed answer).
+    /// - Throws: `Problem` `interaction_required` (dead account, replayed answer), 403
+    ///   `tenant_suspended` (behaviour §12 Tenants).
     func answerFromMemory(_ request: SilentTokenRequest) throws(Problem) -> SilentTokenResult? {
         if let cached = acquireFromMemory(request) { return cached }
         guard case .accountId(let id) = request.account, let account = accounts.account(id: id) else { return nil }
+        try suspensions.check(account)
         guard account.state == .active else { throw Self.deadRefreshToken(account, request: request) }
         // The rest of what `acquire(_:for:context:)` checks before the UI-required memory, when
         // it needs no I/O and cannot fail: an import not yet redeemed, another authority, claims

@@ -30,6 +30,8 @@ struct SilentAcquisition: Sendable {
     /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
     /// (behaviour §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
     var allowExtendedLifetime = false
+    /// Suspended tenants, refused before any cache or STS (behaviour §12 Tenants).
+    var suspensions = TenantSuspensions()
 
     var memory: MemoryTokenCache { cache.memory }
     var accounts: AccountCache { resolver.accounts }
@@ -38,7 +40,8 @@ struct SilentAcquisition: Sendable {
 
     /// Acquires a token for `request`.
     /// - Throws: `Problem`: 404 `account_not_found`, 409 `ambiguous_account`,
-    ///   `interaction_required` or `server_declined_scopes`, 429 `throttled`, 502, 503/504.
+    ///   `interaction_required` or `server_declined_scopes`, 403 `tenant_suspended` (behaviour §12
+    ///   Tenants), 429 `throttled`, 502, 503/504.
     func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
         try context.access.check(request)
         let account = try await resolver.resolve(request.account, visibleTo: context.access, owner: context.owner)
@@ -58,6 +61,7 @@ struct SilentAcquisition: Sendable {
     func acquireFromMemory(_ request: SilentTokenRequest) -> SilentTokenResult? {
         guard case .accountId(let id) = request.account, !request.forceRefresh, request.authority == nil,
             !ClaimsRequest.bypassesCache(claims: request.claims), let account = accounts.account(id: id), account.state == .active,
+            suspensions.suspendedTenant(of: account) == nil,
             let hit = cache.memoryHit(
                 accountId: id, environment: account.environment, realm: account.realm, scopes: request.scopes, minTTL: request.minTTLSeconds)
         else { return nil }
@@ -70,6 +74,7 @@ struct SilentAcquisition: Sendable {
     func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
         try context.access.check(request)
         guard context.access.sees(account) else { throw Problem.accountNotFound() }
+        try suspensions.check(account)
         guard account.state == .active else { throw Self.deadRefreshToken(account, request: request) }
         if account.homeAccountId == nil {
             // An ADAL import not yet redeemed: the first redemption learns (or merges) its identity.

@@ -108,7 +108,10 @@ struct KeepAliveJob: Service {
                 // Stopped (shutdown): the rest wait for the next pass rather than go unpaced.
                 guard !Task.isCancelled, try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
             }
-            guard let account = try await accounts.account(id: accountId), account.state == .active else { continue }
+            // A tenant suspended since the candidates were read is skipped too (behaviour §12 Tenants).
+            guard let account = try await accounts.account(id: accountId), account.state == .active,
+                tokens.suspensions.suspendedTenant(of: account) == nil
+            else { continue }
             switch await keepAlive(account) {
             case .refreshed: summary.refreshed += 1
             case .failed: summary.failed += 1

@@ -19,6 +19,10 @@ struct AppServices: Sendable {
     /// `AppDependencies`; optional only so that the routes' `issuance?.record` stays as it is
     /// while the request-pipeline change is under way.
     let issuance: IssuanceCounter?
+    /// Tenant suspension and the tenant listing (behaviour §12 Tenants).
+    let tenants: TenantStore
+    /// This replica's suspended tenants; a route's own change is applied here at once.
+    let suspensions: TenantSuspensions
 }
 
 /// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).
@@ -30,6 +34,7 @@ enum Routes {
         SignInStartRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
         EventRoutes.register(on: &router, services)
+        TenantRoutes.register(on: &router, services)
         TokenRoutes.register(on: &router, services)
         GrantTokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)

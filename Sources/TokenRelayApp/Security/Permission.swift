@@ -28,6 +28,7 @@ enum RoutePermissions {
         ("*", "/v1/downstream/", .requires(.downstreamCall)),
         ("*", "/v1/api-keys", .requires(.admin)),
         ("*", "/v1/encryption", .requires(.admin)),
+        ("*", "/v1/tenants", .requires(.admin)),
     ]
 
     /// The access behaviour §12 gives `method` on `template`; `admin` for anything the table does not

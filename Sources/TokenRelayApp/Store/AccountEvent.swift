@@ -15,12 +15,17 @@ struct AccountEvent: Sendable, Equatable {
     let type: String
     let occurredAt: String
     let accountId: String
+    /// The account's tenant when the event was written (its realm), lower-cased; nil for an
+    /// account whose row was gone by then (behaviour §12 Tenants).
+    var tenantId: String? = nil
     let data: JSONValue
 
-    /// The event object of the API and the webhook body: `{id, type, occurred_at, account_id, data}`.
+    /// The event object of the API and the webhook body:
+    /// `{id, type, occurred_at, account_id, tenant_id, data}`.
     var json: JSONValue {
         .object([
-            "id": .string(id), "type": .string(type), "occurred_at": .string(occurredAt), "account_id": .string(accountId), "data": data,
+            "id": .string(id), "type": .string(type), "occurred_at": .string(occurredAt), "account_id": .string(accountId),
+            "tenant_id": tenantId.map(JSONValue.string) ?? .null, "data": data,
         ])
     }
 }

@@ -30,7 +30,7 @@ struct AccountEventStore: Sendable {
     }
 
     static let columns = """
-        seq, event_id, type, account_id, data::text AS data,
+        seq, event_id, type, account_id, lower(realm) AS realm, data::text AS data,
         to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS occurred_at
         """
 
@@ -122,7 +122,7 @@ struct AccountEventStore: Sendable {
     static func event(from row: PostgresRow) -> AccountEvent {
         AccountEvent(
             seq: row.int("seq") ?? 0, id: row.string("event_id") ?? "", type: row.string("type") ?? "",
-            occurredAt: row.string("occurred_at") ?? "", accountId: row.string("account_id") ?? "",
+            occurredAt: row.string("occurred_at") ?? "", accountId: row.string("account_id") ?? "", tenantId: row.string("realm"),
             data: JSONValue.parse(row.string("data") ?? "{}") ?? .object([:]))
     }
 }

@@ -15,6 +15,10 @@ struct AuditStore: Sendable {
         case apiKeyCreated = "api_key.created"
         case apiKeyRevoked = "api_key.revoked"
         case encryptionRotated = "encryption.rotated"
+        /// `detail.tenant_id`; `outcome` `suspended` or `already_suspended` (behaviour §12 Tenants).
+        case tenantSuspended = "tenant.suspended"
+        /// `detail.tenant_id`; `outcome` `resumed` or `not_suspended`.
+        case tenantResumed = "tenant.resumed"
     }
 
     func record(_ action: Action, actor: String, accountId: String?, outcome: String, detail: [String: JSONValue] = [:]) async throws {

@@ -10,7 +10,8 @@ struct KeepAliveStore: Sendable {
     let database: Database
     let clientId: String
 
-    /// Active accounts whose refresh token was last redeemed more than `days` ago, longest idle first.
+    /// Active accounts whose refresh token was last redeemed more than `days` ago, longest idle
+    /// first; none of a suspended tenant (realm, home tenant or any tenant profile; behaviour §12 Tenants).
     func idleAccountIds(olderThanDays days: Int, limit: Int) async throws -> [String] {
         let clientId = self.clientId
         return try await database.run { connection in
@@ -18,6 +19,9 @@ struct KeepAliveStore: Sendable {
                 """
                 SELECT a.account_id FROM refresh_tokens r JOIN accounts a ON a.account_id = r.account_id
                 WHERE r.client_id = $1 AND a.state = 'active' AND r.updated_at < now() - make_interval(days => $2::int)
+                  AND NOT EXISTS (SELECT 1 FROM tenant_suspensions ts
+                    WHERE ts.tenant_id IN (lower(a.realm), lower(split_part(a.home_account_id, '.', 2)))
+                       OR ts.tenant_id IN (SELECT lower(tp.realm) FROM account_tenant_profiles tp WHERE tp.account_id = a.account_id))
                 ORDER BY r.updated_at LIMIT $3
                 """,
                 [.text(clientId), .int(Int64(days)), .int(Int64(limit))]

@@ -42,6 +42,9 @@ struct APIKeyAccessTests {
         Operation(method: "GET", template: "/healthz", permission: nil),
         Operation(method: "GET", template: "/readyz", permission: nil),
         Operation(method: "GET", template: "/metrics", permission: nil),
+        Operation(method: "GET", template: "/v1/tenants", permission: "admin"),
+        Operation(method: "POST", template: "/v1/tenants/{tenant_id}/suspend", permission: "admin"),
+        Operation(method: "POST", template: "/v1/tenants/{tenant_id}/resume", permission: "admin"),
     ]
 
     // MARK: Helpers
@@ -58,6 +61,8 @@ struct APIKeyAccessTests {
         // DELETE names an account that does not exist (204 too), so the others keep theirs.
         let path = operation.template.replacingOccurrences(of: "{account_id}", with: operation.method == "DELETE" ? "acc_absent" : accountId)
             .replacingOccurrences(of: "{api}/{path}", with: "graph/me")
+            // A tenant no account is of: suspending it changes nothing the other operations use.
+            .replacingOccurrences(of: "{tenant_id}", with: "33333333-3333-3333-3333-333333333333")
         var headers: [String: String] = [:]
         if let authorization { headers["Authorization"] = authorization }
         var body: Any?
