@@ -83,18 +83,22 @@ struct GraphSDKTests {
         }
     }
 
-    @Test("$batch: one POST through the relay; its sub-requests carry relative URLs and each comes back with its status")
+    @Test("$batch: one POST through the relay per batch; sub-requests carry relative URLs and each comes back with its status and body")
     func batch() async throws {
         try await Self.withStack("e2e_graph_sdk_batch") { stack, id in
             let created = try await stack.request("POST", "/v1/downstream/graph/me/messages", json: ["subject": "one"], headers: ["X-Account-Id": id])
             #expect(created.status == 201)
             let before = try await Self.graphRequests(stack).count
             let out = try Self.run(stack, accountId: id, "batch")
-            #expect(out["statuses"] as? [String: Int] == ["me": 200, "messages": 200])
-            #expect(out["urls"] as? [String] == ["/me", "/me/messages?%24top=1"])
-            #expect(out["user_principal_name"] as? String == Self.alice)
+            #expect(out["statuses"] as? [String: Int] == ["me": 200, "messages": 200], "\(out)")
+            #expect(out["urls"] as? [String] == ["/me", "/me/messages?%24top=1"], "\(out)")
+            #expect(out["user_principal_name"] as? String == Self.alice, "\(out)")
+            #expect(out["message_subjects"] as? [String] == ["one"], "\(out)")
+            // The SDK's batch, then the same batch read as raw bytes: each one POST and its two sub-requests.
             let requests = try await Self.graphRequests(stack).dropFirst(before)
-            #expect(requests.map { "\($0["method"] ?? "") \($0["path"] ?? "")" } == ["POST /v1.0/$batch", "GET /v1.0/me", "GET /v1.0/me/messages"])
+            let once = ["POST /v1.0/$batch", "GET /v1.0/me", "GET /v1.0/me/messages"]
+            #expect(requests.map { "\($0["method"] ?? "") \($0["path"] ?? "")" } == once + once)
+            #expect(requests.allSatisfy { $0["token_verified"] as? Bool == true })
         }
     }
 
@@ -112,6 +116,7 @@ struct GraphSDKTests {
             #expect(out["status"] as? Int == 409, "\(out)")
             let problem = out["problem"] as? [String: Any] ?? [:]
             #expect(problem["status"] as? Int == 409, "\(out)")
+            #expect(problem["type"] as? String == "urn:tokenrelay:problem:interaction_required", "\(out)")
             #expect((problem["sign_in_url"] as? String)?.hasPrefix(stack.baseURL + "/v1/sign-ins/start") == true, "\(out)")
             let sent = (problem["claims"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? NSDictionary
             #expect(sent == (try JSONSerialization.jsonObject(with: Data(claims.utf8)) as? NSDictionary), "\(out)")

@@ -23,7 +23,6 @@ from msgraph.generated.models.email_address import EmailAddress
 from msgraph.generated.models.item_body import ItemBody
 from msgraph.generated.models.message import Message
 from msgraph.generated.models.recipient import Recipient
-from msgraph.generated.models.user import User
 from msgraph.generated.users.item.messages.messages_request_builder import MessagesRequestBuilder
 from msgraph.generated.users.item.send_mail.send_mail_post_request_body import SendMailPostRequestBody
 from msgraph_core.requests.batch_request_content import BatchRequestContent
@@ -82,8 +81,8 @@ async def send_mail(client):
     return {"sent": True, "result": result}
 
 
-async def batch(client):
-    content = BatchRequestContent()
+def batch_content(client) -> BatchRequestContent:
+    content = BatchRequestContent({})
     requests = {
         "me": client.me.to_get_request_information(),
         "messages": client.me.messages.to_get_request_information(
@@ -96,12 +95,22 @@ async def batch(client):
         # 1015), which Graph refuses; a batch wants URLs relative to the version root.
         item.url = item.url.removeprefix(client.request_adapter.base_url)
         content.add_request(request_id, item)
+    return content
+
+
+async def batch(client):
+    content = batch_content(client)
     result = await client.batch.post(batch_request_content=content)
-    user = result.get_response_by_id("me", User)
+    # Kiota 1.16 drops a sub-response's inlined JSON body (kiota-python issue 737), so the
+    # bodies are read from the same batch sent as raw bytes through the same adapter.
+    raw_request = await client.batch.to_post_request_information(batch_content(client))
+    raw = json.loads(await client.request_adapter.send_primitive_async(raw_request, "bytes", None))
+    bodies = {item["id"]: item.get("body") for item in raw["responses"]}
     return {
         "statuses": {request_id: item.status for request_id, item in result.responses.items()},
         "urls": [item.url for item in content.requests.values()],
-        "user_principal_name": user.user_principal_name if user else None,
+        "user_principal_name": (bodies.get("me") or {}).get("userPrincipalName"),
+        "message_subjects": [m.get("subject") for m in (bodies.get("messages") or {}).get("value", [])],
     }
 
 
@@ -109,12 +118,14 @@ async def cae(client):
     try:
         await client.me.get()
     except APIError as error:
+        # The SDK reads the problem as Graph's ODataError: its members land in additional_data,
+        # except `error`, which the SDK takes for Graph's error object (type says the code).
         body = getattr(error, "additional_data", None) or {}
         return {
             "error_type": type(error).__name__,
             "is_api_error": True,
             "status": error.response_status_code,
-            "problem": {key: body.get(key) for key in ("type", "title", "status", "claims", "sign_in_url", "account_state") if key in body},
+            "problem": body,
             "www_authenticate": (error.response_headers or {}).get("www-authenticate"),
         }
     return {"error_type": None}

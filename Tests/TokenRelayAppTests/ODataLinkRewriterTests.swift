@@ -32,14 +32,16 @@ struct ODataLinkRewriterTests {
         let (count, out) = Self.rewritten(Self.response(body))
         #expect(count == 1)
         #expect(
-            out == body.replacingOccurrences(
-                of: "https://graph.microsoft.com/v1.0/me/messages?", with: "https://relay.example/v1/downstream/graph/me/messages?"))
+            out
+                == body.replacingOccurrences(
+                    of: "https://graph.microsoft.com/v1.0/me/messages?", with: "https://relay.example/v1/downstream/graph/me/messages?"))
         #expect(out.contains(#""n":1.50,"b":true"#), "numbers and member order stay as the API wrote them")
     }
 
     @Test("deltaLink too, with spacing, escaped slashes and a host in another case")
     func deltaLinkEscapedAndSpaced() {
-        let body = "{\n  \"value\": [],\n  \"@odata.deltaLink\" : \"https:\\/\\/Graph.Microsoft.com\\/v1.0\\/me\\/mailFolders\\/inbox\\/messages\\/delta?%24deltatoken=abc\"\n}"
+        let body =
+            "{\n  \"value\": [],\n  \"@odata.deltaLink\" : \"https:\\/\\/Graph.Microsoft.com\\/v1.0\\/me\\/mailFolders\\/inbox\\/messages\\/delta?%24deltatoken=abc\"\n}"
         let (count, out) = Self.rewritten(Self.response(body, contentType: "application/json"))
         #expect(count == 1)
         let parsed = (try? JSONSerialization.jsonObject(with: Data(out.utf8))) as? [String: Any]
