@@ -26,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Headers only: the PKCS#11 module itself is loaded at run time (dlopen).
+        .systemLibrary(name: "CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
 
         // MARK: Bridges: one Swift module per C library; no C type leaks out.
         .target(name: "HTTPCommon"),
@@ -33,6 +35,7 @@ let package = Package(
         .target(name: "PostgresBridge", dependencies: ["CPostgres"]),
         .target(name: "HTTPClientBridge", dependencies: ["CCurl", "HTTPCommon"]),
         .target(name: "CryptoBridge", dependencies: ["COpenSSL"]),
+        .target(name: "PKCS11Bridge", dependencies: ["CPKCS11"]),
 
         // MARK: Identity core: authority, scopes, cache rules, error mapping, retry policy.
         .target(name: "IdentityCore"),
@@ -52,7 +55,7 @@ let package = Package(
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"]),
         .testTarget(
             name: "BridgeTests",
-            dependencies: ["HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]
+            dependencies: ["HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "PKCS11Bridge", "TokenRelayTesting"]
         ),
         .testTarget(name: "EmulatorTests", dependencies: ["STSEmulator", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]),
         .testTarget(name: "TokenRelayAppTests", dependencies: ["TokenRelayApp", "IdentityCore", "TokenRelayTesting", "STSEmulator"]),

@@ -1,5 +1,7 @@
--- wrk script: POST /v1/tokens/silent for one account (cache hits), as a backend service would.
+-- wrk script: the benchmarked POST (bench/run sets path, Authorization and body), as a backend
+-- service would send it; without BENCH_AUTHORIZATION no Authorization header is sent.
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("BENCH_API_KEY")
-wrk.body = '{"account_id": "' .. os.getenv("BENCH_ACCOUNT_ID") .. '", "scopes": ["User.Read"]}'
+local authorization = os.getenv("BENCH_AUTHORIZATION")
+if authorization ~= nil and authorization ~= "" then wrk.headers["Authorization"] = authorization end
+wrk.body = os.getenv("BENCH_BODY")

@@ -81,7 +81,10 @@ public final class PostgresConnection {
         do {
             value = try body(self)
         } catch {
-            if let handle, PQstatus(handle) == CONNECTION_OK {
+            // Not on a connection marked for reset (lost, or on a read-only server): ROLLBACK would
+            // reconnect first, possibly waiting out connect_timeout during a failover, only to
+            // roll back nothing on a new session. The server ends the old one's transaction.
+            if let handle, !needsReset, PQstatus(handle) == CONNECTION_OK {
                 // A failed ROLLBACK leaves the connection marked for reset; the body's error matters.
                 _ = try? commandStatus("ROLLBACK")
             }

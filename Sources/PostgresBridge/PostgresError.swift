@@ -44,8 +44,8 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     /// The primary message from libpq or the server. May quote values: not for logs or clients.
     public var serverMessage: String?
 
-    /// True when the server is unreachable or the connection was lost: the pool reconnects on
-    /// next use, and the caller should treat the database as down (behaviour §5), not the request as bad.
+    /// True when the server is unreachable, the connection was lost, or the server it reached no
+    /// longer takes writes (SQLSTATE 25006): the pool reconnects on next use, and the caller should treat the database as down (behaviour §5), not the request as bad.
     public var isConnectionFailure: Bool { code == .connectionFailure }
 
     /// True for SQLSTATE 23505 (unique_violation).
@@ -73,8 +73,12 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     }
 
     /// Whether a SQLSTATE names a lost or refused connection rather than a bad statement:
-    /// class 08 (connection exception), 57P01–57P03 (admin/crash shutdown, cannot connect now).
+    /// class 08 (connection exception), 57P01–57P03 (admin/crash shutdown, cannot connect now),
+    /// and 25006 (read_only_sql_transaction): the session sits on a server that no longer takes
+    /// writes (a standby, or a primary demoted by a failover), so the statement is not at fault
+    /// and a new connection, which a multi-host URL with `target_session_attrs=read-write` sends
+    /// to the new primary, is the remedy (docs/failover.md).
     static func isConnectionState(_ sqlState: String) -> Bool {
-        sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+        sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03", "25006"].contains(sqlState)
     }
 }

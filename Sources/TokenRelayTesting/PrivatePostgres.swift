@@ -23,6 +23,13 @@ public final class PrivatePostgres: Sendable {
         "postgresql://tokenrelay@/tokenrelay?host=\(directory)/socket&port=\(port)"
     }
 
+    /// The libpq URL of `database` as the server's superuser (the OS user it runs as, `postgres`
+    /// under root; trusted on the socket): for `ALTER SYSTEM`, extensions, and statements a test
+    /// wants kept apart from the service's own (another role in `pg_stat_statements`).
+    public func superuserURL(database: String = "tokenrelay") -> String {
+        "postgresql://\(getuid() == 0 ? "postgres" : NSUserName())@/\(database)?host=\(directory)/socket&port=\(port)"
+    }
+
     /// Starts the server (again); returns when it accepts connections.
     public func start() async throws { try await script("start") }
 
@@ -33,17 +40,23 @@ public final class PrivatePostgres: Sendable {
     public func destroy() async { try? await script("destroy") }
 
     /// Runs `scripts/pg-local command` for this server and waits for it.
-    ///
-    /// Spawned with `posix_spawn` and reaped with `waitpid` on a thread of its own: Foundation's
-    /// `Process` never reported the script's exit here, because the server it starts as a daemon
-    /// inherits the descriptor `Process` watches.
     private func script(_ command: String) async throws {
-        let path = BuiltProducts.packageRoot() + "/scripts/pg-local"
         var environment = ProcessInfo.processInfo.environment
         environment["TOKENRELAY_PG_DIR"] = directory
         environment["TOKENRELAY_PG_PORT"] = String(port)
         environment["TOKENRELAY_PG_TCP"] = "0"
-        let arguments = [path, command]
+        try await Self.runScript("pg-local", [command], environment: environment)
+    }
+
+    /// Runs `scripts/<name> arguments…` and waits for it.
+    ///
+    /// Spawned with `posix_spawn` and reaped with `waitpid` on a thread of its own: Foundation's
+    /// `Process` never reported the script's exit here, because the server it starts as a daemon
+    /// inherits the descriptor `Process` watches.
+    /// - Throws: ``TestFailure`` when the script cannot be spawned or exits non-zero.
+    static func runScript(_ name: String, _ commandArguments: [String], environment: [String: String]) async throws {
+        let path = BuiltProducts.packageRoot() + "/scripts/" + name
+        let arguments = [path] + commandArguments
         let variables = environment.map { "\($0.key)=\($0.value)" }
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
@@ -62,12 +75,14 @@ public final class PrivatePostgres: Sendable {
                 continuation.resume(returning: status & 0x7f == 0 ? (status >> 8) & 0xff : -1)
             }
         }
-        guard status == 0 else { throw TestFailure("scripts/pg-local \(command) exited \(status) for \(directory)") }
+        guard status == 0 else {
+            throw TestFailure("scripts/\(name) \(commandArguments.joined(separator: " ")) exited \(status) for \(environment["TOKENRELAY_PG_DIR"] ?? "")")
+        }
     }
 
     /// A TCP port nobody listens on now (the kernel's pick for port 0). The server uses it for
     /// its socket name only, but a free number keeps it apart from every other server's.
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestFailure("socket() failed") }
         defer { close(descriptor) }

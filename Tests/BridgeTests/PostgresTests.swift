@@ -207,6 +207,38 @@ struct PostgresTests {
         }
     }
 
+    /// What a session left on a standby or a demoted primary sees after a failover (PostgreSQL
+    /// docs, Appendix A: 25006 read_only_sql_transaction). A session made read-only stands in
+    /// for it here; `FailoverTests` has the real standby.
+    @Test("a write refused as read-only (25006) is a connection failure, in or out of a transaction, and the session is replaced")
+    func readOnlyServerReplacesTheConnection() async throws {
+        try await TestPostgres.withFreshDatabase(named: "pg_readonly") { url in
+            let pool = PostgresPool(url: url, size: 1)
+            defer { pool.close() }
+            try await pool.withConnection { try $0.execute("CREATE TABLE written (n int8)") }
+            for inTransaction in [false, true] {
+                let readOnlyPID = try await pool.withConnection { connection in
+                    try connection.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                    return try connection.query("SELECT pg_backend_pid() AS pid").rows.first?.int("pid")
+                }
+                let error = await #expect(throws: PostgresError.self) {
+                    try await pool.withConnection { connection in
+                        let insert = { (connection: PostgresConnection) in try connection.query("INSERT INTO written VALUES (1)") }
+                        if inTransaction { try connection.transaction(insert) } else { try insert(connection) }
+                    }
+                }
+                #expect(error?.sqlState == "25006")
+                #expect(error?.isConnectionFailure == true, "25006 was \(error?.label ?? "-"), so the read-only session would be kept")
+                // The next job runs on a new session, which takes the write.
+                let next = try await pool.withConnection { connection in
+                    try connection.query("INSERT INTO written VALUES (2)")
+                    return try connection.query("SELECT pg_backend_pid() AS pid").rows.first?.int("pid")
+                }
+                #expect(next != nil && next != readOnlyPID)
+            }
+        }
+    }
+
     @Test("a closed pool refuses new work")
     func closedPool() async throws {
         try await TestPostgres.withFreshDatabase(named: "pg_closed") { url in

@@ -280,6 +280,42 @@ struct RefreshExecutorTests {
         }
     }
 
+    @Test("7c. A lease whose release failed (the database refused writes) is released once writes work again, not left for the lease's length")
+    func failedReleaseIsRetried() async throws {
+        try await Self.withDatabase("refresh_release_retry") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let endpoint = ScriptedEndpoint(hold: [0], script: [0: .fail(.rejected(Self.classify(Self.case02)))])
+            let executor = db.executor(endpoint)
+            let run = Task { try await executor.run(db.request(account, deadline: 10)) }
+            _ = try await endpoint.call(0)
+            #expect(try await db.row(account)?.leaseOwner != nil)
+            // A failover's standby for the executor while the STS answers: new sessions of this
+            // database are read-only (25006), and the executor's are replaced by new ones.
+            let admin = PostgresPool(url: db.url, size: 1)
+            defer { admin.close() }
+            func setReadOnly(_ on: Bool) async throws {
+                try await admin.withConnection { connection in
+                    let name = try connection.query("SELECT current_database() AS name").rows.first?.string("name") ?? ""
+                    try connection.execute(
+                        "ALTER DATABASE \"\(name)\" \(on ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only")")
+                    try connection.query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                }
+            }
+            try await setReadOnly(true)
+            endpoint.release(0)
+            #expect(Self.failure(try await run.value)?.code == .stsRejected)
+            #expect(try await db.row(account)?.leaseOwner != nil, "the release went through while writes were refused")
+            try await setReadOnly(false)
+            var released = false
+            for _ in 0..<100 where !released {
+                try await Task.sleep(for: .milliseconds(50))
+                released = try await db.row(account)?.leaseOwner == nil
+            }
+            #expect(released, "the lease stayed after writes worked again (it would block the account for the rest of its 60 s)")
+        }
+    }
+
     @Test("8. Waiting for another replica's lease ends at the deadline with lease_wait_timeout")
     func leaseWaitTimeout() async throws {
         try await Self.withDatabase("refresh_lease_wait") { db in
@@ -535,7 +571,7 @@ struct RefreshExecutorTests {
                 Harness(
                     store: TokenStore(database: Database(pool: pool), clientId: clientId, cipher: cipher),
                     otherStore: TokenStore(database: Database(pool: otherPool), clientId: clientId, cipher: cipher), pool: pool,
-                    authority: authority))
+                    authority: authority, url: url))
         }
     }
 
@@ -545,6 +581,8 @@ struct RefreshExecutorTests {
         let otherStore: TokenStore
         let pool: PostgresPool
         let authority: Authority
+        /// The database's URL (for a connection of the test's own).
+        let url: String
 
         struct Row: Sendable, Equatable {
             let generation: Int64

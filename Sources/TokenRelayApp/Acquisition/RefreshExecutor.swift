@@ -254,12 +254,29 @@ struct RefreshExecutor: Sendable {
         await waiters.wait(accountId: accountId, seconds: min(pollSeconds, max(0.01, secondsLeftOnLease + 0.01), remaining))
     }
 
+    /// Releases this claim's lease. When the database is away (a restart, a failover), keeps
+    /// trying in the background until the lease would have ended: a lease left behind keeps
+    /// every replica from refreshing the account for the rest of `leaseSeconds` (60 s by
+    /// default), long after the database is back. Fenced on `owner`, unique to this claim, so a
+    /// late release never frees a lease someone else took.
     private func release(accountId: String, owner: String) async {
         do {
             try await store.releaseRefreshLease(accountId: accountId, owner: owner)
         } catch {
-            // The lease ends by itself after `leaseSeconds`.
             logger.warn("token.lease_release_failed", ["account.id": accountId, "error": String(describing: type(of: error))])
+            let store = self.store
+            let waiters = self.waiters
+            let logger = self.logger
+            let until = Date().addingTimeInterval(leaseSeconds)
+            Task {
+                while Date() < until {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    guard (try? await store.releaseRefreshLease(accountId: accountId, owner: owner)) != nil else { continue }
+                    logger.info("token.lease_released_on_retry", ["account.id": accountId])
+                    waiters.wake(accountId: accountId)
+                    return
+                }
+            }
         }
     }
 

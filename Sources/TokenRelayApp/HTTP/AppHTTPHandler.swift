@@ -22,8 +22,8 @@ final class AppHTTPHandler: HTTPHandler {
     /// `tokenrelay_http_requests_total` and the duration histogram of the answers memory gives
     /// most, resolved once (behaviour §10).
     private let silentOK: Metrics.Counter
-    private let healthzOK: Metrics.Counter
     private let silentDuration: Metrics.HistogramSeries
+    private let routeMetrics: RouteMetrics
     private let logsRequests: Bool
 
     init(router: Router, authenticator: APIKeyAuthenticator, services: AppServices, logger: Logger) {
@@ -32,8 +32,8 @@ final class AppHTTPHandler: HTTPHandler {
         self.services = services
         self.logger = logger
         silentOK = services.metrics.counter("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"])
-        healthzOK = services.metrics.counter("tokenrelay_http_requests_total", ["route": "/healthz", "status": "200"])
         silentDuration = services.metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"])
+        routeMetrics = RouteMetrics(metrics: services.metrics, routeLabels: router.routes.map(\.template) + [PreparedRequest.unmatchedRoute])
         logsRequests = logger.level == .debug
     }
 
@@ -174,12 +174,7 @@ final class AppHTTPHandler: HTTPHandler {
             silentOK.increment()
             silentDuration.observe(seconds)
         } else {
-            if response.status == 200 && route == "/healthz" {
-                healthzOK.increment()
-            } else {
-                services.metrics.increment("tokenrelay_http_requests_total", ["route": route, "status": String(response.status)])
-            }
-            services.metrics.observe("tokenrelay_http_request_duration_seconds", ["route": route], seconds: seconds)
+            routeMetrics.record(route: route, status: response.status, seconds: seconds)
         }
         if logsRequests {
             var fields = [

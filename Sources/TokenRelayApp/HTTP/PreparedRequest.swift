@@ -12,7 +12,9 @@ struct PreparedRequest: Sendable {
     /// route reads one, renames ``request``'s context instead.
     let correlationId: String
     /// The route template, `unmatched` before (or without) a match: the metrics' `route` label.
-    var routeLabel = "unmatched"
+    var routeLabel = Self.unmatchedRoute
+    /// The `route` label of requests no route matched.
+    static let unmatchedRoute = "unmatched"
     var route: Router.Route?
     var request: RouteRequest?
     /// Set when the key was not in memory: the suspended step authenticates against the store,

@@ -71,14 +71,16 @@ struct CiphertextStore: Sendable {
                     continue
                 }
                 let sealed = try cipher.seal(plaintext, for: context)
+                // Keyed by the owner: a single-shard update where tables are distributed by it
+                // (docs/failover.md, Citus); the ctid then names the row within that shard.
                 batch.reencrypted += try connection.query(
                     """
                     UPDATE \(columns.table) SET \(columns.keyId) = $1, \(columns.nonce) = $2, \(columns.ciphertext) = $3
-                    WHERE ctid = $4::tid AND \(columns.keyId) = $5 AND \(columns.nonce) = $6
+                    WHERE \(columns.owner) = $7 AND ctid = $4::tid AND \(columns.keyId) = $5 AND \(columns.nonce) = $6
                     """,
                     [
                         .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext), .text(row.string("row_ref") ?? ""), .text(old.keyId),
-                        .bytes(old.nonce),
+                        .bytes(old.nonce), .text(owner),
                     ]
                 ).affectedRows
             }

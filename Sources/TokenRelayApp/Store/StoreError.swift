@@ -5,7 +5,8 @@ import PostgresBridge
 /// once, at the edge, by ``Problem/init(_:)-StoreError``.
 struct StoreError: Error, Sendable, CustomStringConvertible {
     enum Code: String, Sendable, CaseIterable {
-        /// PostgreSQL cannot be reached (connection refused or lost, server shutting down).
+        /// PostgreSQL cannot be reached (connection refused or lost, server shutting down), or the
+        /// server reached takes no writes (SQLSTATE 25006: a standby, a demoted primary).
         case unavailable
         /// A value PostgreSQL refused that only caller input can hold (U+0000 in text).
         case invalidInput = "invalid_input"
