@@ -68,8 +68,12 @@ struct EmulatorState: Sendable {
     var graphRequests = 0
     /// Graph requests by method (`GET`, `POST`, ...), for tests that count retries.
     var graphRequestsByMethod: [String: Int] = [:]
+    /// The newest Graph requests (`GET /_control/graph-requests`), batch sub-requests included.
+    var graphRequestLog: [GraphRequestRecord] = []
     /// `/v1.0/me/messages` created so far, by id, in creation order.
     var messages: [(id: String, owner: String, message: JSONValue)] = []
+    /// `POST /v1.0/me/sendMail` requests accepted (202), counted in the stats as `sent_mail`.
+    var sentMail: [(owner: String, message: JSONValue)] = []
     var authorizeRequests = 0
     var chains: [String: ChainStats] = [:]
 
@@ -111,8 +115,18 @@ struct EmulatorState: Sendable {
         tokenRequestsByGrant = [:]
         graphRequests = 0
         graphRequestsByMethod = [:]
+        graphRequestLog = []
+        sentMail = []
         authorizeRequests = 0
         chains = [:]
+    }
+
+    /// Records a Graph request, dropping the oldest past ``GraphRequestRecord/capacity``.
+    mutating func record(_ request: GraphRequestRecord) {
+        if graphRequestLog.count >= GraphRequestRecord.capacity {
+            graphRequestLog.removeFirst(graphRequestLog.count - GraphRequestRecord.capacity + 1)
+        }
+        graphRequestLog.append(request)
     }
 
     /// Records a token request, dropping the oldest past ``TokenRequestRecord/capacity``.
@@ -127,6 +141,7 @@ struct EmulatorState: Sendable {
             ("token_requests_by_grant", .object(tokenRequestsByGrant.keys.sorted().map { ($0, .int(tokenRequestsByGrant[$0]!)) })),
             ("graph_requests", .int(graphRequests)),
             ("graph_requests_by_method", .object(graphRequestsByMethod.keys.sorted().map { ($0, .int(graphRequestsByMethod[$0]!)) })),
+            ("sent_mail", .int(sentMail.count)),
             ("authorize_requests", .int(authorizeRequests)),
             ("refresh_token_chain", .object(chains.keys.sorted().map { ($0, chains[$0]!.json) })),
             ("pending_faults", .int(faults.reduce(0) { $0 + $1.remaining })),

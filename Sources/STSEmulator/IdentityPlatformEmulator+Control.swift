@@ -3,11 +3,13 @@ import HTTPCommon
 extension IdentityPlatformEmulator {
     /// The control API: no authentication (a loopback test tool).
     /// - `GET /_control/stats` → counters (`token_requests`, `token_requests_by_grant`,
-    ///   `graph_requests`, `graph_requests_by_method`, `authorize_requests`, `refresh_token_chain`, `pending_faults`).
+    ///   `graph_requests`, `graph_requests_by_method`, `sent_mail`, `authorize_requests`, `refresh_token_chain`, `pending_faults`).
     /// - `GET /_control/issued` → the newest tokens and codes handed out (`access_tokens`,
     ///   `refresh_tokens`, `id_tokens`, `codes`), for tests that check none leaks.
     /// - `GET /_control/token-requests` → `{"requests": [{grant_type, username, scope, claims}]}`,
     ///   the newest token requests' non-secret parameters, oldest first.
+    /// - `GET /_control/graph-requests` → `{"requests": [{method, path, query, token_verified}]}`,
+    ///   the newest Graph requests (batch sub-requests too), oldest first, without tokens.
     /// - `POST /_control/reset` → clears faults, counters and per-user settings.
     /// - `GET|POST /_control/users/{username}` → reads or changes `UserControls`; the body's
     ///   `revoke_refresh_tokens: true` makes every refresh token issued so far answer AADSTS50173.
@@ -23,6 +25,8 @@ extension IdentityPlatformEmulator {
             return Self.json(200, state.withLock { $0.statsJSON })
         case ("GET", "token-requests", 1):
             return Self.json(200, ["requests": .array(state.withLock { $0.tokenRequestLog.map(\.json) })])
+        case ("GET", "graph-requests", 1):
+            return Self.json(200, ["requests": .array(state.withLock { $0.graphRequestLog.map(\.json) })])
         case ("GET", "issued", 1):
             return Self.json(200, state.withLock { $0.issued.json })
         case ("POST", "reset", 1):

@@ -2,20 +2,27 @@ import Foundation
 import HTTPCommon
 
 extension IdentityPlatformEmulator {
-    /// Microsoft Graph `GET /v1.0/me`: checks the bearer token's signature, audience and expiry,
-    /// then answers the signed-in user. Errors use Graph's envelope
+    /// Microsoft Graph: checks the bearer token's signature, audience and expiry, then answers
+    /// `resource`. Errors use Graph's envelope
     /// `{"error":{"code","message","innerError":{"date","request-id","client-request-id"}}}`; a 401
     /// carries `WWW-Authenticate` as in case 18 (unquoted `authorization_uri`, padded base64
     /// `claims` for a claims challenge). Source: learn.microsoft.com "Microsoft Graph error
     /// responses", "Claims challenges".
     ///
-    /// With `messageId` (nil: the collection), the same checks guard `/v1.0/me/messages`.
-    /// With `userId` it is `GET /v1.0/users/{id | userPrincipalName}`, which an app-only token
-    /// (client credentials, `roles` holding `User.Read.All`) may call as well as a user's.
-    func graphMe(_ request: HTTPRequest, messageId: String?? = nil, userId: String? = nil) -> Outcome {
+    /// `.me` is `GET /v1.0/me`, the signed-in user; `.messages` the drafts of
+    /// `graphMessages`; `.sendMail` and `.batch` are in `+GraphMail` and `+GraphBatch`.
+    /// `.user` is `GET /v1.0/users/{id | userPrincipalName}`, which an app-only token (client
+    /// credentials, `roles` holding `User.Read.All`) may call as well as a user's. Every request
+    /// is counted and logged (`GET /_control/graph-requests`) with whether its token verified.
+    func graph(_ request: HTTPRequest, _ resource: GraphResource) -> Outcome {
+        let bearer = request.headers["Authorization"].flatMap { value in
+            value.lowercased().hasPrefix("bearer ") ? String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
+        }
+        let verified = bearer.flatMap { $0.isEmpty ? nil : key.verifiedClaims(of: $0) }
         state.withLock {
             $0.graphRequests += 1
             $0.graphRequestsByMethod[request.method, default: 0] += 1
+            $0.record(GraphRequestRecord(method: request.method, path: request.path, query: request.query, tokenVerified: verified != nil))
         }
         let now = clock.now()
         let requestID = Self.newGUID()
@@ -40,10 +47,8 @@ extension IdentityPlatformEmulator {
             Outcome(response: graphError(401, "InvalidAuthenticationToken", message, extra: [("WWW-Authenticate", challengeBase)]))
         }
 
-        guard let authorization = request.headers["Authorization"], authorization.lowercased().hasPrefix("bearer "),
-            case let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces), !token.isEmpty
-        else { return unauthorized("Access token is empty.") }
-        guard let claims = key.verifiedClaims(of: token) else {
+        guard let bearer, !bearer.isEmpty else { return unauthorized("Access token is empty.") }
+        guard let claims = verified else {
             return unauthorized("Access token validation failure. Invalid signature or malformed token.")
         }
         let audience = claims["aud"]?.stringValue ?? ""
@@ -59,11 +64,23 @@ extension IdentityPlatformEmulator {
         if let fault, !fault.isLatencyOnly {
             return Outcome(response: graphFaultResponse(fault, graphError: graphError, challengeBase: challengeBase), delayMilliseconds: delay)
         }
-        if let messageId {
-            let owner = claims["oid"]?.stringValue ?? ""
-            var outcome = Outcome(response: graphMessages(request, id: messageId, owner: owner, graphError: graphError), delayMilliseconds: delay)
+        let owner = claims["oid"]?.stringValue ?? ""
+        func echoed(_ response: HTTPResponse) -> Outcome {
+            var outcome = Outcome(response: response, delayMilliseconds: delay)
             for (name, value) in echo { outcome.response.headers.set(name, value) }
             return outcome
+        }
+        var userId: String?
+        switch resource {
+        case .messages(let messageId): return echoed(graphMessages(request, id: messageId, owner: owner, graphError: graphError))
+        case .sendMail: return echoed(graphSendMail(request, owner: owner, graphError: graphError))
+        case .batch:
+            var outcome = graphBatch(request, graphError: graphError)
+            outcome.delayMilliseconds += delay
+            for (name, value) in echo { outcome.response.headers.set(name, value) }
+            return outcome
+        case .user(let id): userId = id
+        case .me: break
         }
         let isApp = claims["idtyp"]?.stringValue == "app"
         if isApp && userId == nil {

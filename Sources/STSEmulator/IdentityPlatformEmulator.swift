@@ -13,8 +13,9 @@ import Synchronization
 /// - `GET /{authority}/discovery/v2.0/keys`
 /// - `GET /{authority}/oauth2/v2.0/authorize`
 /// - `POST /{authority}/oauth2/v2.0/token`
-/// - `GET /v1.0/me`; `GET|POST /v1.0/me/messages`, `GET|PATCH|DELETE /v1.0/me/messages/{id}`;
-///   `GET /v1.0/users/{id}` (also with an app-only token)
+/// - `GET /v1.0/me`; `GET|POST /v1.0/me/messages` (`$top`/`$skip` paging with an absolute
+///   `@odata.nextLink`), `GET|PATCH|DELETE /v1.0/me/messages/{id}`; `POST /v1.0/me/sendMail`;
+///   `POST /v1.0/$batch` (JSON batching); `GET /v1.0/users/{id}` (also with an app-only token)
 /// - `GET /_control/stats`, `POST /_control/reset`, `GET|POST /_control/users/{username}`,
 ///   `POST /_control/users/{username}/adal-refresh-token`, `POST|DELETE /_control/faults`
 ///
@@ -62,7 +63,7 @@ public final class IdentityPlatformEmulator: HTTPHandler {
     public func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<HTTPRequest> {
         switch Route(request) {
         case .discovery, .keys, .control, .notFound: .respond(handle(request).response)
-        case .authorize, .token, .graphMe, .graphMessages, .graphUser: .suspend(request)
+        case .authorize, .token, .graph: .suspend(request)
         }
     }
 
@@ -88,9 +89,7 @@ public final class IdentityPlatformEmulator: HTTPHandler {
         case .keys(let authority): return Outcome(response: keys(authority))
         case .authorize(let authority): return authorize(request, authority: authority)
         case .token(let authority): return token(request, authority: authority)
-        case .graphMe: return graphMe(request)
-        case .graphMessages(let id): return graphMe(request, messageId: .some(id))
-        case .graphUser(let id): return graphMe(request, userId: id)
+        case .graph(let resource): return graph(request, resource)
         case .control(let segments): return Outcome(response: control(request, segments: segments))
         case .notFound:
             return Outcome(response: Self.json(404, ["error": "not_found", "message": .string("no route for \(request.method) \(request.path)")]))
@@ -121,6 +120,36 @@ public final class IdentityPlatformEmulator: HTTPHandler {
     }
 }
 
+/// The Graph resource a `/v1.0/...` request names (segments after `v1.0`), or nil when the
+/// emulator has no such route for that method.
+enum GraphResource: Equatable {
+    case me
+    /// `/v1.0/me/messages` (nil id) or `/v1.0/me/messages/{id}`.
+    case messages(String?)
+    /// `/v1.0/users/{id or userPrincipalName}`.
+    case user(String)
+    /// `POST /v1.0/me/sendMail`.
+    case sendMail
+    /// `POST /v1.0/$batch`.
+    case batch
+
+    init?(segments: [String], method: String) {
+        switch (segments.count, segments.first, method) {
+        case (1, "me", "GET"): self = .me
+        case (1, "$batch", "POST"): self = .batch
+        case (2, "me", "POST") where segments[1] == "sendMail": self = .sendMail
+        case (2, "me", "GET"), (2, "me", "HEAD"), (2, "me", "POST"):
+            guard segments[1] == "messages" else { return nil }
+            self = .messages(nil)
+        case (3, "me", "GET"), (3, "me", "HEAD"), (3, "me", "PATCH"), (3, "me", "DELETE"):
+            guard segments[1] == "messages" else { return nil }
+            self = .messages(segments[2])
+        case (2, "users", "GET"): self = .user(segments[1].removingPercentEncoding ?? segments[1])
+        default: return nil
+        }
+    }
+}
+
 /// Where a request goes.
 enum Route {
     /// The authority part of an identity-platform path.
@@ -135,11 +164,7 @@ enum Route {
     case keys(Authority)
     case authorize(Authority)
     case token(Authority)
-    case graphMe
-    /// `/v1.0/me/messages` (nil id) or `/v1.0/me/messages/{id}`.
-    case graphMessages(String?)
-    /// `/v1.0/users/{id or userPrincipalName}`.
-    case graphUser(String)
+    case graph(GraphResource)
     case control([String])
     case notFound
 
@@ -149,17 +174,8 @@ enum Route {
             self = .control(Array(segments.dropFirst()))
             return
         }
-        if segments == ["v1.0", "me"] {
-            self = request.method == "GET" ? .graphMe : .notFound
-            return
-        }
-        if segments.count == 3 || segments.count == 4, Array(segments.prefix(3)) == ["v1.0", "me", "messages"] {
-            let allowed = segments.count == 3 ? ["GET", "HEAD", "POST"] : ["GET", "HEAD", "PATCH", "DELETE"]
-            self = allowed.contains(request.method) ? .graphMessages(segments.count == 4 ? segments[3] : nil) : .notFound
-            return
-        }
-        if segments.count == 3, segments[0] == "v1.0", segments[1] == "users" {
-            self = request.method == "GET" ? .graphUser(segments[2].removingPercentEncoding ?? segments[2]) : .notFound
+        if segments.first == "v1.0" {
+            self = GraphResource(segments: Array(segments.dropFirst()), method: request.method).map(Route.graph) ?? .notFound
             return
         }
         if segments.first?.lowercased() == "tfp" { segments.removeFirst() }

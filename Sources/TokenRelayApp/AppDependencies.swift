@@ -180,7 +180,8 @@ struct AppDependencies: Sendable {
             clientCapabilities: identity.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
-            apis: configuration.downstream.apis, tokens: tokens, grants: grants, http: upstream, maxAttempts: tokenSettings.maxAttempts,
+            apis: configuration.downstream.apis, publicBaseURL: { urls.baseURL }, tokens: tokens, grants: grants, http: upstream,
+            maxAttempts: tokenSettings.maxAttempts,
             maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds, throttle: downstreamThrottle)
         let issuance = IssuanceCounter(metrics: metrics)
         self.issuance = issuance

@@ -6,10 +6,13 @@ import IdentityCore
 /// Calls a configured downstream API for an account, as the app, or on behalf of a caller's
 /// user (behaviour §6; `DownstreamIdentity`): acquires the token (§2), calls
 /// the API with `Authorization: Bearer`, passes the method, query, body and safe headers
-/// through, and relays the API's answer. A claims challenge (401 `insufficient_claims`) is
+/// through, and relays the API's answer, its top-level OData paging links pointed back at the
+/// relay (`ODataLinkRewriter`, behaviour §6.7). A claims challenge (401 `insufficient_claims`) is
 /// answered by one more acquisition with those claims, never a loop.
 struct DownstreamService: Sendable {
     let apis: [String: DownstreamAPI]
+    /// The public base URL callers reach this replica at (`PublicURLs/baseURL`), read per call.
+    let publicBaseURL: @Sendable () -> String
     let tokens: SilentAcquisition
     let grants: GrantTokenService
     let http: RetryingHTTPClient
@@ -72,7 +75,7 @@ struct DownstreamService: Sendable {
         // App-only and on-behalf-of calls: one token, the API's answer relayed as it is (a claims
         // challenge goes back to the caller, whose client must answer it).
         if let token = try await call.identity.grantToken(for: api, named: call.api, grants: grants, context: context) {
-            return relayed(try await send(call, api: api, token: token, context: context))
+            return relayed(try await send(call, api: api, token: token, context: context), from: api, named: call.api)
         }
         guard case .account(let accountId) = call.identity else { throw Problem(.internal, "No identity for the downstream call.") }
         let scopes = try DownstreamIdentity.scopes(api.scopes, api: call.api)
@@ -105,7 +108,7 @@ struct DownstreamService: Sendable {
                 throw Self.challenged(problem, claims: claimsAgain, challenge: again, account: account, scopes: scopes)
             }
         }
-        return relayed(response)
+        return relayed(response, from: api, named: call.api)
     }
 
     /// 409 `interaction_required` for a resource's claims challenge that no silent acquisition
@@ -180,7 +183,9 @@ struct DownstreamService: Sendable {
         Problem.throttled("'\(call.api)' asked to wait before this resource is called again.", retryAfterSeconds: held.remainingSeconds)
     }
 
-    private func relayed(_ response: HTTPClientResponse) -> HTTPResponse {
+    private func relayed(_ response: HTTPClientResponse, from api: DownstreamAPI, named name: String) -> HTTPResponse {
+        var response = response
+        _ = ODataLinkRewriter(apiBaseURL: api.baseURL, relayBaseURL: publicBaseURL() + "/v1/downstream/" + name).rewrite(&response)
         var headers = HTTPHeaders()
         for name in Self.relayedResponseHeaders {
             for value in response.headers.values(for: name) { headers.add(name, value) }
