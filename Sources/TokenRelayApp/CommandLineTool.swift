@@ -40,6 +40,8 @@ public enum CommandLineTool {
                 return try await accounts(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "keepalive":
                 return try await keepAlive(Array(arguments.dropFirst()), loader.load())
+            case "bench-seed":
+                return try await benchSeed(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "--help", "-h", "help":
                 printUsage()
                 return 0
@@ -208,7 +210,7 @@ public enum CommandLineTool {
     }
 
     /// A comma-separated option as trimmed, non-empty items; empty when absent.
-    private static func listOption(_ name: String, in arguments: [String]) -> [String] {
+    static func listOption(_ name: String, in arguments: [String]) -> [String] {
         (option(name, in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
@@ -231,6 +233,7 @@ public enum CommandLineTool {
               encryption rotate [--batch-size N]   re-encrypt every token under the ring's first key
               accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
               keepalive --once           run one refresh-token keep-alive pass and exit
+              bench-seed --accounts N    benchmark tool (bench/scale): seed N accounts with cached tokens
             every command and sub-command takes --help
             configuration: TOKENRELAY_* environment variables (see README.md)
             """)
