@@ -41,7 +41,8 @@ extension CommandLineTool {
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)
         }
-        let scopes = ScopeSet(normalizing: listOption("--scopes", in: arguments).isEmpty ? ["https://graph.microsoft.com/User.Read"] : listOption("--scopes", in: arguments))
+        let requestedScopes = listOption("--scopes", in: arguments)
+        let scopes = ScopeSet(normalizing: requestedScopes.isEmpty ? ["https://graph.microsoft.com/User.Read"] : requestedScopes)
         let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }
         let clientId = configuration.identity.clientId
@@ -57,7 +58,8 @@ extension CommandLineTool {
             reported = done * 10 / count
             FileHandle.standardError.write(Data("bench-seed: \(done)/\(count) (\(added) added, \(Int(Date().timeIntervalSince(started))) s)\n".utf8))
         }
-        printJSON(.object(["accounts": .number(Double(count)), "added": .number(Double(added)), "seconds": .number(Date().timeIntervalSince(started).rounded())]))
+        let seconds = Date().timeIntervalSince(started).rounded()
+        printJSON(.object(["accounts": .number(Double(count)), "added": .number(Double(added)), "seconds": .number(seconds)]))
         return 0
     }
 }

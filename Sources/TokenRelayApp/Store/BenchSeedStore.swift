@@ -39,7 +39,7 @@ struct BenchSeedStore: Sendable {
     /// - Throws: `StoreError`.
     func insert(_ batch: [SeededAccount], environment: String) async throws -> Int {
         func texts(_ pick: (SeededAccount) -> String) -> PostgresParameter { .text(APIKeyStore.arrayLiteral(batch.map(pick))) }
-        func hex(_ pick: (SeededAccount) -> [UInt8]) -> PostgresParameter { texts { Self.hex(pick($0)) } }
+        func hex(_ pick: (SeededAccount) -> [UInt8]) -> PostgresParameter { texts { SealedSecret.hex(pick($0)) } }
         let client = PostgresParameter.text(clientId)
         let ids = texts(\.accountId), realms = texts(\.realm), oids = texts(\.localAccountId)
         let accounts: [PostgresParameter] = [
@@ -91,17 +91,5 @@ struct BenchSeedStore: Sendable {
                 """, accessTokens)
             return added
         }
-    }
-
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
