@@ -91,6 +91,8 @@ public struct Directory: Sendable, Equatable {
     public var tenants: [TestTenant]
     /// Application permissions (`roles`) granted to the client per resource, for app tokens.
     public var appRoles: [String: [String]]
+    /// Users derived from their index (bench/scale, `--scale-users`), none by default.
+    public var scale: ScaleUsers?
 
     public init(tenants: [TestTenant], appRoles: [String: [String]] = [:]) {
         self.tenants = tenants
@@ -177,6 +179,11 @@ public struct Directory: Sendable, Equatable {
         for tenant in tenants {
             if let user = tenant.users.first(where: { $0.username.caseInsensitiveEquals(username) }) { return (user, tenant) }
         }
-        return nil
+        return scale?.index(ofUsername: username).flatMap { scaleUser($0) }
+    }
+
+    /// Scale user `index` (``ScaleUsers``), in the directory's first or second non-B2C tenant.
+    func scaleUser(_ index: Int) -> (user: TestUser, tenant: TestTenant)? {
+        scale?.user(index, tenants: tenants.filter { !$0.isB2C })
     }
 }

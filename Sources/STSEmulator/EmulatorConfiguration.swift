@@ -11,11 +11,11 @@ public struct EmulatorConfigurationError: Error, CustomStringConvertible {
 ///
 /// Command line: `sts-emulator --host 127.0.0.1 --port 0 --client-id ID --client-secret SECRET
 /// [--users FILE.json] [--issuer-base URL] [--rotation-grace-seconds 2] [--threads 2]
-/// [--client-certificate CERT.pem] [--record-issued FILE]`.
+/// [--client-certificate CERT.pem] [--record-issued FILE] [--scale-users N --scale-refresh-key K]`.
 /// Each option falls back to an environment variable: `STS_EMULATOR_HOST`, `STS_EMULATOR_PORT`,
 /// `STS_EMULATOR_CLIENT_ID`, `STS_EMULATOR_CLIENT_SECRET`, `STS_EMULATOR_USERS`,
 /// `STS_EMULATOR_ISSUER_BASE`, `STS_EMULATOR_ROTATION_GRACE_SECONDS`, `STS_EMULATOR_THREADS`,
-/// `STS_EMULATOR_CLIENT_CERTIFICATE`.
+/// `STS_EMULATOR_CLIENT_CERTIFICATE`, `STS_EMULATOR_SCALE_USERS`, `STS_EMULATOR_SCALE_REFRESH_KEY`.
 public struct EmulatorConfiguration: Sendable {
     /// Listening address. Default `127.0.0.1`.
     public var host: String = "127.0.0.1"
@@ -58,7 +58,7 @@ public struct EmulatorConfiguration: Sendable {
         var index = 0
         let known = [
             "host", "port", "client-id", "client-secret", "users", "issuer-base", "rotation-grace-seconds", "threads", "client-certificate",
-            "record-issued",
+            "record-issued", "scale-users", "scale-refresh-key",
         ]
         while index < arguments.count {
             let argument = arguments[index]
@@ -111,6 +111,13 @@ public struct EmulatorConfiguration: Sendable {
                 throw EmulatorConfigurationError("cannot read users file \(path)")
             }
             configuration.directory = try Directory.decode(Array(data))
+        }
+        if let users = option("scale-users") {
+            guard let count = Int(users), count >= 0 else { throw EmulatorConfigurationError("bad --scale-users \(users)") }
+            guard let key = option("scale-refresh-key"), !key.isEmpty else {
+                throw EmulatorConfigurationError("--scale-users needs --scale-refresh-key (or STS_EMULATOR_SCALE_REFRESH_KEY)")
+            }
+            configuration.directory.scale = ScaleUsers(count: count, key: Array(key.utf8))
         }
         return configuration
     }

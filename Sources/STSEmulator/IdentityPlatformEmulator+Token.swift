@@ -14,7 +14,8 @@ extension IdentityPlatformEmulator {
     func username(for form: TokenForm) -> String? {
         switch form["grant_type"] {
         case "authorization_code": return form["code"].flatMap { code in state.withLock { $0.codes[code]?.username } }
-        case "refresh_token": return form["refresh_token"].flatMap { rt in state.withLock { $0.refreshTokens[rt]?.username } }
+        case "refresh_token":
+            return form["refresh_token"].flatMap { rt in state.withLock { $0.refreshTokens[rt]?.username } ?? seededRecord(rt)?.username }
         case "urn:ietf:params:oauth:grant-type:jwt-bearer":
             return form["assertion"].flatMap { key.verifiedClaims(of: $0) }.flatMap { $0["preferred_username"]?.stringValue }
         default: return nil
@@ -216,7 +217,10 @@ extension IdentityPlatformEmulator {
         let now = clock.now()
         let grace = configuration.rotationGraceSeconds
         enum Verdict { case unknown, revoked(EmulatorState.RefreshTokenRecord, Date), superseded, ok(EmulatorState.RefreshTokenRecord, reuse: String?) }
+        let seeded = seededRecord(presented)
         let verdict: Verdict = state.withLock { state in
+            // A bench-seeded token joins the chains at its first redemption (``ScaleUsers``).
+            if state.refreshTokens[presented] == nil, let seeded { state.refreshTokens[presented] = seeded }
             guard let record = state.refreshTokens[presented], record.clientID == configuration.clientID else { return .unknown }
             let key = record.username.lowercased()
             if record.generation != state.generation(for: record.username) {
@@ -261,6 +265,16 @@ extension IdentityPlatformEmulator {
             user: user, tenant: tenant, policy: record.policy, scopes: scopes, clientInfo: form["client_info"] == "1", nonce: nil,
             claims: form["claims"], replacing: reuse == nil ? presented : nil, reusing: reuse,
             signedInto: authority.tenant ?? configuration.directory.tenant(named: record.tenantID))
+    }
+
+    /// The record of a refresh token `token-relay bench-seed` stored for a scale user (never
+    /// redeemed yet), or nil when `token` is not one.
+    func seededRecord(_ token: String) -> EmulatorState.RefreshTokenRecord? {
+        guard token.hasPrefix("scale."), let scale = configuration.directory.scale, let index = scale.index(ofRefreshToken: token),
+            let (user, tenant) = configuration.directory.scaleUser(index)
+        else { return nil }
+        return EmulatorState.RefreshTokenRecord(
+            username: user.username, clientID: configuration.clientID, tenantID: tenant.id, policy: nil, generation: 0, issuedAt: clock.now())
     }
 
     /// `grant_type=client_credentials`: one `{resource}/.default` scope; an app token with `roles`.

@@ -97,6 +97,8 @@ extension CommandLineTool {
               {"ran", "refreshed", "failed", "deferred", "pruned_events"}.
             """,
             options: ["--once"]),
+        CommandHelp(
+            ["bench-seed"], benchSeedUsage, valued: ["--accounts", "--batch", "--second-tenant", "--scopes", "--valid-seconds"]),
     ]
 
     /// Answers `--help` and refuses unknown options before any command runs.

@@ -42,6 +42,8 @@ public enum CommandLineTool {
                 return try await tenants(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "keepalive":
                 return try await keepAlive(Array(arguments.dropFirst()), loader.load())
+            case "bench-seed":
+                return try await benchSeed(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "--help", "-h", "help":
                 printUsage()
                 return 0
@@ -210,7 +212,7 @@ public enum CommandLineTool {
     }
 
     /// A comma-separated option as trimmed, non-empty items; empty when absent.
-    private static func listOption(_ name: String, in arguments: [String]) -> [String] {
+    static func listOption(_ name: String, in arguments: [String]) -> [String] {
         (option(name, in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
@@ -234,6 +236,7 @@ public enum CommandLineTool {
               accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
               tenants suspend TENANT_ID | resume TENANT_ID | list [--limit N] [--cursor C]
               keepalive --once           run one refresh-token keep-alive pass and exit
+              bench-seed --accounts N    benchmark tool (bench/scale): seed N accounts with cached tokens
             every command and sub-command takes --help
             configuration: TOKENRELAY_* environment variables (see README.md)
             """)

@@ -21,8 +21,9 @@ struct EmulatorHarness {
     let emulator: IdentityPlatformEmulator
     let clock: ManualClock
 
-    init(rotationGrace: Double = 2, clientCertificate: X509Certificate? = nil) throws {
+    init(rotationGrace: Double = 2, clientCertificate: X509Certificate? = nil, scale: ScaleUsers? = nil) throws {
         var configuration = EmulatorConfiguration()
+        configuration.directory.scale = scale
         configuration.clientCertificate = clientCertificate
         configuration.clientID = Self.clientID
         configuration.clientSecret = Self.secret

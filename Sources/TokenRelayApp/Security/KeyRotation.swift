@@ -51,7 +51,7 @@ struct KeyRotation: Sendable {
         for columns in tables {
             var table = TableReport()
             for _ in 0..<maxSweeps {
-                var cursor = "(0,0)"
+                var cursor: [String]?
                 var failedThisSweep: [(owner: String, keyId: String)] = []
                 while true {
                     let batch = try await store.rotateBatch(columns, after: cursor, limit: batchSize)

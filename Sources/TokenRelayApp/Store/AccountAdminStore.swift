@@ -13,14 +13,9 @@ struct AccountAdminStore: Sendable {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
-                """
-                SELECT \(TokenStore.accountColumns) FROM accounts
-                WHERE ($1::text IS NULL OR client_id = $1)
-                  AND ($2::text IS NULL OR lower(username) = lower($2))
-                  AND ($3::text IS NULL OR \(TokenStore.inTenant("$3")))
-                  AND ($4::text IS NULL OR account_id > $4)
-                ORDER BY account_id LIMIT $5
-                """,
+                TokenStore.accountPage(
+                    filters: { a in "($1::text IS NULL OR \(a).client_id = $1) AND ($2::text IS NULL OR lower(\(a).username) = lower($2))" },
+                    tenant: "$3", byTenant: tenantId != nil, after: "$4", limit: "$5"),
                 [
                     TokenStore.optional(clientId), TokenStore.optional(username), TokenStore.optional(tenantId), TokenStore.optional(afterAccountId),
                     .int(Int64(limit)),

@@ -6,4 +6,17 @@ extension SealedSecret {
     init(row: PostgresRow) {
         self.init(keyId: row.string("key_id") ?? "", nonce: row.bytes("nonce") ?? [], ciphertext: row.bytes("ciphertext") ?? [])
     }
+
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Lower-case hex of `bytes`, for a `bytea` sent inside a text array (`decode(…, 'hex')`).
+    static func hex(_ bytes: [UInt8]) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }

@@ -80,21 +80,23 @@ struct TokenStore: Sendable {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
-                """
-                SELECT \(Self.accountColumns) FROM accounts
-                WHERE client_id = $1
-                  AND ($2::text IS NULL OR lower(username) = lower($2))
-                  AND ($3::text IS NULL OR \(Self.inTenant("$3")))
-                  AND ($4::text IS NULL OR account_id > $4)
-                  AND ($6::text[] IS NULL OR \(Self.inAnyTenant("$6")))
-                ORDER BY account_id LIMIT $5
-                """,
+                Self.listAccountsStatement(tenant: tenantId != nil),
                 [
                     .text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit)),
                     Self.optional(visibleTenants.map(APIKeyStore.arrayLiteral)),
                 ]
             ).rows.map(Self.account(from:))
         }
+    }
+
+    /// ``listAccounts(username:tenantId:afterAccountId:limit:visibleTenants:)``'s statement, with
+    /// or without a tenant: `$1` client id, `$2` username, `$3` tenant id, `$4` cursor
+    /// (exclusive), `$5` limit, `$6` the key's tenants (`text[]`); null leaves a filter out.
+    static func listAccountsStatement(tenant: Bool) -> String {
+        accountPage(
+            filters: { a in
+                "\(a).client_id = $1 AND ($2::text IS NULL OR lower(\(a).username) = lower($2)) AND ($6::text[] IS NULL OR \(inAnyTenant("$6", of: a)))"
+            }, tenant: "$3", byTenant: tenant, after: "$4", limit: "$5")
     }
 
     /// Removes the account and, by cascade, every token it owns, with its `account.deleted`
@@ -135,7 +137,8 @@ struct TokenStore: Sendable {
     }
 
     /// The SQL condition "the account has a profile in tenant `parameter`" (behaviour §12: `tenant_id`
-    /// filters match any profile of a guest).
+    /// filters match any profile of a guest). A per-row check: for a few rows (a username's);
+    /// a page of a whole tenant is ``accountPage(filters:tenant:byTenant:after:limit:)``.
     static func inTenant(_ parameter: String) -> String {
         """
         (lower(realm) = lower(\(parameter)::text) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
@@ -143,12 +146,46 @@ struct TokenStore: Sendable {
         """
     }
 
+    /// One page of accounts ordered by `account_id`: the rows of `accounts a` meeting
+    /// `filters(a)` after the cursor `after`, and with `tenant` (a parameter; nil: any) only
+    /// the accounts whose realm, or one of whose tenant profiles, is that tenant (behaviour §12).
+    ///
+    /// With a tenant, each side of the union walks its `lower(realm), account_id` index
+    /// (migration 0015) from the cursor and stops after `limit` matches, so a page costs about
+    /// a page, wherever it is and however small the tenant. The earlier `lower(realm) = … OR
+    /// EXISTS (…)` filter could use no index: it walked every account after the cursor until
+    /// the page filled (a page of a tenant holding 1 % of 100,000 accounts: 168 ms; issue 13).
+    /// - Parameters:
+    ///   - filters: SQL conditions on the accounts row named by the alias it is given.
+    ///   - tenant: the parameter holding the tenant id; `byTenant` false: it is null, and only
+    ///     referenced (libpq needs every bound parameter's type).
+    ///   - after: the parameter holding the exclusive cursor (null: from the start).
+    static func accountPage(filters: (String) -> String, tenant: String, byTenant: Bool, after: String, limit: String) -> String {
+        let cursor = { (alias: String) in "(\(after)::text IS NULL OR \(alias).account_id > \(after)::text)" }
+        guard byTenant else {
+            return """
+                SELECT \(accountColumns) FROM accounts WHERE \(filters("accounts")) AND \(cursor("accounts")) AND \(tenant)::text IS NULL
+                ORDER BY account_id LIMIT \(limit)
+                """
+        }
+        return """
+            SELECT \(accountColumns) FROM accounts WHERE account_id IN (
+              (SELECT a.account_id FROM accounts a WHERE lower(a.realm) = lower(\(tenant)::text) AND \(cursor("a")) AND \(filters("a"))
+                ORDER BY a.account_id LIMIT \(limit))
+              UNION
+              (SELECT t.account_id FROM account_tenant_profiles t JOIN accounts a ON a.account_id = t.account_id
+                WHERE lower(t.realm) = lower(\(tenant)::text) AND \(cursor("t")) AND \(filters("a"))
+                ORDER BY t.account_id LIMIT \(limit)))
+            ORDER BY account_id LIMIT \(limit)
+            """
+    }
+
     /// SQL that is true when the row's `realm`, or a tenant profile of the row's account, is one
     /// of the lower-cased tenants in the `text[]` parameter (an API key's tenant limits, behaviour §12).
     /// - Parameter table: the table whose `account_id` and `realm` the row has.
     static func inAnyTenant(_ parameter: String, of table: String = "accounts") -> String {
         """
-        (lower(realm) = ANY(\(parameter)::text[]) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
+        (lower(\(table).realm) = ANY(\(parameter)::text[]) OR EXISTS (SELECT 1 FROM account_tenant_profiles tp
           WHERE tp.account_id = \(table).account_id AND lower(tp.realm) = ANY(\(parameter)::text[])))
         """
     }
