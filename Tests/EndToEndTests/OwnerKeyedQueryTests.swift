@@ -32,10 +32,16 @@ struct OwnerKeyedQueryTests {
             "keep-alive selection"
         ),
         // Key rotation walk: `encryption rotate` visits every row not under the ring's first
-        // key, in batches of short transactions; each row's UPDATE is then keyed by its owner.
+        // key, in batches of short transactions, by primary key (the owner column first).
         (
-            #"^select ctid::text as row_ref, .* where key_id <> \$1 and ctid > \$2::tid order by ctid limit (\$?[0-9]+) for update skip locked$"#,
+            #"^select ctid::text as row_ref, .* from [a-z_]+ where key_id <> \$1 (and \([a-z_, ]+\) > \(.*\) )?and \$2::text is not null order by [a-z_, ]+ limit \$[0-9]+ for update skip locked$"#,
             "key rotation walk"
+        ),
+        // Key rotation's batch update: one statement for the batch's rows, many owners, each row
+        // still pinned by its owner and ctid (Citus runs it on the shards of those owners).
+        (
+            #"^update [a-z_]+ as t set key_id = v\.key_id, .* from unnest\(.*\) as v\(row_ref, owner, .*\) where t\.[a-z_]+ = v\.owner and t\.ctid = v\.row_ref::tid "#,
+            "key rotation batch update"
         ),
         // Key rotation progress: rows left under an old key, counted over every shard.
         (#"^select count\(\*\) as n from [a-z_]+ where key_id <> \$1$"#, "key rotation progress count"),
