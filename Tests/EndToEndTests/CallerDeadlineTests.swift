@@ -7,7 +7,7 @@ import TokenRelayTesting
 /// `Retry-After` and `retry_after_s` at its deadline, never when the upstream finally answers; a
 /// redemption already sent runs on in the background and its rotated refresh token is stored
 /// (the emulator's rotation grace is 0, so a lost rotation would show).
-@Suite("Deadlines are the caller's, against an STS and an API that take 20 s", .serialized)
+@Suite("Deadlines are the caller's, against an STS and an API that take 20 s", .serialized, .timingGroup(.measuring))
 struct CallerDeadlineTests {
     static let alice = "alice@contoso.example"
     static let slowMilliseconds = 20_000

@@ -7,7 +7,7 @@ import TokenRelayTesting
 /// runs one case per call against a real stack (PostgreSQL, the emulator, `token-relay serve`),
 /// and the assertions here read its JSON output and the emulator's own record of what reached
 /// Graph. `make test` sets TOKENRELAY_TEST_PYTHON_BIN.
-@Suite("Microsoft Graph SDK for Python through the relay", .serialized)
+@Suite("Microsoft Graph SDK for Python through the relay", .serialized, .timingGroup(.heavy))
 struct GraphSDKTests {
     static let alice = "alice@contoso.example"
 

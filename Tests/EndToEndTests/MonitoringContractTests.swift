@@ -4,7 +4,7 @@ import TokenRelayTesting
 
 /// The alert rules and the dashboard in deploy/monitoring name only metrics that `/metrics`
 /// really exposes (issue 6: operators' dashboards must not go blank after a rename).
-@Suite("Monitoring contract")
+@Suite("Monitoring contract", .timingGroup(.measuring))
 struct MonitoringContractTests {
     /// Every `tokenrelay_*` name used by a file of deploy/monitoring, histogram series suffixes
     /// (`_bucket`, `_sum`, `_count`) included as written.

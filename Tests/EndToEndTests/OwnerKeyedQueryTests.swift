@@ -9,7 +9,7 @@ import TokenRelayTesting
 /// distributed by that column (Citus, docs/failover.md) each is routed to one shard. Read from
 /// `pg_stat_statements` (track = all, so the statements inside the refresh functions of
 /// migrations/0010 count too) after a workload that touches every token path.
-@Suite("Token queries keyed by their owner (pg_stat_statements)", .serialized)
+@Suite("Token queries keyed by their owner (pg_stat_statements)", .serialized, .timingGroup(.heavy))
 struct OwnerKeyedQueryTests {
     /// The token tables (migrations/) and the owner column each is distributed by.
     static let ownerColumn: [String: String] = [

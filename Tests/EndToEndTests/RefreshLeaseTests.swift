@@ -10,7 +10,7 @@ import TokenRelayTesting
 /// killed, a PostgreSQL restart in the middle of a refresh storm, the pool free while
 /// redemptions wait on the STS, and the per-replica bound on redemptions in flight. The
 /// single-flight storm over three replicas is ``ReplicaTests/singleFlightAcrossReplicas()``.
-@Suite("Refresh leases, takeover, outages and bounds, end to end", .serialized)
+@Suite("Refresh leases, takeover, outages and bounds, end to end", .serialized, .timingGroup(.measuring))
 struct RefreshLeaseTests {
     static let silentPath = ReplicaTests.silentPath
 

@@ -11,7 +11,7 @@ import TokenRelayTesting
 /// COMMIT, a database outage (§5) and graceful shutdown. Tests of several replicas reach the
 /// database as production does: through pgbouncer in transaction mode, with LISTEN on a direct
 /// connection (``stackBehindPgBouncer(name:poolSize:environment:emulatorArguments:)``).
-@Suite("Replicas, outages and shutdown, end to end", .serialized)
+@Suite("Replicas, outages and shutdown, end to end", .serialized, .timingGroup(.measuring))
 struct ReplicaTests {
     static let silentPath = "/v1/tokens/silent"
 

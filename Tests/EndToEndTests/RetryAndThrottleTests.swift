@@ -5,7 +5,7 @@ import TokenRelayTesting
 /// behaviour §5 and §6 through the real binaries: Retry-After waits within the deadline, throttled
 /// answers beyond it, the throttle memory, backoff for downstream APIs, methods other than GET,
 /// proactive refresh falling back to the valid token, and the extended lifetime.
-@Suite("Retries, throttling and resilience through the whole stack", .serialized)
+@Suite("Retries, throttling and resilience through the whole stack", .serialized, .timingGroup(.measuring))
 struct RetryAndThrottleTests {
     static let alice = "alice@contoso.example"
 

@@ -39,7 +39,7 @@ enum ScaleFixture {
 /// `GET /v1/accounts?tenant_id=` at 20,000 accounts (issue 13): a page reads the tenant's ids
 /// from the `lower(realm)` indexes of migration 0015, and the listing is still exactly the
 /// accounts whose realm, or one of whose tenant profiles, is the tenant (behaviour §12).
-@Suite("Tenant listing at scale", .serialized)
+@Suite("Tenant listing at scale", .serialized, .timingGroup(.heavy))
 struct TenantListingScaleTests {
     @Test("A tenant page uses the lower(realm) indexes, not a walk of every account; pages list exactly the tenant's accounts")
     func tenantPagesUseTheIndex() async throws {
@@ -82,7 +82,7 @@ struct TenantListingScaleTests {
 /// `token-relay encryption rotate` at scale (issue 13): each batch continues from the previous
 /// one's primary key on the primary key's index, so a sweep is linear. The old walk
 /// (`ctid > cursor ORDER BY ctid`) sorted every row after the cursor in every batch.
-@Suite("Rotation batches at scale", .serialized)
+@Suite("Rotation batches at scale", .serialized, .timingGroup(.heavy))
 struct RotationBatchScaleTests {
     @Test("A batch after a cursor is an index scan in key order (no sort, no scan of the table); a sweep re-encrypts every row once")
     func batchesWalkThePrimaryKey() async throws {
