@@ -106,14 +106,23 @@ public final class ManagedProcess: Sendable {
         else { return }
         guard process.isRunning else { return }
         process.terminate()
-        let deadline = Date().addingTimeInterval(graceSeconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            FileHandle.standardError.write(
-                Data("ManagedProcess: pid \(process.processIdentifier) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
-            kill(process.processIdentifier, SIGKILL)
+        let pid = process.processIdentifier
+        // Reaped here, not with `waitUntilExit`: Foundation's Process sometimes never notices a
+        // child's exit (the child stays a zombie, `isRunning` stays true), and `waitUntilExit`
+        // then blocks a thread of the two-thread cooperative pool forever; with two such stops
+        // every test of the run stalled (seen in a fresh Debian root).
+        func exited() -> Bool {
+            var status: Int32 = 0
+            return !process.isRunning || waitpid(pid, &status, WNOHANG) == pid
         }
-        process.waitUntilExit()
+        let deadline = Date().addingTimeInterval(graceSeconds)
+        while !exited() && Date() < deadline { usleep(20_000) }
+        guard !exited() else { return }
+        FileHandle.standardError.write(
+            Data("ManagedProcess: pid \(pid) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
+        kill(pid, SIGKILL)
+        let killDeadline = Date().addingTimeInterval(10)
+        while !exited() && Date() < killDeadline { usleep(20_000) }
     }
 
     /// Whether the child runs (false once it exited or was stopped).
