@@ -109,19 +109,14 @@ public final class PKCS11Session: Sendable {
             var nonce = [UInt8](repeating: 0, count: Self.nonceBytes)
             try check(
                 nonce.withUnsafeMutableBufferPointer { functions.pointee.C_GenerateRandom!(session, $0.baseAddress, CK_ULONG($0.count)) }, "C_GenerateRandom")
-            var output = [UInt8](repeating: 0, count: plaintext.count + Self.tagBytes)
-            var length = CK_ULONG(output.count)
-            var input = plaintext
+            var output: [UInt8] = []
             try Self.withGCM(nonce: &nonce, associatedData: associatedData) { (mechanism) throws(PKCS11Error) in
                 try check(functions.pointee.C_EncryptInit!(session, mechanism, CK_OBJECT_HANDLE(key.handle)), "C_EncryptInit")
-                let result = input.withUnsafeMutableBufferPointer { inBuffer in
-                    output.withUnsafeMutableBufferPointer { outBuffer in
-                        functions.pointee.C_Encrypt!(session, inBuffer.baseAddress, CK_ULONG(inBuffer.count), outBuffer.baseAddress, &length)
-                    }
+                output = try Self.run("C_Encrypt", plaintext, outputBytes: plaintext.count + Self.tagBytes) {
+                    functions.pointee.C_Encrypt!(session, $0, $1, $2, $3)
                 }
-                try check(result, "C_Encrypt")
             }
-            return nonce + output.prefix(Int(length))
+            return nonce + output
         }
     }
 
@@ -134,20 +129,30 @@ public final class PKCS11Session: Sendable {
         }
         return try withSession("C_Decrypt") { (functions, session) throws(PKCS11Error) -> [UInt8] in
             var nonce = Array(sealed.prefix(Self.nonceBytes))
-            var input = Array(sealed.dropFirst(Self.nonceBytes))
-            var output = [UInt8](repeating: 0, count: input.count)
-            var length = CK_ULONG(output.count)
+            let input = Array(sealed.dropFirst(Self.nonceBytes))
+            var output: [UInt8] = []
             try Self.withGCM(nonce: &nonce, associatedData: associatedData) { (mechanism) throws(PKCS11Error) in
                 try check(functions.pointee.C_DecryptInit!(session, mechanism, CK_OBJECT_HANDLE(key.handle)), "C_DecryptInit")
-                let result = input.withUnsafeMutableBufferPointer { inBuffer in
-                    output.withUnsafeMutableBufferPointer { outBuffer in
-                        functions.pointee.C_Decrypt!(session, inBuffer.baseAddress, CK_ULONG(inBuffer.count), outBuffer.baseAddress, &length)
-                    }
-                }
-                try check(result, "C_Decrypt")
+                output = try Self.run("C_Decrypt", input, outputBytes: input.count) { functions.pointee.C_Decrypt!(session, $0, $1, $2, $3) }
             }
-            return Array(output.prefix(Int(length)))
+            return output
         }
+    }
+
+    /// One single-part `C_Encrypt` / `C_Decrypt` call of `input` into at most `outputBytes` bytes:
+    /// the bytes the module wrote.
+    private static func run(
+        _ function: String, _ input: [UInt8], outputBytes: Int,
+        _ call: (UnsafeMutablePointer<CK_BYTE>?, CK_ULONG, UnsafeMutablePointer<CK_BYTE>?, UnsafeMutablePointer<CK_ULONG>) -> CK_RV
+    ) throws(PKCS11Error) -> [UInt8] {
+        var input = input
+        var output = [UInt8](repeating: 0, count: outputBytes)
+        var length = CK_ULONG(outputBytes)
+        let result = input.withUnsafeMutableBufferPointer { inBuffer in
+            output.withUnsafeMutableBufferPointer { outBuffer in call(inBuffer.baseAddress, CK_ULONG(inBuffer.count), outBuffer.baseAddress, &length) }
+        }
+        try check(result, function)
+        return Array(output.prefix(Int(length)))
     }
 
     /// A `CKM_AES_GCM` mechanism over `nonce` and `associatedData`, valid inside `body`.
