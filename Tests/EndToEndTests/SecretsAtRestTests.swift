@@ -17,8 +17,8 @@ struct SecretsAtRestTests {
         process.standardOutput = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("pg_dump exited \(process.terminationStatus)") }
+        let status = process.reapExitStatus()
+        guard status == 0 else { throw TestFailure("pg_dump exited \(status)") }
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -90,8 +90,7 @@ struct SecretsAtRestTests {
             process.standardOutput = output
             try process.run()
             let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+            return (process.reapExitStatus(), String(decoding: data, as: UTF8.self))
         }
         try Data(#"{"event":"fine"}\n"#.utf8).write(to: URL(fileURLWithPath: directory + "/clean.log"))
         #expect(try scan().0 == 0)

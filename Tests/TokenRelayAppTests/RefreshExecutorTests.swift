@@ -88,7 +88,8 @@ struct RefreshExecutorTests {
 
             endpoint.release(0)
             let (tokenA, sourceA) = try #require(Self.token(try await first.value))
-            let (tokenB, sourceB) = try #require(Self.token(try await second.value))
+            let outcomeB = try await second.value
+            let (tokenB, sourceB) = try #require(Self.token(outcomeB), "replica B answered \(outcomeB)")
             #expect(sourceA == .refresh)
             #expect(sourceB == .cache)
             #expect(tokenB.secret == tokenA.secret)
@@ -631,7 +632,10 @@ struct RefreshExecutorTests {
                 now: { Int(Date().timeIntervalSince1970) })
         }
 
-        func request(_ account: AccountRecord, mode: RefreshStateMachine.Mode = .cacheFirst, deadline: Double = 5) -> RefreshExecutor.Request {
+        /// `deadline` defaults to 30 s: the waits of tests 3a/3b span a Task start, the 5 s poll for
+        /// `held_elsewhere` and the release, which on a loaded 2-core CI machine passed 5 s once
+        /// (the waiter answered deadline_passed). Tests about deadlines pass their own.
+        func request(_ account: AccountRecord, mode: RefreshStateMachine.Mode = .cacheFirst, deadline: Double = 30) -> RefreshExecutor.Request {
             RefreshExecutor.Request(
                 account: account, authority: authority, realm: account.realm, scopes: RefreshExecutorTests.scopes, claims: nil, mode: mode, minTTL: 0,
                 context: RequestContext(correlationId: UUID().uuidString, deadline: Date().addingTimeInterval(deadline), caller: nil, access: .unrestricted))
