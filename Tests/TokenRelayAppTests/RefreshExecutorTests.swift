@@ -525,12 +525,12 @@ struct RefreshExecutorTests {
         return nil
     }
 
-    /// Polls `condition` every 10 ms for up to 5 s.
+    /// Polls `condition` every 10 ms for up to 20 s (generous: a loaded 2-core CI machine).
     static func eventually(_ condition: () async throws -> Bool) async throws {
-        let until = Date().addingTimeInterval(5)
+        let until = Date().addingTimeInterval(20)
         while !(try await condition()) {
             guard Date() < until else {
-                Issue.record("condition not met within 5 s")
+                Issue.record("condition not met within 20 s")
                 return
             }
             try await Task.sleep(for: .milliseconds(10))
@@ -756,9 +756,9 @@ final class ScriptedEndpoint: TokenEndpoint {
         gate?.resume()
     }
 
-    /// Call `index` once it has arrived (waits up to 5 s).
+    /// Call `index` once it has arrived (waits up to 20 s).
     func call(_ index: Int) async throws -> Call {
-        let until = Date().addingTimeInterval(5)
+        let until = Date().addingTimeInterval(20)
         while true {
             if let call = state.withLock({ $0.calls.count > index ? $0.calls[index] : nil }) { return call }
             guard Date() < until else { throw CancellationError() }
