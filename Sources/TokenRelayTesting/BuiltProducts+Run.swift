@@ -40,9 +40,9 @@ extension BuiltProducts {
             throw error
         }
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        let status = process.reapExitStatus()
+        process.waitUntilExit()
         try? errorFile.close()
         let errors = FileManager.default.contents(atPath: errorPath) ?? Data()
-        return Run(status: status, output: String(decoding: data, as: UTF8.self), error: String(decoding: errors, as: UTF8.self))
+        return Run(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self), error: String(decoding: errors, as: UTF8.self))
     }
 }

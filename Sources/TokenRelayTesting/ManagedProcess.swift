@@ -106,7 +106,23 @@ public final class ManagedProcess: Sendable {
         else { return }
         guard process.isRunning else { return }
         process.terminate()
-        _ = process.reapExitStatus(timeoutSeconds: graceSeconds, describing: "log: \(logPath)")
+        let pid = process.processIdentifier
+        // Reaped here, not with `waitUntilExit`: Foundation's Process sometimes never notices a
+        // child's exit (the child stays a zombie, `isRunning` stays true), and `waitUntilExit`
+        // then blocks a thread of the two-thread cooperative pool forever; with two such stops
+        // every test of the run stalled (seen in a fresh Debian root).
+        func exited() -> Bool {
+            var status: Int32 = 0
+            return !process.isRunning || waitpid(pid, &status, WNOHANG) == pid
+        }
+        let deadline = Date().addingTimeInterval(graceSeconds)
+        while !exited() && Date() < deadline { usleep(20_000) }
+        guard !exited() else { return }
+        FileHandle.standardError.write(
+            Data("ManagedProcess: pid \(pid) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
+        kill(pid, SIGKILL)
+        let killDeadline = Date().addingTimeInterval(10)
+        while !exited() && Date() < killDeadline { usleep(20_000) }
     }
 
     /// Whether the child runs (false once it exited or was stopped).
@@ -132,14 +148,15 @@ public final class ManagedProcess: Sendable {
     public func killAbruptly() -> Bool {
         guard let process = process.withLock({ $0 }), process.isRunning else { return false }
         kill(process.processIdentifier, SIGKILL)
-        _ = process.reapExitStatus()
+        process.waitUntilExit()
         return true
     }
 
     /// Waits for the child to exit and returns its exit status (nil when already collected by ``stop()``).
     public func waitForExit() -> Int32? {
         guard let process = process.withLock({ $0 }) else { return nil }
-        return process.reapExitStatus()
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 
     /// The child's log so far (for assertions that nothing secret was written).

@@ -290,16 +290,16 @@ public final class PgBouncer: Sendable {
         process.standardError = errors
         try process.run()
         // Read until EOF on a thread of its own (never a task-pool thread), then reap the child.
-        let (status, data, message): (Int32, Data, Data) = await withCheckedContinuation { continuation in
+        let (data, message): (Data, Data) = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 let data = output.fileHandleForReading.readDataToEndOfFile()
                 let message = errors.fileHandleForReading.readDataToEndOfFile()
-                let status = process.reapExitStatus()
-                continuation.resume(returning: (status, data, message))
+                process.waitUntilExit()
+                continuation.resume(returning: (data, message))
             }
         }
-        guard status == 0 else {
-            throw TestFailure("psql \(arguments.last ?? "") exited \(status): \(String(decoding: message, as: UTF8.self))")
+        guard process.terminationStatus == 0 else {
+            throw TestFailure("psql \(arguments.last ?? "") exited \(process.terminationStatus): \(String(decoding: message, as: UTF8.self))")
         }
         return String(decoding: data, as: UTF8.self)
     }

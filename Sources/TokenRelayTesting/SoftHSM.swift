@@ -71,9 +71,9 @@ public final class SoftHSM: @unchecked Sendable {  // immutable after init
         process.standardError = errors
         try process.run()
         let message = errors.fileHandleForReading.readDataToEndOfFile()
-        let status = process.reapExitStatus()
-        guard status == 0 else {
-            throw SoftHSMError(message: "softhsm2-util --init-token failed (\(status)): " + String(decoding: message, as: UTF8.self))
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw SoftHSMError(message: "softhsm2-util --init-token failed (\(process.terminationStatus)): " + String(decoding: message, as: UTF8.self))
         }
     }
 

@@ -75,8 +75,8 @@ public struct TestCertificate: Sendable {
         stdin.fileHandleForWriting.write(Data(input))
         try stdin.fileHandleForWriting.close()
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let status = process.reapExitStatus()
-        guard status == 0 else { throw TestFailure("openssl \(arguments.first ?? "") exited \(status)") }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestFailure("openssl \(arguments.first ?? "") exited \(process.terminationStatus)") }
         return Array(output)
     }
 }

@@ -148,22 +148,25 @@ public enum TestPostgres {
 
     /// Runs a program and returns its standard output; throws on a non-zero exit.
     ///
-    /// Reads and reaps on a thread of its own, never a task-pool thread, with
-    /// ``Foundation/Process/reapExitStatus(timeoutSeconds:)``: Foundation was seen to miss a
-    /// child's exit on Linux, and then neither `waitUntilExit` nor `terminationHandler` returns.
+    /// Waits through `terminationHandler`: `Process.waitUntilExit()` was seen to hang when called
+    /// from a task on Linux, and would block a thread of the task pool anyway.
     private static func run(_ executable: String, _ arguments: String...) async throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
-        try process.run()
-        let (status, data): (Int32, Data) = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                continuation.resume(returning: (process.reapExitStatus(), data))
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
             }
         }
+        // The output is a line or two: it fits in the pipe's buffer, so reading after exit is safe.
+        let data = output.fileHandleForReading.readDataToEndOfFile()
         guard status == 0 else {
             throw TestPostgresError("\(executable) \(arguments.joined(separator: " ")) exited \(status)")
         }

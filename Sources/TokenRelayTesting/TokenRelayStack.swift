@@ -94,13 +94,14 @@ public final class TokenRelayStack: Sendable {
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
         // Read until EOF on a thread of its own (never a task-pool thread), then reap the child.
-        let (status, data): (Int32, Data) = await withCheckedContinuation { continuation in
+        let data: Data = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 let data = output.fileHandleForReading.readDataToEndOfFile()
-                continuation.resume(returning: (process.reapExitStatus(), data))
+                process.waitUntilExit()
+                continuation.resume(returning: data)
             }
         }
-        return (status, String(decoding: data, as: UTF8.self))
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
     /// Records the secret settings of a relay environment for the log scan (never printed).

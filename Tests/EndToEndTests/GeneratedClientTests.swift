@@ -18,7 +18,8 @@ struct GeneratedClientTests {
         process.standardError = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        return (process.reapExitStatus(), String(decoding: data, as: UTF8.self))
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
     @Test("A Python client generated from openapi.yaml runs sign-in, silent token and Graph /me")

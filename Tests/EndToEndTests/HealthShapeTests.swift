@@ -30,7 +30,8 @@ struct HealthShapeTests {
             git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             git.arguments = ["git", "-C", BuiltProducts.packageRoot(), "cat-file", "-e", "\(commit)^{commit}"]
             try git.run()
-            #expect(git.reapExitStatus() == 0, "commit \(commit) of releaseId is not in the repository")
+            git.waitUntilExit()
+            #expect(git.terminationStatus == 0, "commit \(commit) of releaseId is not in the repository")
         }
 
         let checks = try #require(first.json["checks"] as? [String: Any], "\(first.text)")

@@ -17,8 +17,8 @@ struct SecretsAtRestTests {
         process.standardOutput = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        let status = process.reapExitStatus()
-        guard status == 0 else { throw TestFailure("pg_dump exited \(status)") }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestFailure("pg_dump exited \(process.terminationStatus)") }
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -90,7 +90,8 @@ struct SecretsAtRestTests {
             process.standardOutput = output
             try process.run()
             let data = output.fileHandleForReading.readDataToEndOfFile()
-            return (process.reapExitStatus(), String(decoding: data, as: UTF8.self))
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
         }
         try Data(#"{"event":"fine"}\n"#.utf8).write(to: URL(fileURLWithPath: directory + "/clean.log"))
         #expect(try scan().0 == 0)
