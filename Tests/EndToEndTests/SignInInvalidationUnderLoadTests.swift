@@ -6,7 +6,7 @@ import TokenRelayTesting
 /// the account's throttle and UI-required memories on the two others while they are busy with
 /// concurrent requests, comfortably within the 2 s bound (here: 1 s), through pgbouncer with
 /// LISTEN on a direct connection as in production.
-@Suite("A sign-in clears other replicas' memories under load, end to end", .serialized)
+@Suite("A sign-in clears other replicas' memories under load, end to end", .serialized, .timingGroup(.measuring))
 struct SignInInvalidationUnderLoadTests {
     static let alice = "alice@contoso.example"
     /// The bound asserted: behaviour §12's 2 s. Measured here well under it (0.06–0.76 s with up to
