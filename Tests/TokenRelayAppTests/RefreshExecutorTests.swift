@@ -632,9 +632,10 @@ struct RefreshExecutorTests {
                 now: { Int(Date().timeIntervalSince1970) })
         }
 
-        /// `deadline` defaults to 30 s: the waits of tests 3a/3b span a Task start, the 5 s poll for
-        /// `held_elsewhere` and the release, which on a loaded 2-core CI machine passed 5 s once
-        /// (the waiter answered deadline_passed). Tests about deadlines pass their own.
+        /// `deadline` defaults to 30 s: in tests 3a/3b the waiting replica's deadline spans a Task
+        /// start, the poll for `held_elsewhere` and the release, which on a loaded 2-core CI
+        /// machine once passed 5 s (the waiter answered deadline_passed). Tests about deadlines
+        /// pass their own.
         func request(_ account: AccountRecord, mode: RefreshStateMachine.Mode = .cacheFirst, deadline: Double = 30) -> RefreshExecutor.Request {
             RefreshExecutor.Request(
                 account: account, authority: authority, realm: account.realm, scopes: RefreshExecutorTests.scopes, claims: nil, mode: mode, minTTL: 0,
