@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientBridge
 import HTTPCommon
 import Testing
+import TokenRelayTesting
 
 /// The libcurl client against a real loopback peer (`HTTPClientTestPeer`); every test has its own
 /// port, so they run in parallel.
@@ -194,7 +195,7 @@ struct HTTPClientTests {
         #expect(Set(peer.requests.map(\.connection)) == [1])
     }
 
-    @Test func cancellationAbandonsTransfer() async throws {
+    @Test(.timingGroup(.measuring)) func cancellationAbandonsTransfer() async throws {
         let peer = try HTTPClientTestPeer { _ in .never }
         defer { peer.stop() }
         let client = self.client

@@ -2,9 +2,10 @@ import Foundation
 import HTTPCommon
 import HTTPServerBridge
 import Testing
+import TokenRelayTesting
 
 /// Graceful stop: `drain(timeoutSeconds:)` refuses new connections and waits for requests in flight.
-@Suite("HTTP server drain")
+@Suite("HTTP server drain", .timingGroup(.measuring))
 struct HTTPServerDrainTests {
     static func slowServer(milliseconds: Int) throws -> HTTPServer {
         let server = HTTPServer(

@@ -3,6 +3,7 @@ import HTTPCommon
 import HTTPServerBridge
 import Synchronization
 import Testing
+import TokenRelayTesting
 
 /// A handler built from closures; `immediate` returning nil sends the request down the async path.
 struct ClosureHandler: HTTPHandler {
@@ -88,7 +89,7 @@ struct HTTPServerTests {
         #expect(head.header("content-length") == "\(json.utf8.count)")
     }
 
-    @Test("50 concurrent async requests sleeping 200 ms on 2 threads finish together, not one after another")
+    @Test("50 concurrent async requests sleeping 200 ms on 2 threads finish together, not one after another", .timingGroup(.measuring))
     func asyncPathHoldsNoThread() async throws {
         let server = try startServer(
             ClosureHandler(async: { request in

@@ -5,7 +5,7 @@ import TokenRelayTesting
 
 /// behaviour §7 Limits through the real binary: body size, header size, connection count, and the
 /// inactivity timeout that cuts off a client that stops sending.
-@Suite("Connection limits", .serialized)
+@Suite("Connection limits", .serialized, .timingGroup(.measuring))
 struct ConnectionLimitsTests {
     /// One blocking TCP connection with a receive timeout, to send partial requests.
     final class RawSocket {
