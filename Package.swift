@@ -43,7 +43,7 @@ let package = Package(
         // MARK: Application and executables.
         .target(
             name: "TokenRelayApp",
-            dependencies: ["IdentityCore", "HTTPCommon", "HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge"],
+            dependencies: ["IdentityCore", "HTTPCommon", "HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "PKCS11Bridge"],
             resources: [.embedInCode("Operations/release-id")]
         ),
         .executableTarget(name: "TokenRelayCLI", dependencies: ["TokenRelayApp"]),

@@ -21,6 +21,8 @@ struct AppDependencies: Sendable {
     let migrator: Migrator?
     let urls: PublicURLs
     let cipher: TokenCipher
+    /// Per-tenant data keys under the key-encryption keys (ADR 0017).
+    let dataKeys: TenantDataKeys
     let ciphertexts: CiphertextStore
     let credential: ClientCredential
     let credentialHealth: CredentialHealth
@@ -112,7 +114,12 @@ struct AppDependencies: Sendable {
         let urls = PublicURLs(configuration: configuration)
         self.urls = urls
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
-        let cipher = TokenCipher(ring: ring)
+        let hsmKeys = try configuration.encryption.pkcs11.map(HSMKeys.open) ?? []
+        let dataKeys = TenantDataKeys(
+            store: DataKeyStore(database: database), keys: KeyEncryptionKeys(ring: ring, hsm: hsmKeys),
+            capacity: configuration.encryption.dataKeyCapacity, holdSeconds: Double(configuration.encryption.dataKeyHoldSeconds))
+        self.dataKeys = dataKeys
+        let cipher = TokenCipher(ring: ring, dataKeys: dataKeys)
         self.cipher = cipher
         let store = TokenStore(database: database, clientId: identity.clientId, cipher: cipher)
         let ciphertexts = CiphertextStore(database: database, clientId: identity.clientId, cipher: cipher)
@@ -229,7 +236,15 @@ struct AppDependencies: Sendable {
         invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
         invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
         invalidation.onTenantChanged { suspensions.apply(tenantId: $0, suspended: $1) }
+        // Its accounts' own `account.deleted` messages forget them; the data key and what memory
+        // holds of the realm go here (ADR 0017).
+        invalidation.onTenantForgotten { tenant in
+            dataKeys.drop(tenantId: tenant)
+            memory.removeAll(realm: tenant)
+            grantMemory.removeAll(realm: tenant)
+        }
         invalidation.onResynchronise {
+            dataKeys.dropAll()
             accounts.removeAll()
             authenticator.forgetAll()
             memory.removeAll()

@@ -65,7 +65,8 @@ extension CommandLineTool {
               Signs the account out of TokenRelay (nothing is revoked at Microsoft): deletes it and its tokens,
               writes an audit row and an account.deleted event; prints {"account_id", "deleted"}.
             """),
-        CommandHelp(["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | list [--limit N] [--cursor C]"),
+        CommandHelp(
+            ["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | forget TENANT_ID --yes | list [--limit N] [--cursor C]"),
         CommandHelp(
             ["tenants", "suspend"],
             """
@@ -81,6 +82,18 @@ extension CommandLineTool {
               Resumes the tenant: served again with the refresh tokens it had, no sign-in needed. Audited (actor cli).
               Prints the tenant with "changed" (false when it was not suspended).
             """),
+        CommandHelp(
+            ["tenants", "forget"],
+            """
+            usage: token-relay tenants forget TENANT_ID --yes
+              Offboards the tenant for good (crypto-shredding): deletes every account of it (realm, home tenant or
+              tenant profile) and every token of its realm, then destroys its data key, so that nothing of it left
+              in the database or a later dump opens again. Every replica drops the key within 2 s. Not reversible:
+              --yes is required. Audited (actor cli). Prints {"tenant_id", "accounts_deleted",
+              "token_rows_deleted", "data_key_destroyed"}. Dumps taken before keep the wrapped key: rewrap under
+              a new key-encryption key and destroy the old one to make them unreadable too (ADR 0017).
+            """,
+            options: ["--yes"]),
         CommandHelp(
             ["tenants", "list"],
             """

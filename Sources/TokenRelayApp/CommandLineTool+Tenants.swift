@@ -3,7 +3,8 @@ import IdentityCore
 import PostgresBridge
 
 /// `token-relay tenants suspend|resume TENANT_ID` and `tenants list` (behaviour §8, §12 Tenants):
-/// the same rows, audit entries and replica notifications as the `/v1/tenants` routes, actor `cli`.
+/// the same rows, audit entries and replica notifications as the `/v1/tenants` routes, actor `cli`;
+/// `tenants forget TENANT_ID --yes` (ADR 0017: crypto-shredding).
 extension CommandLineTool {
     static func tenants(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         guard !configuration.database.url.isEmpty else {
@@ -29,6 +30,24 @@ extension CommandLineTool {
             shown["changed"] = .bool(changed)
             printJSON(.object(shown))
             return 0
+        case "forget":
+            guard let text = arguments.dropFirst().first(where: { !$0.hasPrefix("-") }) else {
+                return usageError("tenants forget needs TENANT_ID", help: ["tenants", "forget"])
+            }
+            let tenantId: String
+            do { tenantId = try TenantRoutes.tenantId(text) } catch {
+                return usageError("tenants forget: TENANT_ID must be a tenant id (a GUID)", help: ["tenants", "forget"])
+            }
+            guard arguments.contains("--yes") else {
+                return usageError(
+                    "tenants forget deletes every account of \(tenantId) and destroys its data key; this cannot be undone: add --yes",
+                    help: ["tenants", "forget"])
+            }
+            let forgotten = try await store.forget(tenantId: tenantId, actor: "cli")
+            guard case .object(var shown) = forgotten.json else { return 1 }
+            shown["tenant_id"] = .string(tenantId)
+            printJSON(.object(shown))
+            return 0
         case "list":
             let limit = option("--limit", in: arguments).map { Int($0) ?? -1 } ?? 50
             guard (1...200).contains(limit) else { return usageError("tenants list: --limit must be an integer from 1 to 200", help: ["tenants", "list"]) }
@@ -48,7 +67,7 @@ extension CommandLineTool {
             printJSON(.object(["tenants": .array(page.map(\.json)), "next_cursor": next]))
             return 0
         default:
-            return usageError("tenants suspend|resume|list", help: ["tenants"])
+            return usageError("tenants suspend|resume|forget|list", help: ["tenants"])
         }
     }
 }

@@ -33,8 +33,12 @@ public enum CommandLineTool {
                     return 0
                 case "rotate":
                     return try await rotateEncryption(Array(arguments.dropFirst(2)), loader.load(requireIdentity: false))
+                case "rewrap":
+                    return try await rewrapDataKeys(Array(arguments.dropFirst(2)), loader.load(requireIdentity: false))
+                case "create-kek":
+                    return try createKeyEncryptionKey(loader.load(requireIdentity: false))
                 default:
-                    return usage("encryption generate-key [--id ID] | rotate [--batch-size N]")
+                    return usage("encryption generate-key [--id ID] | rotate [--batch-size N] | rewrap [--batch-size N] | create-kek")
                 }
             case "accounts":
                 return try await accounts(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
@@ -174,37 +178,6 @@ public enum CommandLineTool {
         }
     }
 
-    /// Re-encrypts every ciphertext under the ring's first key; prints one JSON object; exits 0
-    /// when no row is left under another key, 1 otherwise (behaviour §12 Encryption keys).
-    private static func rotateEncryption(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
-        guard !configuration.database.url.isEmpty else {
-            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
-        }
-        guard !configuration.identity.clientId.isEmpty else {
-            throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ID", reason: "is required")
-        }
-        let ring: KeyRing
-        do { ring = try KeyRing(parsing: configuration.encryption.keys) } catch {
-            throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: error.description)
-        }
-        var batchSize = 500
-        if let text = option("--batch-size", in: arguments) {
-            guard let size = Int(text), (1...100_000).contains(size) else { return usage("--batch-size must be an integer in 1...100000") }
-            batchSize = size
-        }
-        let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
-        let pool = PostgresPool(url: configuration.database.url, size: 1)
-        defer { pool.close() }
-        let database = Database(pool: pool)
-        let store = CiphertextStore(database: database, clientId: configuration.identity.clientId, cipher: TokenCipher(ring: ring))
-        let report = try await KeyRotation(store: store, logger: logger, batchSize: batchSize).run()
-        try await AuditStore(database: database).record(
-            .encryptionRotated, actor: "cli", accountId: nil, outcome: report.remaining == 0 ? "success" : "incomplete",
-            detail: report.json.objectValue ?? [:])
-        printJSON(report.json)
-        return report.remaining == 0 ? 0 : 1
-    }
-
     /// The value after the option `name` (`--name VALUE`), or nil.
     static func option(_ name: String, in arguments: [String]) -> String? {
         guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
@@ -216,7 +189,7 @@ public enum CommandLineTool {
         (option(name, in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
-    private static func usage(_ message: String) -> Int32 {
+    static func usage(_ message: String) -> Int32 {
         FileHandle.standardError.write(Data("token-relay: \(message)\n".utf8))
         return 2
     }
@@ -232,7 +205,9 @@ public enum CommandLineTool {
               api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes "User.*,https://vault.azure.net/*"]
                                          | list | revoke KEY_ID
               encryption generate-key [--id ID]
-              encryption rotate [--batch-size N]   re-encrypt every token under the ring's first key
+              encryption rotate [--batch-size N]   rewrap data keys, re-encrypt rows still under a ring key
+              encryption rewrap [--batch-size N]   wrap every tenant's data key under the primary KEK
+              encryption create-kek                make the AES key TOKENRELAY_PKCS11_KEY_LABEL names in the token
               accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
               tenants suspend TENANT_ID | resume TENANT_ID | list [--limit N] [--cursor C]
               keepalive --once           run one refresh-token keep-alive pass and exit

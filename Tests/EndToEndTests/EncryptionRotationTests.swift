@@ -14,19 +14,34 @@ struct EncryptionRotationTests {
         try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": force])
     }
 
-    /// Rows per ciphertext table not under `keyId`.
-    static func rowsNotUnder(_ keyId: String, in stack: TokenRelayStack) async throws -> Int {
+    /// What still depends on a ring key other than `keyId` (ADR 0017): token rows not under a
+    /// tenant's data key, pending sign-ins' verifiers not under `keyId`, data keys not wrapped by it.
+    static func notUnder(_ keyId: String, in stack: TokenRelayStack) async throws -> Int {
         try await stack.withDatabase { connection in
             let sql = """
-                SELECT (SELECT count(*) FROM refresh_tokens WHERE key_id <> $1) + (SELECT count(*) FROM access_tokens WHERE key_id <> $1)
+                SELECT (SELECT count(*) FROM refresh_tokens WHERE key_id NOT LIKE 'dk.%') + (SELECT count(*) FROM access_tokens WHERE key_id NOT LIKE 'dk.%')
+                  + (SELECT count(*) FROM grant_access_tokens WHERE key_id NOT LIKE 'dk.%')
                   + (SELECT count(*) FROM sign_ins WHERE verifier_key_id <> $1)
-                  + (SELECT count(*) FROM grant_access_tokens WHERE key_id <> $1) AS n
+                  + (SELECT count(*) FROM data_keys WHERE kek_id <> 'ring:' || $1) AS n
                 """
             return Int(try connection.query(sql, [.text(keyId)]).rows.first?.int("n") ?? -1)
         }
     }
 
-    @Test("rotate re-encrypts every row under the new key while forced refreshes run; afterwards the old key can go")
+    /// Token rows sealed under a tenant's data key, and the number of data keys.
+    static func envelopeCounts(in stack: TokenRelayStack) async throws -> (rows: Int, dataKeys: Int) {
+        try await stack.withDatabase { connection in
+            let row = try connection.query(
+                """
+                SELECT (SELECT count(*) FROM refresh_tokens WHERE key_id LIKE 'dk.%') + (SELECT count(*) FROM access_tokens WHERE key_id LIKE 'dk.%')
+                  + (SELECT count(*) FROM grant_access_tokens WHERE key_id LIKE 'dk.%') AS rows, (SELECT count(*) FROM data_keys) AS keys
+                """
+            ).rows.first
+            return (Int(row?.int("rows") ?? -1), Int(row?.int("keys") ?? -1))
+        }
+    }
+
+    @Test("rotate rewraps every data key and re-encrypts every ring row under the new key while forced refreshes run; afterwards the old key can go")
     func rotationUnderLoad() async throws {
         let old = "old:" + Self.key()
         let new = "new:" + Self.key()
@@ -47,7 +62,12 @@ struct EncryptionRotationTests {
         // The service's own app token is stored encrypted too.
         let appToken = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": ["https://graph.microsoft.com/.default"]])
         #expect(appToken.status == 200, "\(appToken.text)")
-        #expect(try await Self.rowsNotUnder("new", in: stack) == 2 + 8 + 1 + 1)
+        // Every token row is under its tenant's data key (ADR 0017); what the old key holds is
+        // the data keys (wrapped) and the pending sign-in's verifier.
+        let (rows, dataKeys) = try await Self.envelopeCounts(in: stack)
+        #expect(rows == 2 + 8 + 1)
+        #expect(dataKeys >= 1)
+        #expect(try await Self.notUnder("new", in: stack) == dataKeys + 1)
 
         try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": "\(new),\(old)"])
         let running = Flag()
@@ -77,10 +97,14 @@ struct EncryptionRotationTests {
         #expect(report["key_id"] as? String == "new")
         #expect(report["rows_remaining"] as? Int == 0)
         #expect(report["rows_failed"] as? Int == 0)
-        #expect((report["rows_reencrypted"] as? Int ?? 0) >= 1)
+        #expect(report["rows_reencrypted"] as? Int == 1)
         #expect(((report["tables"] as? [String: Any])?["sign_ins"] as? [String: Any])?["reencrypted"] as? Int == 1)
+        #expect(report["data_keys_rewrapped"] as? Int == dataKeys)
+        #expect(report["data_keys_remaining"] as? Int == 0)
         #expect(outcomes.counts.keys.sorted() == [200], "silent answers during the rotation: \(outcomes.counts)")
-        #expect(try await Self.rowsNotUnder("new", in: stack) == 0)
+        #expect(try await Self.notUnder("new", in: stack) == 0)
+        // The rows were not touched: still under the same data keys.
+        #expect(try await Self.envelopeCounts(in: stack).rows == rows)
         // No superseded refresh token was ever presented (the emulator allows no grace here).
         let chains = try await stack.control("GET", "/_control/stats").json["refresh_token_chain"] as? [String: [String: Int]] ?? [:]
         #expect(chains.count == 2 && chains.values.allSatisfy { $0["rejected_superseded"] == 0 && $0["redeemed"]! > 0 }, "\(chains)")
@@ -110,6 +134,7 @@ struct EncryptionRotationTests {
         let again = try await stack.runCommand(["encryption", "rotate"])
         #expect(again.status == 0)
         #expect(again.output.contains(#""rows_reencrypted":0"#), "\(again.output)")
+        #expect(again.output.contains(#""data_keys_rewrapped":0"#), "\(again.output)")
     }
 
     @Test("A ciphertext copied into another account's row does not open: a problem and a log line, never the token")
@@ -149,37 +174,76 @@ struct EncryptionRotationTests {
             Issue.record("the service log holds a token the emulator issued")
         }
 
-        // rotate reports such a row and leaves it; the exit status says the work is incomplete.
+        // A rotation rewraps data keys and leaves rows under them untouched: the moved row stays
+        // refused afterwards.
         let newRing = "new:\(Self.key()),\(stack.relayEnvironment["TOKENRELAY_ENCRYPTION_KEYS"] ?? "")"
+        let rotated = try await stack.runCommand(["encryption", "rotate"], environment: ["TOKENRELAY_ENCRYPTION_KEYS": newRing])
+        #expect(rotated.status == 0, "\(rotated.output)")
+        try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": newRing])
+        #expect(try await Self.silent(stack, alice).status == 500)
+        #expect(try await Self.silent(stack, bob).status == 200)
+
+        // A row under a key the ring no longer has: rotate reports it and leaves it; the exit
+        // status says the work is incomplete.
+        try await stack.withDatabase { connection in
+            try connection.query("UPDATE access_tokens SET key_id = 'gone' WHERE account_id = $1", [.text(alice)])
+        }
         let (status, output) = try await stack.runCommand(["encryption", "rotate"], environment: ["TOKENRELAY_ENCRYPTION_KEYS": newRing])
         #expect(status == 1)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
-        #expect(report["rows_failed"] as? Int == 2)
-        #expect(report["rows_remaining"] as? Int == 2)
+        #expect(report["rows_failed"] as? Int == 1)
+        #expect(report["rows_remaining"] as? Int == 1)
+        #expect(report["data_keys_remaining"] as? Int == 0)
     }
 
-    @Test("Readiness counts encryptions per key and warns past 2^31")
+    @Test("Readiness counts encryptions per key and warns past 2^31; it names the key-encryption key and the data keys still under an older one")
     func usageWarning() async throws {
-        let stack = try await TokenRelayStack(name: "e2e_keyuse", environment: ["TOKENRELAY_ENCRYPTION_KEYS": "k1:" + Self.key()])
+        let k1 = "k1:" + Self.key()
+        let stack = try await TokenRelayStack(name: "e2e_keyuse", environment: ["TOKENRELAY_ENCRYPTION_KEYS": k1])
         defer { stack.stop() }
         _ = try await stack.signInAccountId("alice@contoso.example")
-        let ready = try await stack.request("GET", "/readyz", authenticated: false)
-        #expect(ready.status == 200)
-        #expect(ready.json["status"] as? String == "pass")
-        let check = try #require(((ready.json["checks"] as? [String: Any])?["encryption:keys"] as? [[String: Any]])?.first)
-        #expect(check["componentId"] as? String == "k1")
-        // One sign-in seals the PKCE verifier, the refresh token and the access token.
-        #expect(check["observedValue"] as? Int == 3)
+        func readiness() async throws -> (status: String?, keys: [String: Any], kek: [String: Any]) {
+            let ready = try await stack.request("GET", "/readyz", authenticated: false)
+            #expect(ready.status == 200)
+            let checks = ready.json["checks"] as? [String: Any]
+            return (
+                ready.json["status"] as? String, try #require((checks?["encryption:keys"] as? [[String: Any]])?.first),
+                try #require((checks?["encryption:kek"] as? [[String: Any]])?.first)
+            )
+        }
+        let ready = try await readiness()
+        #expect(ready.status == "pass")
+        // The sign-in sealed the refresh and access tokens under the tenant's data key (the most
+        // used key) and the PKCE verifier under k1.
+        #expect((ready.keys["componentId"] as? String ?? "").hasPrefix("dk."), "\(ready.keys)")
+        #expect(ready.keys["observedValue"] as? Int == 2)
+        #expect(ready.kek["componentId"] as? String == "ring:k1")
+        #expect(ready.kek["observedValue"] as? Int == 0)
+        #expect(ready.kek["status"] as? String == "pass")
 
         try await stack.withDatabase { connection in
             try connection.query("UPDATE encryption_key_usage SET encryptions = 2147483649 WHERE key_id = 'k1'")
         }
-        let warned = try await stack.request("GET", "/readyz", authenticated: false)
-        #expect(warned.status == 200)
-        #expect(warned.json["status"] as? String == "warn")
-        let warning = try #require(((warned.json["checks"] as? [String: Any])?["encryption:keys"] as? [[String: Any]])?.first)
-        #expect(warning["status"] as? String == "warn")
-        #expect((warning["output"] as? String ?? "").contains("token-relay encryption rotate"))
+        let warned = try await readiness()
+        #expect(warned.status == "warn")
+        #expect(warned.keys["componentId"] as? String == "k1")
+        #expect(warned.keys["status"] as? String == "warn")
+        #expect((warned.keys["output"] as? String ?? "").contains("token-relay encryption rotate"))
+
+        // A new first key: the tenant's data key is still wrapped by k1 until `rewrap`.
+        let ring = "k2:\(Self.key()),\(k1)"
+        try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": ring])
+        let pending = try await readiness()
+        #expect(pending.kek["componentId"] as? String == "ring:k2")
+        #expect(pending.kek["observedValue"] as? Int == 1)
+        #expect(pending.kek["status"] as? String == "warn")
+        #expect((pending.kek["output"] as? String ?? "").contains("token-relay encryption rewrap"))
+        let rewrap = try await stack.runCommand(["encryption", "rewrap"], environment: ["TOKENRELAY_ENCRYPTION_KEYS": ring])
+        #expect(rewrap.status == 0, "\(rewrap.output)")
+        #expect(rewrap.output.contains(#""data_keys_rewrapped":1"#), "\(rewrap.output)")
+        let done = try await readiness()
+        #expect(done.kek["observedValue"] as? Int == 0)
+        #expect(done.kek["status"] as? String == "pass")
     }
 
     @Test("SIGHUP re-reads the key ring from TOKENRELAY_ENCRYPTION_KEYS_FILE; a bad ring is logged and the old one kept")
@@ -192,15 +256,15 @@ struct EncryptionRotationTests {
             name: "e2e_sighup", environment: ["TOKENRELAY_ENCRYPTION_KEYS": "", "TOKENRELAY_ENCRYPTION_KEYS_FILE": file])
         defer { stack.stop() }
         let alice = try await stack.signInAccountId("alice@contoso.example")
-        func keyIds() async throws -> [String] {
-            try await stack.withDatabase { connection in
-                try connection.query(
-                    "SELECT key_id FROM refresh_tokens WHERE account_id = $1 UNION ALL SELECT key_id FROM access_tokens WHERE account_id = $1",
-                    [.text(alice)]
-                ).rows.compactMap { $0.string("key_id") }
+        // Rows go under the tenant's data key; the ring's first key seals what has no tenant
+        // yet (a pending sign-in's verifier) and wraps new data keys.
+        func newSignInKeyId() async throws -> String? {
+            #expect(try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"]]).status == 201)
+            return try await stack.withDatabase { connection in
+                try connection.query("SELECT verifier_key_id FROM sign_ins ORDER BY created_at DESC LIMIT 1").rows.first?.string("verifier_key_id")
             }
         }
-        #expect(try await keyIds() == ["k1", "k1"])
+        #expect(try await newSignInKeyId() == "k1")
         func hangup(expecting event: String) async throws {
             let seen = stack.relay.log().components(separatedBy: event).count
             stack.relay.send(signal: SIGHUP)
@@ -213,12 +277,12 @@ struct EncryptionRotationTests {
         try Data("k2:\(Self.key()),\(first)".utf8).write(to: URL(fileURLWithPath: file))
         try await hangup(expecting: "encryption.key_ring_reloaded")
         #expect(try await Self.silent(stack, alice, force: true).status == 200)
-        #expect(try await keyIds() == ["k2", "k2"])
+        #expect(try await newSignInKeyId() == "k2")
 
         try Data("k3:not-a-key".utf8).write(to: URL(fileURLWithPath: file))
         try await hangup(expecting: "encryption.key_ring_reload_failed")
         #expect(try await Self.silent(stack, alice, force: true).status == 200)
-        #expect(try await keyIds() == ["k2", "k2"])
+        #expect(try await newSignInKeyId() == "k2")
     }
 
     /// Runs the built `token-relay` and returns its exit status and standard error.

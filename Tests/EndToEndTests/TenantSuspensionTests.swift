@@ -149,9 +149,15 @@ struct TenantSuspensionTests {
         #expect(byId[Self.fabrikam]?["accounts"] as? Int == 2, "\(tenants.text)")
         #expect(byId[Self.fabrikam]?["suspended"] as? Bool == true)
         #expect(byId[Self.contoso]?["suspended"] as? Bool == false)
+        // Each tenant's rows are under its own data key (ADR 0017), wrapped by the ring's key.
         let dataKey = byId[Self.contoso]?["data_key"] as? [String: Any]
-        #expect(dataKey?["kind"] as? String == "key_ring")
-        #expect((dataKey?["key_ids"] as? [String])?.isEmpty == false, "\(tenants.text)")
+        #expect(dataKey?["kind"] as? String == "tenant", "\(tenants.text)")
+        let dataKeyId = try #require(dataKey?["data_key_id"] as? String)
+        #expect(dataKeyId.hasPrefix("dk."))
+        #expect((dataKey?["kek_id"] as? String ?? "").hasPrefix("ring:"))
+        #expect(dataKey?["key_ids"] as? [String] == [dataKeyId], "\(tenants.text)")
+        let fabrikamKey = (byId[Self.fabrikam]?["data_key"] as? [String: Any])?["data_key_id"] as? String
+        #expect(fabrikamKey != nil && fabrikamKey != dataKeyId, "\(tenants.text)")
     }
 
     @Test("A second replica refuses a suspended tenant within 2 s and serves it again within 2 s of a resume by the CLI")

@@ -202,7 +202,7 @@ struct RefreshExecutorTests {
             let start = try #require(try await db.row(account)).generation
             func write(_ rotated: String?) -> RotationWrite {
                 RotationWrite(
-                    accountId: account.accountId, generation: start, rotatedRefreshToken: rotated, familyId: nil,
+                    accountId: account.accountId, tenantId: account.realm, generation: start, rotatedRefreshToken: rotated, familyId: nil,
                     redeemedFingerprint: TokenStore.lineageDigest("rt-0"), accessToken: nil, notifyAccessTokensReplaced: false)
             }
             #expect(try await db.store.writeRotation(write("rt-A")) == .stored(generation: start + 1))
@@ -336,7 +336,7 @@ struct RefreshExecutorTests {
         }
     }
 
-    @Test("8. Waiting for another replica's lease ends at the deadline with lease_wait_timeout")
+    @Test("8. Waiting for another replica's lease ends at the deadline with lease_wait_timeout", .timingGroup(.measuring))
     func leaseWaitTimeout() async throws {
         try await Self.withDatabase("refresh_lease_wait") { db in
             let account = try await db.signIn(refreshToken: "rt-0")

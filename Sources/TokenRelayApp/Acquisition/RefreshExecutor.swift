@@ -236,7 +236,8 @@ struct RefreshExecutor: Sendable {
         _ response: TokenResponse, generation: Int64, redeemed: String, accessToken: StoredAccessToken?, request: Request
     ) -> RotationWrite {
         RotationWrite(
-            response, accountId: request.account.accountId, generation: generation, redeemed: redeemed, accessToken: accessToken,
+            response, accountId: request.account.accountId, tenantId: request.account.realm, generation: generation, redeemed: redeemed,
+            accessToken: accessToken,
             // A claims challenge met: other replicas must stop serving the token it rejected.
             notifyAccessTokensReplaced: request.mode == .bypass && ClaimsRequest.bypassesCache(claims: request.claims))
     }

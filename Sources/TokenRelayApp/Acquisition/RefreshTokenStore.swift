@@ -72,6 +72,8 @@ extension RefreshClaim {
 /// The fenced write of one redemption's answer.
 struct RotationWrite: Sendable {
     let accountId: String
+    /// The account's tenant (its `realm`), whose data key seals the refresh token (ADR 0017).
+    let tenantId: String
     /// The generation redeemed: the row changes only while it is still this one.
     let generation: Int64
     /// The new refresh token, nil when the STS returned none (the stored one stays, case 14).
@@ -89,11 +91,11 @@ extension RotationWrite {
     /// The write of the STS answer `response` to a redemption of `redeemed` (the refresh token of
     /// `generation`); an empty `refresh_token` counts as none (case 14: never store a null over one).
     init(
-        _ response: TokenResponse, accountId: String, generation: Int64, redeemed: String, accessToken: StoredAccessToken?,
+        _ response: TokenResponse, accountId: String, tenantId: String, generation: Int64, redeemed: String, accessToken: StoredAccessToken?,
         notifyAccessTokensReplaced: Bool
     ) {
         self.init(
-            accountId: accountId, generation: generation, rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
+            accountId: accountId, tenantId: tenantId, generation: generation, rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
             familyId: response.foci, redeemedFingerprint: TokenStore.lineageDigest(redeemed), accessToken: accessToken,
             notifyAccessTokensReplaced: notifyAccessTokensReplaced)
     }

@@ -20,6 +20,7 @@ import Synchronization
 /// - ``onAPIKeyRevoked(_:)``: the key must be refused at once.
 /// - ``onRefreshReleased(_:)``: a redemption lease was released: refreshes waiting for it claim again.
 /// - ``onTenantChanged(_:)``: a tenant was suspended or resumed (``TenantSuspensions``).
+/// - ``onTenantForgotten(_:)``: a tenant's data key was destroyed (ADR 0017).
 /// - ``onResynchronise(_:)``: notifications may have been missed.
 final class ReplicaInvalidation: Sendable {
     /// This process's name in payloads (`kind:id origin`): a replica skips its own messages, whose
@@ -40,6 +41,8 @@ final class ReplicaInvalidation: Sendable {
         /// A tenant (lower-cased GUID) was suspended or resumed (behaviour §12 Tenants).
         case tenantSuspended(String)
         case tenantResumed(String)
+        /// A tenant was forgotten (`token-relay tenants forget`): drop its data key and memories.
+        case tenantForgotten(String)
 
         static let accountDeletedPrefix = "account.deleted:"
         static let apiKeyRevokedPrefix = "api_key.revoked:"
@@ -57,6 +60,7 @@ final class ReplicaInvalidation: Sendable {
             case .refreshReleased(let id): "refresh.released:" + id
             case .tenantSuspended(let id): "tenant.suspended:" + id
             case .tenantResumed(let id): "tenant.resumed:" + id
+            case .tenantForgotten(let id): "tenant.forgotten:" + id
             }
         }
 
@@ -84,6 +88,7 @@ final class ReplicaInvalidation: Sendable {
             case "refresh.released": self = .refreshReleased(id)
             case "tenant.suspended": self = .tenantSuspended(id)
             case "tenant.resumed": self = .tenantResumed(id)
+            case "tenant.forgotten": self = .tenantForgotten(id)
             default: return nil
             }
         }
@@ -96,6 +101,7 @@ final class ReplicaInvalidation: Sendable {
         var resynchronise: [@Sendable () -> Void] = []
         var refreshReleased: [@Sendable (String) -> Void] = []
         var tenant: [@Sendable (String, Bool) -> Void] = []
+        var tenantForgotten: [@Sendable (String) -> Void] = []
     }
 
     private let hooks = Mutex(Hooks())
@@ -118,6 +124,7 @@ final class ReplicaInvalidation: Sendable {
     func onRefreshReleased(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.refreshReleased.append(hook) } }
     /// `hook(tenantId, suspended)`.
     func onTenantChanged(_ hook: @escaping @Sendable (String, Bool) -> Void) { hooks.withLock { $0.tenant.append(hook) } }
+    func onTenantForgotten(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.tenantForgotten.append(hook) } }
     func onResynchronise(_ hook: @escaping @Sendable () -> Void) { hooks.withLock { $0.resynchronise.append(hook) } }
 
     /// Runs the hooks `message` calls for (also used for this replica's own changes).
@@ -137,6 +144,8 @@ final class ReplicaInvalidation: Sendable {
             for hook in hooks.tenant { hook(id, true) }
         case .tenantResumed(let id):
             for hook in hooks.tenant { hook(id, false) }
+        case .tenantForgotten(let id):
+            for hook in hooks.tenantForgotten { hook(id) }
         }
     }
 

@@ -91,7 +91,8 @@ extension SilentAcquisition {
 
         // 3. One short transaction: the fenced rotation and the account's identity (or the merge).
         let rotation = RotationWrite(
-            response, accountId: accountId, generation: generation, redeemed: refreshToken, accessToken: nil, notifyAccessTokensReplaced: false)
+            response, accountId: accountId, tenantId: Self.identity(of: response, environment: authority.environment)?.realm ?? authority.tenant,
+            generation: generation, redeemed: refreshToken, accessToken: nil, notifyAccessTokensReplaced: false)
         guard let identity = Self.identity(of: response, environment: authority.environment) else {
             // Kept as an import: the rotated refresh token is stored, the next request tries again.
             _ = await executor.persistAlone(rotation)

@@ -128,8 +128,37 @@ public struct Configuration: Sendable {
         /// Key ring `id1:base64key,id2:base64key`; the first key encrypts, all decrypt
         /// (`TOKENRELAY_ENCRYPTION_KEYS`). Required; re-read on SIGHUP.
         public var keys: String = ""
+        /// Tenants' data keys held unwrapped in memory at most (`TOKENRELAY_DATA_KEY_CAPACITY`,
+        /// default 10,000); the least recently loaded goes first.
+        public var dataKeyCapacity = 10_000
+        /// Seconds an unwrapped data key stays in memory (`TOKENRELAY_DATA_KEY_HOLD_S`, default
+        /// 3,600): the HSM is asked once per tenant and period.
+        public var dataKeyHoldSeconds = 3600
+        /// PKCS#11 key-encryption key (ADR 0016, 0017); nil keeps the key ring as the KEK.
+        public var pkcs11: PKCS11?
 
         public init() {}
+
+        /// The HSM that holds the key-encryption key.
+        public struct PKCS11: Sendable {
+            /// Path of the PKCS#11 module (`TOKENRELAY_PKCS11_MODULE`), e.g. Debian's
+            /// `/usr/lib/softhsm/libsofthsm2.so`.
+            public var module: String
+            /// Label of the token (`TOKENRELAY_PKCS11_TOKEN_LABEL`).
+            public var tokenLabel: String
+            /// User PIN (`TOKENRELAY_PKCS11_PIN`, or `_FILE`). Never logged.
+            public var pin: String
+            /// Labels of the AES keys on the token, `new,old` (`TOKENRELAY_PKCS11_KEY_LABEL`): the
+            /// first wraps new data keys, every one unwraps.
+            public var keyLabels: [String]
+
+            public init(module: String, tokenLabel: String, pin: String, keyLabels: [String]) {
+                self.module = module
+                self.tokenLabel = tokenLabel
+                self.pin = pin
+                self.keyLabels = keyLabels
+            }
+        }
     }
 
     /// API keys accepted besides the stored ones.

@@ -74,6 +74,10 @@ public struct ConfigurationLoader: Sendable {
         config.identity.allowHTTPLoopback = try bool("allow_http_loopback") ?? false
         config.identity.redirectURI = try value("redirect_uri")
         config.encryption.keys = try value("encryption_keys") ?? ""
+        config.encryption.dataKeyCapacity = try int("data_key_capacity", 1...10_000_000) ?? config.encryption.dataKeyCapacity
+        config.encryption.dataKeyHoldSeconds = try int("data_key_hold_s", 1...86_400) ?? config.encryption.dataKeyHoldSeconds
+        config.encryption.pkcs11 = try Self.pkcs11(
+            module: value("pkcs11_module"), tokenLabel: value("pkcs11_token_label"), pin: value("pkcs11_pin"), keyLabels: list("pkcs11_key_label"))
         if let apis = try value("downstream_apis") {
             config.downstream.apis = try Self.parseDownstreamAPIs(apis)
         }
@@ -172,6 +176,21 @@ public struct ConfigurationLoader: Sendable {
             throw ConfigurationError(
                 setting: "TOKENRELAY_DOWNSTREAM_APIS", reason: "\(name).base_url must be https (or loopback http with TOKENRELAY_ALLOW_HTTP_LOOPBACK)")
         }
+    }
+
+    /// The PKCS#11 settings: all four, or none (the key ring stays the key-encryption key).
+    static func pkcs11(module: String?, tokenLabel: String?, pin: String?, keyLabels: [String]?) throws -> Configuration.Encryption.PKCS11? {
+        let given: [(String, Bool)] = [
+            ("TOKENRELAY_PKCS11_MODULE", module != nil), ("TOKENRELAY_PKCS11_TOKEN_LABEL", tokenLabel != nil),
+            ("TOKENRELAY_PKCS11_PIN", pin != nil), ("TOKENRELAY_PKCS11_KEY_LABEL", !(keyLabels ?? []).isEmpty),
+        ]
+        guard given.contains(where: \.1) else { return nil }
+        if let missing = given.first(where: { !$0.1 }) {
+            throw ConfigurationError(setting: missing.0, reason: "is required with the other TOKENRELAY_PKCS11_* settings")
+        }
+        guard let module, let tokenLabel, let pin, let keyLabels else { return nil }
+        guard module.hasPrefix("/") else { throw ConfigurationError(setting: "TOKENRELAY_PKCS11_MODULE", reason: "must be an absolute path") }
+        return Configuration.Encryption.PKCS11(module: module, tokenLabel: tokenLabel, pin: pin, keyLabels: keyLabels)
     }
 
     static func isLoopback(_ url: String) -> Bool {

@@ -79,24 +79,52 @@ struct HealthChecks: Sendable {
         var keyCheck: [String: JSONValue] = [
             "status": .string("pass"), "observedValue": .number(Double(ring.keys.count)), "componentId": .string(ring.primary.id), "time": .string(time),
         ]
-        if let totals = try? await ciphertexts?.flushUsage() {
-            let used = totals[ring.primary.id] ?? 0
+        if let flushed = try? await ciphertexts?.flushUsage() {
+            let (keyId, used) = flushed ?? (ring.primary.id, 0)
+            keyCheck["componentId"] = .string(keyId)
             keyCheck["observedValue"] = .number(Double(used))
             keyCheck["observedUnit"] = .string("encryptions")
             if used > Self.rotationThreshold {
                 keyCheck["status"] = .string("warn")
                 keyCheck["output"] = .string(
-                    "key '\(ring.primary.id)' has made more than 2^31 encryptions: add a new first key and run `token-relay encryption rotate`")
+                    DataKey.isDataKeyId(keyId)
+                        ? "data key '\(keyId)' has made more than 2^31 encryptions: its tenant's data key should be replaced (not yet automated, ADR 0017)"
+                        : "key '\(keyId)' has made more than 2^31 encryptions: add a new first key and run `token-relay encryption rotate`")
                 if overall == "pass" { overall = "warn" }
             }
         }
         checks["encryption:keys"] = .array([.object(keyCheck)])
+        if let dataKeys = ciphertexts?.cipher.dataKeys {
+            let (check, status) = await Self.keyEncryptionKeyCheck(dataKeys, time: time)
+            checks["encryption:kek"] = .array([.object(check)])
+            if status == "warn" && overall == "pass" { overall = "warn" }
+        }
         if let credential {
             let (status, entries) = credential.check()
             checks["client:credential"] = .array(entries)
             if status == "warn" && overall == "pass" { overall = "warn" }
         }
         return respond(status: overall, checks: checks)
+    }
+
+    /// The key-encryption key in use (ADR 0017): its id, and the data keys still wrapped by
+    /// another (`warn` until `token-relay encryption rewrap` has moved them); `warn` too when the
+    /// key does not wrap now (an HSM failing: cached data keys still serve, new tenants get 503).
+    static func keyEncryptionKeyCheck(_ dataKeys: TenantDataKeys, time: String) async -> (check: [String: JSONValue], status: String) {
+        let primary = dataKeys.keyEncryptionKeys.primary.id
+        var check: [String: JSONValue] = ["componentId": .string(primary), "observedUnit": .string("data keys not under it"), "time": .string(time)]
+        var problems: [String] = []
+        if let failure = dataKeys.probe() {
+            problems.append("the key-encryption key does not answer (\(failure.description)): cached data keys serve, new tenants get 503")
+        }
+        if let pending = try? await dataKeys.wrappedKeys.countNotWrappedBy(primary) {
+            check["observedValue"] = .number(Double(pending))
+            if pending > 0 { problems.append("\(pending) data key(s) are wrapped by an older key-encryption key: run `token-relay encryption rewrap`") }
+        }
+        let status = problems.isEmpty ? "pass" : "warn"
+        check["status"] = .string(status)
+        if !problems.isEmpty { check["output"] = .string(problems.joined(separator: "; ")) }
+        return (check, status)
     }
 
     private func respond(status: String, checks: [String: JSONValue]) -> HTTPResponse {

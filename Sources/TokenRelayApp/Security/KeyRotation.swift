@@ -1,10 +1,12 @@
 import IdentityCore
 
-/// `token-relay encryption rotate` (behaviour §7, §12 Encryption keys): re-encrypts every ciphertext
-/// under the ring's first key, in batches of short transactions, while the service serves.
+/// `token-relay encryption rotate` (behaviour §7, §12 Encryption keys; ADR 0017): rewraps every
+/// tenant's data key under the primary key-encryption key, then re-encrypts every row still under
+/// a ring key (rows of a tenant go to that tenant's data key; pending sign-ins to the ring's first
+/// key), in batches of short transactions, while the service serves.
 ///
 /// Run it after every replica serves with the ring `[new, old]`; when it reports
-/// `rows_remaining: 0`, the old key can leave the ring.
+/// `rows_remaining: 0` and `data_keys_remaining: 0`, the old key can leave the ring.
 struct KeyRotation: Sendable {
     let store: CiphertextStore
     let logger: Logger
@@ -23,6 +25,7 @@ struct KeyRotation: Sendable {
     struct Report: Sendable {
         let keyId: String
         var tables: [(name: String, report: TableReport)] = []
+        var dataKeys: DataKeyRewrap.Report?
 
         var reencrypted: Int { tables.reduce(0) { $0 + $1.report.reencrypted } }
         var failed: Int { tables.reduce(0) { $0 + $1.report.failed } }
@@ -35,10 +38,12 @@ struct KeyRotation: Sendable {
             for (name, table) in tables {
                 perTable[name] = .object(["reencrypted": number(table.reencrypted), "failed": number(table.failed), "remaining": number(table.remaining)])
             }
-            return .object([
+            var object: [String: JSONValue] = [
                 "key_id": .string(keyId), "rows_reencrypted": number(reencrypted), "rows_failed": number(failed),
                 "rows_remaining": number(remaining), "tables": .object(perTable),
-            ])
+            ]
+            if let dataKeys, case .object(let members) = dataKeys.json { object.merge(members) { $1 } }
+            return .object(object)
         }
     }
 
@@ -48,6 +53,11 @@ struct KeyRotation: Sendable {
     /// - Throws: `Problem` when the database fails.
     func run(tables: [CiphertextColumns] = CiphertextColumns.all) async throws -> Report {
         var report = Report(keyId: store.cipher.ring.primary.id)
+        if let dataKeys = store.cipher.dataKeys {
+            let rewrap = try await DataKeyRewrap(dataKeys: dataKeys, store: DataKeyStore(database: store.database), batchSize: batchSize).run()
+            for id in rewrap.failed { logger.error("encryption.rewrap.data_key_failed", ["data_key_id": id]) }
+            report.dataKeys = rewrap
+        }
         for columns in tables {
             var table = TableReport()
             for _ in 0..<maxSweeps {

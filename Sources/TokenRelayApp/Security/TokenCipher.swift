@@ -2,7 +2,8 @@ import CryptoBridge
 import Synchronization
 
 /// What a ciphertext is bound to (behaviour §7): additional authenticated data made of the owner,
-/// the token kind and the client id, so that a row copied onto another account fails to open.
+/// the token kind and the client id, so that a row copied onto another account fails to open;
+/// and the customer tenant whose data key seals it (ADR 0017).
 struct SealingContext: Sendable {
     enum Kind: String, Sendable {
         case refreshToken = "rt"
@@ -13,6 +14,17 @@ struct SealingContext: Sendable {
     let owner: String
     let kind: Kind
     let clientId: String
+    /// The tenant whose data key seals it: an account's `realm` (the tenant it signed in to), an
+    /// app or on-behalf-of token's realm. Nil seals under the ring's first key (a pending
+    /// sign-in's PKCE verifier, which has no tenant yet and lives ten minutes).
+    var tenantId: String?
+
+    init(owner: String, kind: Kind, clientId: String, tenantId: String? = nil) {
+        self.owner = owner
+        self.kind = kind
+        self.clientId = clientId
+        self.tenantId = tenantId?.lowercased()
+    }
 
     var additionalData: [UInt8] { Array("tokenrelay.v1|\(owner)|\(kind.rawValue)|\(clientId)".utf8) }
 }
@@ -28,15 +40,28 @@ struct TokenCipherError: Error, CustomStringConvertible {
     let description: String
 }
 
-/// AES-256-GCM envelope over the key ring: the first key seals, the stored key id opens.
+/// Thrown by ``TokenCipher`` when a data key it needs is not in memory. ``Database`` catches it
+/// once the connection is back in the pool, runs ``load`` (the database and the key-encryption
+/// key, with no connection held) and runs the statement again.
+struct DataKeyNeeded: Error, CustomStringConvertible {
+    let description: String
+    let load: @Sendable () async throws -> Void
+}
+
+/// AES-256-GCM over each row: sealed under its tenant's data key (ADR 0017) when the context names
+/// a tenant, else under the ring's first key; opened by the stored key id, a data key's
+/// (`dk.…`) or a ring key's.
 ///
-/// Copies share one ring (replaced on SIGHUP by ``reload(_:)``) and one count of encryptions per
-/// key id not yet written to `encryption_key_usage` (behaviour §12 Encryption keys).
+/// Copies share one ring (replaced on SIGHUP by ``reload(_:)``), the data keys and one count of
+/// encryptions per key id not yet written to `encryption_key_usage` (behaviour §12 Encryption keys).
 struct TokenCipher: Sendable {
     private let shared: Shared
+    /// Nil seals everything under the ring (tools that only read or re-seal ring rows).
+    let dataKeys: TenantDataKeys?
 
-    init(ring: KeyRing) {
+    init(ring: KeyRing, dataKeys: TenantDataKeys? = nil) {
         shared = Shared(ring: ring)
+        self.dataKeys = dataKeys
     }
 
     /// The ring in use now.
@@ -45,26 +70,84 @@ struct TokenCipher: Sendable {
     /// Replaces the ring (SIGHUP): later seals use its first key, opens any of its keys.
     func reload(_ ring: KeyRing) {
         shared.ring.withLock { $0 = ring }
+        dataKeys?.reload(ring: ring)
     }
 
+    /// - Throws: ``DataKeyNeeded`` when the tenant's data key is not in memory.
     func seal(_ plaintext: String, for context: SealingContext) throws -> SealedSecret {
-        let key = ring.primary
-        let sealed = try AES256GCM.seal(Array(plaintext.utf8), key: key.bytes, authenticating: context.additionalData)
-        shared.unflushed.withLock { $0[key.id, default: 0] += 1 }
-        return SealedSecret(keyId: key.id, nonce: sealed.nonce, ciphertext: sealed.ciphertext)
+        let (keyId, bytes) = try sealingKey(for: context)
+        let sealed = try AES256GCM.seal(Array(plaintext.utf8), key: bytes, authenticating: context.additionalData)
+        shared.unflushed.withLock { $0[keyId, default: 0] += 1 }
+        return SealedSecret(keyId: keyId, nonce: sealed.nonce, ciphertext: sealed.ciphertext)
     }
 
-    /// - Throws: `TokenCipherError` when the key id is not in the ring or the tag does not verify
-    ///   (wrong key, or the row was moved to another owner, kind or client).
+    /// ``seal(_:for:)`` that loads the tenant's data key when it is not in memory (outside any
+    /// database call).
+    func seal(loading plaintext: String, for context: SealingContext) async throws -> SealedSecret {
+        do {
+            return try seal(plaintext, for: context)
+        } catch let needed as DataKeyNeeded {
+            try await needed.load()
+            return try seal(plaintext, for: context)
+        }
+    }
+
+    private func sealingKey(for context: SealingContext) throws -> (id: String, bytes: [UInt8]) {
+        guard let dataKeys, let tenantId = context.tenantId else {
+            let key = ring.primary
+            return (key.id, key.bytes)
+        }
+        guard let key = dataKeys.cached(tenantId: tenantId) else {
+            throw DataKeyNeeded(description: "the data key of tenant \(tenantId) is not in memory") { _ = try await dataKeys.key(forTenant: tenantId) }
+        }
+        return (key.id, key.bytes)
+    }
+
+    /// - Throws: ``DataKeyNeeded`` when the row's data key is not in memory; `TokenCipherError`
+    ///   when the key id is neither in the ring nor a data key, or the tag does not verify (wrong
+    ///   key, or the row was moved to another owner, kind or client).
     func open(_ sealed: SealedSecret, for context: SealingContext) throws -> String {
-        guard let key = ring.key(id: sealed.keyId) else {
-            throw TokenCipherError(description: "encryption key '\(sealed.keyId)' is not in the key ring")
+        let bytes: [UInt8]
+        if DataKey.isDataKeyId(sealed.keyId) {
+            guard let dataKeys else { throw TokenCipherError(description: "'\(sealed.keyId)' is a data key; this tool has no data keys") }
+            guard let key = dataKeys.cached(dataKeyId: sealed.keyId) else {
+                let id = sealed.keyId
+                throw DataKeyNeeded(description: "data key \(id) is not in memory") { _ = try await dataKeys.key(dataKeyId: id) }
+            }
+            bytes = key.bytes
+        } else {
+            guard let key = ring.key(id: sealed.keyId) else {
+                throw TokenCipherError(description: "encryption key '\(sealed.keyId)' is not in the key ring")
+            }
+            bytes = key.bytes
         }
         do {
-            let plaintext = try AES256GCM.open(sealed.ciphertext, nonce: sealed.nonce, key: key.bytes, authenticating: context.additionalData)
+            let plaintext = try AES256GCM.open(sealed.ciphertext, nonce: sealed.nonce, key: bytes, authenticating: context.additionalData)
             return String(decoding: plaintext, as: UTF8.self)
         } catch {
             throw TokenCipherError(description: "a stored \(context.kind.rawValue) ciphertext failed authentication")
+        }
+    }
+
+    /// ``open(_:for:)`` where a row that does not open is a miss (nil), not an error; a data key
+    /// not in memory still throws ``DataKeyNeeded``, so that it is loaded, never taken for a miss.
+    func openIfPossible(_ sealed: SealedSecret, for context: SealingContext) throws(DataKeyNeeded) -> String? {
+        do {
+            return try open(sealed, for: context)
+        } catch let needed as DataKeyNeeded {
+            throw needed
+        } catch {
+            return nil
+        }
+    }
+
+    /// ``open(_:for:)`` that loads a data key not in memory (outside any database call).
+    func open(loading sealed: SealedSecret, for context: SealingContext) async throws -> String {
+        do {
+            return try open(sealed, for: context)
+        } catch let needed as DataKeyNeeded {
+            try await needed.load()
+            return try open(sealed, for: context)
         }
     }
 

@@ -15,6 +15,10 @@ struct AuditStore: Sendable {
         case apiKeyCreated = "api_key.created"
         case apiKeyRevoked = "api_key.revoked"
         case encryptionRotated = "encryption.rotated"
+        /// `token-relay encryption rewrap`: data keys wrapped again under the primary KEK (ADR 0017).
+        case dataKeysRewrapped = "encryption.rewrapped"
+        /// `token-relay tenants forget`: a tenant's accounts deleted and its data key destroyed.
+        case tenantForgotten = "tenant.forgotten"
         /// `detail.tenant_id`; `outcome` `suspended` or `already_suspended` (behaviour §12 Tenants).
         case tenantSuspended = "tenant.suspended"
         /// `detail.tenant_id`; `outcome` `resumed` or `not_suspended`.

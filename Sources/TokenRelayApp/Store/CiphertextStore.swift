@@ -10,6 +10,9 @@ struct CiphertextColumns: Sendable {
     let owner: String
     /// SQL expression giving the client id; nil means the configured client id.
     let clientId: String?
+    /// SQL expression giving the tenant whose data key seals the row (ADR 0017); nil: the row
+    /// stays under the ring (a pending sign-in's verifier).
+    var tenant: String? = nil
     /// The primary key's columns, in its order: a rotation walks each table by it (keyset).
     let key: [KeyColumn]
     var keyId = "key_id"
@@ -29,15 +32,16 @@ struct CiphertextColumns: Sendable {
     /// Every ciphertext the database holds. A new token table adds one line here.
     static let all: [CiphertextColumns] = [
         CiphertextColumns(
-            table: "refresh_tokens", kind: .refreshToken, owner: "account_id", clientId: "client_id", key: [.text("account_id"), .text("client_id")]),
+            table: "refresh_tokens", kind: .refreshToken, owner: "account_id", clientId: "client_id",
+            tenant: "(SELECT a.realm FROM accounts a WHERE a.account_id = refresh_tokens.account_id)", key: [.text("account_id"), .text("client_id")]),
         CiphertextColumns(
-            table: "access_tokens", kind: .accessToken, owner: "account_id", clientId: "client_id",
+            table: "access_tokens", kind: .accessToken, owner: "account_id", clientId: "client_id", tenant: "realm",
             key: ["account_id", "environment", "realm", "client_id", "target"].map(KeyColumn.text)),
         CiphertextColumns(
-            table: "grant_access_tokens", kind: .accessToken, owner: "owner", clientId: "client_id",
+            table: "grant_access_tokens", kind: .accessToken, owner: "owner", clientId: "client_id", tenant: "realm",
             key: ["owner", "environment", "realm", "client_id", "target"].map(KeyColumn.text)),
         CiphertextColumns(
-            table: "obo_refresh_tokens", kind: .refreshToken, owner: "owner", clientId: "client_id",
+            table: "obo_refresh_tokens", kind: .refreshToken, owner: "owner", clientId: "client_id", tenant: "realm",
             key: ["owner", "environment", "client_id"].map(KeyColumn.text)),
         CiphertextColumns(
             table: "sign_ins", kind: .pkceVerifier, owner: "sign_in_id", clientId: nil, key: [KeyColumn(name: "state_hash", isBytes: true)],
@@ -50,6 +54,8 @@ struct RotationBatch: Sendable {
     var reencrypted = 0
     /// Rows that did not open (key not in the ring, or a ciphertext moved to another row).
     var failed: [(owner: String, keyId: String)] = []
+    /// Data keys the batch needed and did not hold: loaded after it, then the batch runs again.
+    var needed: [DataKeyNeeded] = []
     /// The primary key of the last row looked at (as text), for the next batch; nil when the
     /// table has no more rows to visit.
     var cursor: [String]?
@@ -74,10 +80,26 @@ struct CiphertextStore: Sendable {
     /// batch's updates go in one statement (a row per round trip re-encrypted about 400–1,100 rows/s
     /// on the shared bench machine, an hour for a million accounts; issue 13).
     func rotateBatch(_ columns: CiphertextColumns, after cursor: [String]?, limit: Int) async throws -> RotationBatch {
+        var total = RotationBatch()
+        while true {
+            // Rows whose tenant's data key was not in memory were skipped; with the keys loaded (no
+            // connection held) the same batch runs again, and finds only those rows still to do.
+            let batch = try await rotateOnce(columns, after: cursor, limit: limit)
+            total.reencrypted += batch.reencrypted
+            total.failed += batch.failed
+            total.cursor = batch.cursor
+            guard !batch.needed.isEmpty else { return total }
+            var loaded = Set<String>()
+            for needed in batch.needed where loaded.insert(needed.description).inserted { try await needed.load() }
+        }
+    }
+
+    private func rotateOnce(_ columns: CiphertextColumns, after cursor: [String]?, limit: Int) async throws -> RotationBatch {
         let cipher = self.cipher
         let primary = cipher.ring.primary.id
+        let envelope = cipher.dataKeys != nil && columns.tenant != nil
         let clientId = self.clientId
-        let statement = Self.batchStatement(columns, afterCursor: cursor != nil, limit: limit)
+        let statement = Self.batchStatement(columns, afterCursor: cursor != nil, limit: limit, envelope: envelope)
         return try await database.transaction { connection in
             let rows = try connection.query(statement, [.text(primary), .text(clientId)] + (cursor ?? []).map(PostgresParameter.text)).rows
             var batch = RotationBatch(cursor: rows.last.map { row in columns.key.indices.map { row.string("cursor_\($0)") ?? "" } })
@@ -88,12 +110,19 @@ struct CiphertextStore: Sendable {
             for row in rows {
                 let owner = row.string("owner") ?? ""
                 let old = SealedSecret(row: row)
-                let context = SealingContext(owner: owner, kind: columns.kind, clientId: row.string("client_id") ?? "")
-                guard let plaintext = try? cipher.open(old, for: context) else {
-                    batch.failed.append((owner, old.keyId))
+                let context = SealingContext(
+                    owner: owner, kind: columns.kind, clientId: row.string("client_id") ?? "", tenantId: envelope ? row.string("tenant_id") : nil)
+                let sealed: SealedSecret
+                do {
+                    guard let plaintext = try cipher.openIfPossible(old, for: context) else {
+                        batch.failed.append((owner, old.keyId))
+                        continue
+                    }
+                    sealed = try cipher.seal(plaintext, for: context)
+                } catch let needed as DataKeyNeeded {
+                    batch.needed.append(needed)
                     continue
                 }
-                let sealed = try cipher.seal(plaintext, for: context)
                 updates.refs.append(row.string("row_ref") ?? "")
                 updates.owners.append(owner)
                 updates.keyIds.append(sealed.keyId)
@@ -126,50 +155,63 @@ struct CiphertextStore: Sendable {
 
     /// The statement that reads one batch: `$1` the ring's first key id, `$2` the configured
     /// client id (for a table without the column; always bound, so always referenced), `$3`… the
-    /// cursor's key values when `afterCursor`.
-    static func batchStatement(_ columns: CiphertextColumns, afterCursor: Bool, limit: Int) -> String {
+    /// cursor's key values when `afterCursor`. With `envelope`, the rows to do are those under any
+    /// ring key (they go to their tenant's data key), else those not under the ring's first key.
+    static func batchStatement(_ columns: CiphertextColumns, afterCursor: Bool, limit: Int, envelope: Bool = false) -> String {
         let keyList = columns.key.map(\.name).joined(separator: ", ")
         let after = afterCursor ? " AND (\(keyList)) > (\(columns.key.indices.map { columns.key[$0].bind("$\($0 + 3)") }.joined(separator: ", ")))" : ""
         return """
             SELECT ctid::text AS row_ref, \(columns.owner) AS owner, \(columns.clientId ?? "$2::text") AS client_id,
               \(columns.key.indices.map { "\(columns.key[$0].read) AS cursor_\($0)" }.joined(separator: ", ")),
-              \(columns.keyId) AS key_id, \(columns.nonce) AS nonce, \(columns.ciphertext) AS ciphertext
-            FROM \(columns.table) WHERE \(columns.keyId) <> $1\(after) AND $2::text IS NOT NULL
+              \(columns.keyId) AS key_id, \(columns.nonce) AS nonce, \(columns.ciphertext) AS ciphertext\(envelope ? ", \(columns.tenant ?? "NULL") AS tenant_id" : "")
+            FROM \(columns.table) WHERE \(pending(columns, envelope: envelope))\(after) AND $2::text IS NOT NULL
             ORDER BY \(keyList) LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """
     }
 
-    /// Rows of `columns` not under the ring's first key.
+    /// The condition of rows a rotation still has to do (`$1` the ring's first key id).
+    static func pending(_ columns: CiphertextColumns, envelope: Bool) -> String {
+        envelope ? "\(columns.keyId) NOT LIKE 'dk.%' AND $1::text IS NOT NULL" : "\(columns.keyId) <> $1"
+    }
+
+    /// Rows of `columns` a rotation still has to do: under a ring key where the table's rows go to
+    /// data keys, else not under the ring's first key.
     func remaining(_ columns: CiphertextColumns) async throws -> Int {
         let primary = cipher.ring.primary.id
+        let condition = Self.pending(columns, envelope: cipher.dataKeys != nil && columns.tenant != nil)
         return try await database.run { connection in
-            Int(try connection.query("SELECT count(*) AS n FROM \(columns.table) WHERE \(columns.keyId) <> $1", [.text(primary)]).rows.first?.int("n") ?? 0)
+            Int(try connection.query("SELECT count(*) AS n FROM \(columns.table) WHERE \(condition)", [.text(primary)]).rows.first?.int("n") ?? 0)
         }
     }
 
-    /// Adds the encryptions counted in memory to `encryption_key_usage`, then returns every
-    /// key's total. Counts that could not be written are kept for the next flush.
+    /// Adds the encryptions counted in memory to `encryption_key_usage` (one statement, however
+    /// many data keys were used), then returns the key in use with the most encryptions: the
+    /// ring's first key or a tenant's data key (those are what seal rows). Counts that could not
+    /// be written are kept for the next flush.
     @discardableResult
-    func flushUsage() async throws -> [String: Int64] {
-        let counts = cipher.takeUnflushedCounts()
+    func flushUsage() async throws -> (keyId: String, encryptions: Int64)? {
+        let counts = cipher.takeUnflushedCounts().sorted { $0.key < $1.key }
+        let primary = cipher.ring.primary.id
         do {
             return try await database.run { connection in
-                for (keyId, count) in counts.sorted(by: { $0.key < $1.key }) {
+                if !counts.isEmpty {
                     try connection.query(
                         """
-                        INSERT INTO encryption_key_usage (key_id, encryptions) VALUES ($1, $2)
+                        INSERT INTO encryption_key_usage (key_id, encryptions) SELECT * FROM unnest($1::text[], $2::bigint[])
                         ON CONFLICT (key_id) DO UPDATE SET encryptions = encryption_key_usage.encryptions + EXCLUDED.encryptions, updated_at = now()
                         """,
-                        [.text(keyId), .int(count)])
+                        [.text(APIKeyStore.arrayLiteral(counts.map(\.key))), .text(APIKeyStore.arrayLiteral(counts.map { String($0.value) }))])
                 }
-                var totals: [String: Int64] = [:]
-                for row in try connection.query("SELECT key_id, encryptions FROM encryption_key_usage").rows {
-                    totals[row.string("key_id") ?? ""] = row.int("encryptions") ?? 0
-                }
-                return totals
+                let top = try connection.query(
+                    """
+                    SELECT key_id, encryptions FROM encryption_key_usage WHERE key_id = $1 OR key_id LIKE 'dk.%'
+                    ORDER BY encryptions DESC, key_id LIMIT 1
+                    """, [.text(primary)]
+                ).rows.first
+                return top.map { ($0.string("key_id") ?? "", $0.int("encryptions") ?? 0) }
             }
         } catch {
-            cipher.restoreUnflushedCounts(counts)
+            cipher.restoreUnflushedCounts(Dictionary(uniqueKeysWithValues: counts))
             throw error
         }
     }

@@ -16,12 +16,27 @@ struct Database: Sendable {
     }
 
     /// Runs `body` on a pool worker thread holding one connection.
+    ///
+    /// When `body` needs a tenant's data key that is not in memory (``DataKeyNeeded``), the key is
+    /// loaded after the connection went back to the pool (a transaction rolled back) and `body`
+    /// runs again: the key-encryption key, perhaps an HSM across a network, never works while a
+    /// connection is held.
     /// - Throws: ``StoreError`` for a database failure; `body`'s own errors as they are.
     func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        do {
-            return try await pool.withConnection(body)
-        } catch let error as PostgresError {
-            throw StoreError(error)
+        var loads = 0
+        while true {
+            do {
+                return try await pool.withConnection(body)
+            } catch let error as PostgresError {
+                throw StoreError(error)
+            } catch let needed as DataKeyNeeded where loads < Self.maxDataKeyLoads {
+                // A statement may need several tenants' keys (a rotation batch); each load adds one.
+                loads += 1
+                try await needed.load()
+            }
         }
     }
+
+    /// Data keys loaded for one ``run(_:)`` at most before ``DataKeyNeeded`` reaches the caller.
+    static let maxDataKeyLoads = 64
 }

@@ -11,20 +11,35 @@ struct TenantRecord: Sendable, Equatable {
     let suspendedAt: String?
     /// Who suspended it: an API key id, `bootstrap` or `cli`.
     let suspendedBy: String?
-    /// Ring key ids the tenant's stored secrets are sealed under today, sorted (its accounts'
-    /// refresh and access tokens, app and on-behalf-of tokens in its realm).
+    /// Key ids of what is sealed for the tenant today, sorted (refresh tokens of accounts in its
+    /// realm; access, app and on-behalf-of tokens of its realm): its data key's id, and ring key
+    /// ids for rows not yet moved under it by `token-relay encryption rotate`.
     let keyIds: [String]
+    /// The tenant's data key (ADR 0017): its id and the key-encryption key wrapping it; nil until
+    /// the tenant's first row is sealed.
+    var dataKey: (id: String, kekId: String)? = nil
 
     /// `{tenant_id, accounts, suspended, suspended_at, suspended_by, data_key}`. `data_key` says
-    /// how the tenant's rows are sealed: today `{"kind": "key_ring", "key_ids": [...]}`, the
-    /// ring's keys in use (behaviour §12 Tenants; ADR 0004). Per-tenant data keys (issue 12 part 1)
-    /// add their own `kind` and members here.
+    /// how the tenant's rows are sealed (behaviour §12 Tenants; ADR 0017): `{"kind": "tenant",
+    /// "data_key_id", "kek_id", "key_ids"}` under its own data key, or `{"kind": "key_ring",
+    /// "key_ids"}` while it has none.
     var json: JSONValue {
-        .object([
+        var key: [String: JSONValue] = ["kind": .string(dataKey == nil ? "key_ring" : "tenant"), "key_ids": .array(keyIds.map(JSONValue.string))]
+        if let dataKey {
+            key["data_key_id"] = .string(dataKey.id)
+            key["kek_id"] = .string(dataKey.kekId)
+        }
+        return .object([
             "tenant_id": .string(tenantId), "accounts": .number(Double(accounts)), "suspended": .bool(suspendedAt != nil),
             "suspended_at": suspendedAt.map(JSONValue.string) ?? .null, "suspended_by": suspendedBy.map(JSONValue.string) ?? .null,
-            "data_key": .object(["kind": .string("key_ring"), "key_ids": .array(keyIds.map(JSONValue.string))]),
+            "data_key": .object(key),
         ])
+    }
+
+    static func == (left: TenantRecord, right: TenantRecord) -> Bool {
+        left.tenantId == right.tenantId && left.accounts == right.accounts && left.suspendedAt == right.suspendedAt
+            && left.suspendedBy == right.suspendedBy && left.keyIds == right.keyIds && left.dataKey?.id == right.dataKey?.id
+            && left.dataKey?.kekId == right.dataKey?.kekId
     }
 }
 
@@ -68,6 +83,59 @@ struct TenantStore: Sendable {
         }
     }
 
+    /// What `token-relay tenants forget` did.
+    struct Forgotten: Sendable {
+        let accountsDeleted: Int
+        /// Access, app and on-behalf-of token rows of the tenant's realm held by accounts of other
+        /// tenants (guests), deleted too.
+        let tokenRowsDeleted: Int
+        /// The data key destroyed; nil when the tenant had none.
+        let dataKeyId: String?
+
+        var json: JSONValue {
+            .object([
+                "accounts_deleted": .number(Double(accountsDeleted)), "token_rows_deleted": .number(Double(tokenRowsDeleted)),
+                "data_key_destroyed": dataKeyId.map(JSONValue.string) ?? .null,
+            ])
+        }
+    }
+
+    /// Crypto-shredding for offboarding (issue 12 part 1, ADR 0017): deletes every account of
+    /// `tenantId` (realm, home tenant or tenant profile, as ``list(afterTenantId:limit:visibleTenants:)``
+    /// counts them; each with its `account.deleted` event), every token row sealed for that realm,
+    /// then the tenant's data key, with an audit row, in one transaction. Every replica drops the
+    /// tenant's data key and memories at COMMIT. A row of the tenant restored later from a dump
+    /// taken after this does not open: its data key no longer exists.
+    /// - Throws: ``StoreError``.
+    func forget(tenantId: String, actor: String) async throws -> Forgotten {
+        let clientId = self.clientId
+        return try await database.transaction { connection in
+            let accounts = try connection.query(
+                """
+                SELECT account_id FROM accounts a WHERE ($1::text IS NULL OR a.client_id = $1) AND (lower(a.realm) = $2
+                  OR (a.home_account_id LIKE '%_._%' AND lower(split_part(a.home_account_id, '.', 2)) = $2)
+                  OR EXISTS (SELECT 1 FROM account_tenant_profiles tp WHERE tp.account_id = a.account_id AND lower(tp.realm) = $2))
+                ORDER BY account_id FOR UPDATE
+                """, [TokenStore.optional(clientId), .text(tenantId)]
+            ).rows.compactMap { $0.string("account_id") }
+            var deleted = 0
+            for id in accounts where try TokenStore.deleteAccount(in: connection, id: id, clientId: clientId, actor: actor) { deleted += 1 }
+            var rows = 0
+            for table in ["access_tokens", "grant_access_tokens", "obo_refresh_tokens"] {
+                rows += try connection.query("DELETE FROM \(table) WHERE lower(realm) = $1", [.text(tenantId)]).affectedRows
+            }
+            let dataKeyId = try DataKeyStore.delete(in: connection, tenantId: tenantId)
+            if let dataKeyId { try connection.query("DELETE FROM encryption_key_usage WHERE key_id = $1", [.text(dataKeyId)]) }
+            try ReplicaNotifications.send(.tenantForgotten(tenantId), in: connection)
+            let forgotten = Forgotten(accountsDeleted: deleted, tokenRowsDeleted: rows, dataKeyId: dataKeyId)
+            guard case .object(var detail) = forgotten.json else { return forgotten }
+            detail["tenant_id"] = .string(tenantId)
+            try AuditStore.record(
+                in: connection, .tenantForgotten, actor: actor, accountId: nil, outcome: dataKeyId == nil ? "no_data_key" : "forgotten", detail: detail)
+            return forgotten
+        }
+    }
+
     /// Every suspended tenant (lower-cased): one small read, the whole table.
     func suspendedTenants() async throws -> Set<String> {
         try await database.run { connection in
@@ -103,18 +171,20 @@ struct TenantStore: Sendable {
                 ),
                 members AS (SELECT s.tenant_id, s.account_id FROM seen s JOIN page USING (tenant_id)),
                 keys AS (
-                  SELECT m.tenant_id, r.key_id FROM members m JOIN refresh_tokens r USING (account_id)
-                  UNION SELECT m.tenant_id, a.key_id FROM members m JOIN access_tokens a USING (account_id)
+                  SELECT m.tenant_id, r.key_id FROM members m JOIN own o USING (account_id) JOIN refresh_tokens r USING (account_id)
+                    WHERE lower(o.realm) = m.tenant_id
+                  UNION SELECT m.tenant_id, a.key_id FROM members m JOIN access_tokens a USING (account_id) WHERE lower(a.realm) = m.tenant_id
                   UNION SELECT p.tenant_id, g.key_id FROM page p JOIN grant_access_tokens g ON lower(g.realm) = p.tenant_id
                   UNION SELECT p.tenant_id, o.key_id FROM page p JOIN obo_refresh_tokens o ON lower(o.realm) = p.tenant_id
                 )
                 SELECT p.tenant_id, ts.suspended_by,
                   to_char(ts.suspended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS suspended_at,
-                  COALESCE(c.accounts, 0) AS accounts, k.key_ids
+                  COALESCE(c.accounts, 0) AS accounts, k.key_ids, dk.data_key_id, dk.kek_id
                 FROM page p
                   LEFT JOIN (SELECT tenant_id, count(*) AS accounts FROM members GROUP BY tenant_id) c USING (tenant_id)
                   LEFT JOIN (SELECT tenant_id, string_agg(key_id, ' ' ORDER BY key_id) AS key_ids FROM keys GROUP BY tenant_id) k USING (tenant_id)
                   LEFT JOIN tenant_suspensions ts USING (tenant_id)
+                  LEFT JOIN data_keys dk USING (tenant_id)
                 ORDER BY p.tenant_id
                 """,
                 [
@@ -124,7 +194,8 @@ struct TenantStore: Sendable {
             ).rows.map { row in
                 TenantRecord(
                     tenantId: row.string("tenant_id") ?? "", accounts: Int(row.int("accounts") ?? 0), suspendedAt: row.string("suspended_at"),
-                    suspendedBy: row.string("suspended_by"), keyIds: (row.string("key_ids") ?? "").split(separator: " ").map(String.init))
+                    suspendedBy: row.string("suspended_by"), keyIds: (row.string("key_ids") ?? "").split(separator: " ").map(String.init),
+                    dataKey: row.string("data_key_id").map { ($0, row.string("kek_id") ?? "") })
             }
         }
     }

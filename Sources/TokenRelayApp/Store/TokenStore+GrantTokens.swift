@@ -15,7 +15,7 @@ extension TokenStore {
                 WHERE owner = $1 AND environment = $2 AND realm = $3 AND client_id = $4
                 """,
                 [.text(owner), .text(environment), .text(realm), .text(clientId)]
-            ).rows.compactMap { row in self.accessToken(in: row, owner: owner, environment: environment, realm: realm) }
+            ).rows.compactMap { row in try self.accessToken(in: row, owner: owner, environment: environment, realm: realm) }
         }
     }
 
@@ -24,7 +24,8 @@ extension TokenStore {
     ///   purged after it.
     func saveGrantAccessToken(_ token: StoredAccessToken, ownerExpiresOn: Int?) async throws {
         let target = ScopeSet(normalizing: token.scopes)
-        let sealed = try cipher.seal(token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId))
+        let sealed = try await cipher.seal(
+            loading: token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId, tenantId: token.realm))
         let parameters: [PostgresParameter] = [
             .text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(target.cacheKey),
             .text(target.canonical.joined(separator: " ")), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
@@ -57,14 +58,14 @@ extension TokenStore {
                 ).rows.first
             else { return nil }
             let sealed = SealedSecret(row: row)
-            return try? cipher.open(sealed, for: SealingContext(owner: owner, kind: .refreshToken, clientId: clientId))
+            return try cipher.openIfPossible(sealed, for: SealingContext(owner: owner, kind: .refreshToken, clientId: clientId))
         }
     }
 
     /// Stores (replaces) the OBO refresh token of `owner`. Last writer wins: a lost one costs
     /// one more on-behalf-of exchange with the still-valid assertion, never an account.
     func saveOBORefreshToken(owner: String, environment: String, realm: String, token: String, ownerExpiresOn: Int) async throws {
-        let sealed = try cipher.seal(token, for: SealingContext(owner: owner, kind: .refreshToken, clientId: clientId))
+        let sealed = try await cipher.seal(loading: token, for: SealingContext(owner: owner, kind: .refreshToken, clientId: clientId, tenantId: realm))
         let parameters: [PostgresParameter] = [
             .text(owner), .text(environment), .text(realm), .text(clientId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
             .int(Int64(ownerExpiresOn)),

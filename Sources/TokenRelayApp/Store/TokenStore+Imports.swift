@@ -52,7 +52,8 @@ extension TokenStore {
                 _ = try connection.query(
                     "UPDATE accounts SET realm = $2, authority = $3, authority_type = $4, state = 'active' WHERE account_id = $1",
                     [.text(pending), .text(authority.tenant.lowercased()), .text(authority.url), .text(authority.type.rawValue)])
-                try self.saveRefreshToken(in: connection, accountId: pending, token: refreshToken, familyId: nil, cause: .importToken)
+                try self.saveRefreshToken(
+                    in: connection, accountId: pending, tenantId: authority.tenant, token: refreshToken, familyId: nil, cause: .importToken)
                 if let externalId {
                     switch try Self.assign(externalId, to: pending, in: connection) {
                     case .heldByAnother: throw ExternalId.conflict()
@@ -74,7 +75,7 @@ extension TokenStore {
                     .text(accountId), .text(clientId), .text(authority.environment), .text(authority.tenant.lowercased()), .text(username),
                     .text(authority.url), .text(authority.type.rawValue),
                 ])
-            try self.saveRefreshToken(in: connection, accountId: accountId, token: refreshToken, familyId: nil, cause: .importToken)
+            try self.saveRefreshToken(in: connection, accountId: accountId, tenantId: authority.tenant, token: refreshToken, familyId: nil, cause: .importToken)
             if let externalId, try Self.assign(externalId, to: accountId, in: connection) == .heldByAnother { throw ExternalId.conflict() }
             try AuditStore.record(in: connection, .accountImported, actor: actor, accountId: accountId, outcome: "success", detail: detail)
             return (try self.account(in: connection, id: accountId), true)
@@ -169,7 +170,7 @@ extension TokenStore {
         let survivorHasToken = try self.refreshToken(in: connection, accountId: survivorId) != nil
         let revived = try !survivorHasToken && refreshToken != nil && isInteractionRequired(in: connection, accountId: survivorId)
         if !survivorHasToken, let refreshToken {
-            try saveRefreshToken(in: connection, accountId: survivorId, token: refreshToken, familyId: familyId, cause: .importToken)
+            try saveRefreshToken(in: connection, accountId: survivorId, tenantId: identity.realm, token: refreshToken, familyId: familyId, cause: .importToken)
             _ = try connection.query("UPDATE accounts SET state = 'active' WHERE account_id = $1", [.text(survivorId)])
         }
         let moved = accessToken.owned(by: survivorId)

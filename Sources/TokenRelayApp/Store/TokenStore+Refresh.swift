@@ -15,7 +15,8 @@ extension TokenStore: RefreshTokenStore {
         guard let row else { throw Problem(.internal, "The refresh claim returned no row.") }
         if let generation = row.int("claimed_generation") {
             do {
-                let token = try cipher.open(SealedSecret(row: row), for: SealingContext(owner: claim.accountId, kind: .refreshToken, clientId: clientId))
+                let token = try await cipher.open(
+                    loading: SealedSecret(row: row), for: SealingContext(owner: claim.accountId, kind: .refreshToken, clientId: clientId))
                 return .claimed(token: token, generation: generation)
             } catch {
                 // Never sent: a key missing from the ring, or a ciphertext moved from another row.
@@ -48,10 +49,10 @@ extension TokenStore: RefreshTokenStore {
     func writeRotation(in connection: PostgresConnection, _ write: RotationWrite) throws -> RotationWriteOutcome {
         let clientId = self.clientId
         let sealedRefresh = try write.rotatedRefreshToken.map {
-            try cipher.seal($0, for: SealingContext(owner: write.accountId, kind: .refreshToken, clientId: clientId))
+            try cipher.seal($0, for: SealingContext(owner: write.accountId, kind: .refreshToken, clientId: clientId, tenantId: write.tenantId))
         }
         let sealedAccess = try write.accessToken.map {
-            try cipher.seal($0.secret, for: SealingContext(owner: write.accountId, kind: .accessToken, clientId: clientId))
+            try cipher.seal($0.secret, for: SealingContext(owner: write.accountId, kind: .accessToken, clientId: clientId, tenantId: $0.realm))
         }
         var parameters: [PostgresParameter] = [
             .text(write.accountId), .text(clientId), .int(write.generation), TokenStore.optional(sealedRefresh?.keyId),

@@ -157,7 +157,8 @@ extension TokenStore {
             let assignment = try externalId.map { externalId in try Self.assign(externalId, to: accountId, in: connection) }
             let record = try self.account(in: connection, id: accountId)
             if let refreshToken {
-                try self.saveRefreshToken(in: connection, accountId: record.accountId, token: refreshToken, familyId: familyId, cause: .signIn)
+                try self.saveRefreshToken(
+                    in: connection, accountId: record.accountId, tenantId: record.realm, token: refreshToken, familyId: familyId, cause: .signIn)
             }
             if let accessToken {
                 try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))

@@ -18,14 +18,15 @@ extension TokenStore {
             """,
             [.text(accountId), .text(environment), .text(realm), .text(clientId)]
         ).rows
-        return rows.compactMap { row in accessToken(in: row, owner: accountId, environment: environment, realm: realm) }
+        return try rows.compactMap { row in try accessToken(in: row, owner: accountId, environment: environment, realm: realm) }
     }
 
     /// The access token of `owner` in a row of `access_tokens` or `grant_access_tokens` (columns
     /// `scopes`, `key_id`, `nonce`, `ciphertext`, `expires_on`, `ext_expires_on`, `refresh_on`),
     /// or nil when the row no longer opens (key removed from the ring): a cache miss, not an error.
-    func accessToken(in row: PostgresRow, owner: String, environment: String, realm: String) -> StoredAccessToken? {
-        guard let secret = try? cipher.open(SealedSecret(row: row), for: SealingContext(owner: owner, kind: .accessToken, clientId: clientId)) else {
+    /// - Throws: ``DataKeyNeeded`` when its data key is not in memory yet.
+    func accessToken(in row: PostgresRow, owner: String, environment: String, realm: String) throws -> StoredAccessToken? {
+        guard let secret = try cipher.openIfPossible(SealedSecret(row: row), for: SealingContext(owner: owner, kind: .accessToken, clientId: clientId)) else {
             return nil
         }
         return StoredAccessToken(
@@ -51,7 +52,7 @@ extension TokenStore {
               AND target <> $5 AND string_to_array(target, ' ') && string_to_array($5, ' ')
             """,
             [.text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(target.cacheKey)])
-        let sealed = try cipher.seal(token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId))
+        let sealed = try cipher.seal(token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId, tenantId: token.realm))
         _ = try connection.query(
             """
             INSERT INTO access_tokens (account_id, environment, realm, client_id, target, scopes, key_id, nonce, ciphertext, expires_on, ext_expires_on, refresh_on)
@@ -100,8 +101,11 @@ extension TokenStore {
     /// the old token died continues the count), so a redemption of an older generation that is
     /// still in flight is fenced out (ADR 0012); its lease is cleared so the new token can be
     /// redeemed at once.
-    func saveRefreshToken(in connection: PostgresConnection, accountId: String, token: String, familyId: String?, cause: LineageCause) throws {
-        let sealed = try cipher.seal(token, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId))
+    /// - Parameter tenantId: the account's `realm`, whose data key seals the token (ADR 0017).
+    func saveRefreshToken(
+        in connection: PostgresConnection, accountId: String, tenantId: String, token: String, familyId: String?, cause: LineageCause
+    ) throws {
+        let sealed = try cipher.seal(token, for: SealingContext(owner: accountId, kind: .refreshToken, clientId: clientId, tenantId: tenantId))
         _ = try connection.query(
             """
             WITH saved AS (
