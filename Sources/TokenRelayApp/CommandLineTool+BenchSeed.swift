@@ -13,10 +13,20 @@ extension CommandLineTool {
           (the environment, so it stays out of the process list). Every 100th account is in --second-tenant (default
           22222222-2222-2222-2222-222222222222), the others in TOKENRELAY_AUTHORITY's tenant. Re-running resumes: a batch
           already stored is skipped. Prints {"accounts", "added", "seconds"}.
+        usage: token-relay bench-seed --data-keys N
+          BENCHMARK TOOL (bench/rewrap): makes data keys for N tenants bench-tenant-0…, each wrapped by the first
+          key-encryption key (the HSM's with TOKENRELAY_PKCS11_*, else the ring's first key), as a first sign-in of
+          each tenant would. Prints {"data_keys", "seconds"}.
         """
 
     static func benchSeed(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         let path = ["bench-seed"]
+        if let text = option("--data-keys", in: arguments) {
+            guard let count = Int(text), (1...1_000_000).contains(count) else {
+                return usageError("bench-seed: --data-keys must be an integer from 1 to 1000000", help: path)
+            }
+            return try await seedDataKeys(count, configuration)
+        }
         guard let count = option("--accounts", in: arguments).flatMap(Int.init), (1...100_000_000).contains(count) else {
             return usageError("bench-seed: --accounts must be an integer from 1 to 100000000", help: path)
         }
@@ -60,6 +70,26 @@ extension CommandLineTool {
         }
         let seconds = Date().timeIntervalSince(started).rounded()
         printJSON(.object(["accounts": .number(Double(count)), "added": .number(Double(added)), "seconds": .number(seconds)]))
+        return 0
+    }
+
+    /// Data keys for `count` synthetic tenants, made one after another through ``TenantDataKeys``
+    /// (find, wrap, insert: what a new tenant's first write costs).
+    static func seedDataKeys(_ count: Int, _ configuration: Configuration) async throws -> Int32 {
+        guard !configuration.database.url.isEmpty else { throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required") }
+        let ring: KeyRing
+        do { ring = try KeyRing(parsing: configuration.encryption.keys) } catch {
+            throw ConfigurationError(setting: "TOKENRELAY_ENCRYPTION_KEYS", reason: error.description)
+        }
+        let hsm = try configuration.encryption.pkcs11.map(HSMKeys.open) ?? []
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
+        defer { pool.close() }
+        let dataKeys = TenantDataKeys(
+            store: DataKeyStore(database: Database(pool: pool)), keys: KeyEncryptionKeys(ring: ring, hsm: hsm), capacity: 1, holdSeconds: 1)
+        let started = Date()
+        for index in 0..<count { _ = try await dataKeys.key(forTenant: "bench-tenant-\(index)") }
+        let seconds = (Date().timeIntervalSince(started) * 100).rounded() / 100
+        printJSON(.object(["data_keys": .number(Double(count)), "seconds": .number(seconds)]))
         return 0
     }
 }

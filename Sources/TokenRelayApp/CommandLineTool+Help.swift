@@ -111,7 +111,7 @@ extension CommandLineTool {
             """,
             options: ["--once"]),
         CommandHelp(
-            ["bench-seed"], benchSeedUsage, valued: ["--accounts", "--batch", "--second-tenant", "--scopes", "--valid-seconds"]),
+            ["bench-seed"], benchSeedUsage, valued: ["--accounts", "--batch", "--second-tenant", "--scopes", "--valid-seconds", "--data-keys"]),
     ]
 
     /// Answers `--help` and refuses unknown options before any command runs.
