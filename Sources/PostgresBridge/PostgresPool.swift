@@ -25,8 +25,9 @@ public final class PostgresPool: Sendable {
         for index in 0..<self.size {
             let shared = shared
             let thread = Thread {
-                let connection = PostgresConnection(url: url)
-                shared.runJobs(on: connection)
+                Self.work(shared: shared, url: url)
+                // The connection is finished (PQfinish) by now: close() may let the process exit.
+                shared.workerExited.signal()
             }
             thread.name = "postgres-\(index)"
             thread.start()
@@ -34,7 +35,13 @@ public final class PostgresPool: Sendable {
     }
 
     deinit {
-        close()
+        stop()
+    }
+
+    /// A worker's life: its connection exists only inside, so it is finished when this returns.
+    private static func work(shared: Shared, url: String) {
+        let connection = PostgresConnection(url: url)
+        shared.runJobs(on: connection)
     }
 
     /// Runs `body` on a pool worker thread holding one connection, waiting (suspended, no thread
@@ -74,16 +81,35 @@ public final class PostgresPool: Sendable {
     /// Fails queued jobs with `poolClosed`, lets running ones finish, then stops the workers,
     /// which close their connections. Later `withConnection` calls throw `poolClosed`.
     public func close() {
-        let dropped = shared.state.withLock { state -> [Job] in
-            guard !state.closed else { return [] }
+        guard stop() else { return }
+        // Wait for the workers: a job in flight finishes and every connection is finished before
+        // the caller goes on. A command-line tool returns to exit() next, and libpq tearing a
+        // connection down on a worker while exit() runs libcrypto's cleanup crashed `token-relay
+        // encryption rotate` once on CI ("double free or corruption", exit by SIGABRT). Bounded,
+        // so a statement that never ends cannot hold a shutdown forever.
+        let deadline = DispatchTime.now() + .seconds(Self.closeWaitSeconds)
+        for _ in 0..<size where shared.workerExited.wait(timeout: deadline) == .timedOut { break }
+    }
+
+    /// The longest ``close()`` waits for jobs in flight.
+    public static let closeWaitSeconds = 10
+
+    /// Refuses new jobs, cancels queued ones and wakes every worker to exit.
+    /// - Returns: whether this call closed the pool (false when it already was).
+    @discardableResult
+    private func stop() -> Bool {
+        let dropped = shared.state.withLock { state -> [Job]? in
+            guard !state.closed else { return nil }
             state.closed = true
             defer { state.jobs.removeAll() }
             return state.jobs
         }
+        guard let dropped else { return false }
         let error = PostgresError(code: .poolClosed, function: "PostgresPool.close")
         for job in dropped { job.cancel(error) }
         // Wake every worker: each finds the queue empty and the pool closed, and exits.
         for _ in 0..<size { shared.jobsAvailable.signal() }
+        return true
     }
 }
 
@@ -110,6 +136,8 @@ extension PostgresPool {
     final class Shared: Sendable {
         let state: Mutex<State>
         let jobsAvailable = DispatchSemaphore(value: 0)
+        /// Signalled by each worker once it has exited and finished its connection.
+        let workerExited = DispatchSemaphore(value: 0)
 
         init(size: Int) {
             state = Mutex(State(size: size))

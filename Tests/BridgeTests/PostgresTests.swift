@@ -1,5 +1,6 @@
 import Foundation
 import PostgresBridge
+import Synchronization
 import Testing
 import TokenRelayTesting
 
@@ -251,6 +252,26 @@ struct PostgresTests {
                 try await pool.withConnection { try $0.query("SELECT 1") }
             }
             #expect(error?.code == .poolClosed)
+        }
+    }
+
+    @Test("close() returns after the job in flight has finished and the workers have stopped (a CLI exits right after it)")
+    func closeWaitsForTheWorkers() async throws {
+        try await TestPostgres.withFreshDatabase(named: "pg_close_wait") { url in
+            let pool = PostgresPool(url: url, size: 2)
+            let finished = Mutex(false)
+            let started = Mutex(false)
+            let job = Task {
+                try await pool.withConnection { connection in
+                    started.withLock { $0 = true }
+                    _ = try connection.query("SELECT pg_sleep(0.4)")
+                    finished.withLock { $0 = true }
+                }
+            }
+            while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            pool.close()
+            #expect(finished.withLock { $0 }, "close() returned while a worker still ran its job")
+            try await job.value
         }
     }
 
