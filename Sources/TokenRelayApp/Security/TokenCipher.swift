@@ -84,11 +84,17 @@ struct TokenCipher: Sendable {
     /// ``seal(_:for:)`` that loads the tenant's data key when it is not in memory (outside any
     /// database call).
     func seal(loading plaintext: String, for context: SealingContext) async throws -> SealedSecret {
+        try await loadingIfNeeded { try seal(plaintext, for: context) }
+    }
+
+    /// Runs `body`; when it needs a data key not in memory, loads the key (no connection held)
+    /// and runs `body` once more.
+    private func loadingIfNeeded<T>(_ body: () throws -> T) async throws -> T {
         do {
-            return try seal(plaintext, for: context)
+            return try body()
         } catch let needed as DataKeyNeeded {
             try await needed.load()
-            return try seal(plaintext, for: context)
+            return try body()
         }
     }
 
@@ -143,12 +149,7 @@ struct TokenCipher: Sendable {
 
     /// ``open(_:for:)`` that loads a data key not in memory (outside any database call).
     func open(loading sealed: SealedSecret, for context: SealingContext) async throws -> String {
-        do {
-            return try open(sealed, for: context)
-        } catch let needed as DataKeyNeeded {
-            try await needed.load()
-            return try open(sealed, for: context)
-        }
+        try await loadingIfNeeded { try open(sealed, for: context) }
     }
 
     /// Takes the encryptions counted since the last call, per key id (for a flush to the database).

@@ -97,7 +97,7 @@ struct CiphertextStore: Sendable {
     private func rotateOnce(_ columns: CiphertextColumns, after cursor: [String]?, limit: Int) async throws -> RotationBatch {
         let cipher = self.cipher
         let primary = cipher.ring.primary.id
-        let envelope = cipher.dataKeys != nil && columns.tenant != nil
+        let envelope = isEnvelope(columns)
         let clientId = self.clientId
         let statement = Self.batchStatement(columns, afterCursor: cursor != nil, limit: limit, envelope: envelope)
         return try await database.transaction { connection in
@@ -169,6 +169,9 @@ struct CiphertextStore: Sendable {
             """
     }
 
+    /// Whether the table's rows go under their tenant's data key (ADR 0017), not the ring.
+    private func isEnvelope(_ columns: CiphertextColumns) -> Bool { cipher.dataKeys != nil && columns.tenant != nil }
+
     /// The condition of rows a rotation still has to do (`$1` the ring's first key id).
     static func pending(_ columns: CiphertextColumns, envelope: Bool) -> String {
         envelope ? "\(columns.keyId) NOT LIKE 'dk.%' AND $1::text IS NOT NULL" : "\(columns.keyId) <> $1"
@@ -178,7 +181,7 @@ struct CiphertextStore: Sendable {
     /// data keys, else not under the ring's first key.
     func remaining(_ columns: CiphertextColumns) async throws -> Int {
         let primary = cipher.ring.primary.id
-        let condition = Self.pending(columns, envelope: cipher.dataKeys != nil && columns.tenant != nil)
+        let condition = Self.pending(columns, envelope: isEnvelope(columns))
         return try await database.run { connection in
             Int(try connection.query("SELECT count(*) AS n FROM \(columns.table) WHERE \(condition)", [.text(primary)]).rows.first?.int("n") ?? 0)
         }
