@@ -46,6 +46,15 @@ public enum TestPostgres {
         }
     }
 
+    /// A statement that terminates every other client session of the current database (a
+    /// failover's or an outage's effect on a replica's connections) and returns their number as
+    /// `terminated`. Only client backends: an autovacuum worker busy in a fresh database belongs
+    /// to the superuser, and terminating it fails with 42501 for the test's role.
+    public static let terminateOtherSessions = """
+        SELECT count(*) AS terminated FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend') AS t
+        """
+
     /// Drops a database made by ``freshDatabase(named:)``; errors are ignored (tests clean up best
     /// effort, and the databases live on a throwaway server).
     /// - Parameter url: what ``freshDatabase(named:)`` returned.

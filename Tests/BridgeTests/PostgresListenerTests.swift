@@ -56,8 +56,7 @@ struct PostgresListenerTests {
 
             // Kill the listening session: it must come back by itself and say there was a gap.
             try await pool.withConnection { connection in
-                _ = try connection.query(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                _ = try connection.query(TestPostgres.terminateOtherSessions)
             }
             #expect(try await Self.eventually { events.listeningCount == 2 })
             #expect(events.all.contains(.listening(afterGap: true)))

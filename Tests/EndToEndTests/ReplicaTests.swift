@@ -348,12 +348,7 @@ struct ReplicaTests {
         // relay has, so the fenced write after the STS answer meets a dead one.
         #expect(try await Self.redemptionInFlight(stack))
         let terminated = try await stack.withDatabase { connection in
-            try connection.query(
-                """
-                SELECT count(*) AS killed FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend') AS k
-                """
-            ).rows.first?.int("killed")
+            try connection.query(TestPostgres.terminateOtherSessions).rows.first?.int("terminated")
         }
         #expect((terminated ?? 0) >= 1)
         let answer = try await inFlight.value

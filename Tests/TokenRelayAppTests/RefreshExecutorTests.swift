@@ -299,8 +299,7 @@ struct RefreshExecutorTests {
                     let name = try connection.query("SELECT current_database() AS name").rows.first?.string("name") ?? ""
                     try connection.execute(
                         "ALTER DATABASE \"\(name)\" \(on ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only")")
-                    try connection.query(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                    try connection.query(TestPostgres.terminateOtherSessions)
                 }
             }
             try await setReadOnly(true)
