@@ -6,7 +6,6 @@ environment (BENCH_API_KEY) and are never printed.
     scale.py sample RELAY KIND N SAMPLE [SEED]      p50/p99 ms of one request kind, one JSON line
         KIND: silent (POST /v1/tokens/silent), username (GET /v1/accounts?username=),
               tenant (GET /v1/accounts?tenant_id= paging, SAMPLE pages of 50), refresh (forced)
-    scale.py touch RELAY N THREADS                  one cached silent request per account 0…N-1; prints non-200 count
     scale.py metric RELAY NAME [CONTAINS]           sum of a Prometheus metric's samples (lines containing CONTAINS)
     scale.py table RESULTS_JSONL                    the summary table and ratios to the smallest N
 """
@@ -135,28 +134,6 @@ def sample(relay, kind, count, size, seed=1):
     }))
 
 
-def touch(relay, count, threads):
-    """Every account once, split between THREADS keep-alive connections (thread t: t, t + T, …)."""
-    import threading
-    count, threads = int(count), int(threads)
-    failures = [0] * threads
-
-    def run(t):
-        client = Client(relay)
-        for index in range(t, count, threads):
-            body = json.dumps({"account_id": account_id(index), "scopes": SCOPES})
-            status, _ = client.request("POST", "/v1/tokens/silent", body, headers())
-            if status != 200:
-                failures[t] += 1
-
-    workers = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    print(sum(failures))
-
-
 def metric(relay, name, contains=""):
     status, body = Client(relay).request("GET", "/metrics")
     total = 0.0
@@ -197,5 +174,5 @@ def table(path):
 
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
-    {"ready": lambda: ready(args[0], args[2]), "rss": lambda: rss(args[0]), "touch": lambda: touch(*args),
+    {"ready": lambda: ready(args[0], args[2]), "rss": lambda: rss(args[0]),
      "sample": lambda: sample(*args), "metric": lambda: metric(*args), "table": lambda: table(args[0])}[command]()
