@@ -81,16 +81,38 @@ struct ExpiringMemoriesTests {
         #expect(cache.usage.evictions >= 1 && cache.usage.bytes <= room)
     }
 
-    @Test("Touches: at most once per interval per account; when full, the oldest touch is forgotten")
+    @Test("Touches: at most once per interval per account held; a re-read keeps the time; memory bounds them with the accounts")
     func touches() {
-        let cache = AccountCache(touchCapacity: 2)
+        let clock = Mutex(1_000.0)
+        func record(_ id: String) -> AccountRecord {
+            AccountRecord(
+                accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
+                username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
+                idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
+        }
+        let room = 2 * (record("a").memoryCost + ByteBoundedLRU<String, Int>.entryOverheadBytes) + 10
+        let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
+        cache.store(record("a"), readMark: cache.readMark)
         #expect(cache.claimTouch(id: "a", now: 1_000))
         #expect(!cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval - 1))
+        // The entry expires and the account is read again: the touch time survives the re-read.
+        clock.withLock { $0 = 1_100 }
+        #expect(cache.account(id: "a") == nil)
+        cache.store(record("a"), readMark: cache.readMark)
+        #expect(!cache.claimTouch(id: "a", now: 1_100))
         #expect(cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval))
-        #expect(cache.claimTouch(id: "b", now: 1_400))
-        #expect(cache.claimTouch(id: "c", now: 1_401))  // full: a (touched at 1,300) ends soonest
-        #expect(cache.claimTouch(id: "a", now: 1_402))
-        #expect(!cache.claimTouch(id: "c", now: 1_403))
+        // Nothing is remembered for an account memory does not hold: no entry is made for it,
+        // so touches of unknown ids cannot grow memory past the accounts' bytes.
+        #expect(cache.claimTouch(id: "x", now: 1_400))
+        #expect(cache.claimTouch(id: "x", now: 1_401))
+        #expect(cache.usage.entries == 1)
+        // Dropped to make room, its time goes with it.
+        cache.store(record("b"), readMark: cache.readMark)
+        #expect(cache.claimTouch(id: "b", now: 1_402))
+        cache.store(record("c"), readMark: cache.readMark)
+        #expect(cache.usage.entries == 2 && cache.account(id: "a") == nil)
+        #expect(!cache.claimTouch(id: "b", now: 1_403))
+        #expect(cache.claimTouch(id: "a", now: 1_404))
     }
 
     @Test("API keys: made-up key ids make room among themselves; a real key stays in memory")

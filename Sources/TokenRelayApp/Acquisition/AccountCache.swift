@@ -29,13 +29,16 @@ final class AccountCache: Sendable {
         let account: AccountRecord
         /// Unix seconds.
         let expiresAt: Double
+        /// Unix seconds of the last `last_used_at` write this replica claimed for the account
+        /// (``claimTouch(id:now:)``); carried over when the account is read again. Kept in the
+        /// entry so that touch times are bounded by the same bytes as the accounts (issue 13: a
+        /// separate map of up to 100,000 times sat outside `TOKENRELAY_MEMORY_CACHE_MB`).
+        var touchedAt: Int?
     }
 
     private let entries: ByteBoundedLRU<String, Held>
     /// (owner, external id) → the account id it named when last read from the database.
     private let externalIds: ExpiringMap<ExternalId, String>
-    /// When each account was last touched (unix seconds), until ``touchInterval`` has passed.
-    private let touches: ExpiringMap<String, Int>
     /// Seconds an entry is served.
     let ttl: TimeInterval
     /// Seconds of the clock entries expire on (unix seconds; injected in tests).
@@ -45,26 +48,23 @@ final class AccountCache: Sendable {
     ///   - ttl: `TOKENRELAY_CACHE_TTL_S`, seconds an account is served from memory. Default 30.
     ///   - capacityBytes: most bytes of accounts held (`TOKENRELAY_MEMORY_CACHE_MB`'s share for
     ///     accounts). Default 16 MiB.
-    ///   - touchCapacity: most touch times, and most external ids, remembered (about 100 bytes
-    ///     each). Default 100,000.
+    ///   - externalIdCapacity: most external ids remembered (about 100 bytes each). Default 100,000.
     ///   - now: the current time, unix seconds.
     init(
-        ttl: TimeInterval = 30, capacityBytes: Int = 16 << 20, touchCapacity: Int = 100_000,
+        ttl: TimeInterval = 30, capacityBytes: Int = 16 << 20, externalIdCapacity: Int = 100_000,
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {
         self.ttl = ttl
         self.now = now
         entries = ByteBoundedLRU(capacityBytes: capacityBytes)
-        touches = ExpiringMap(capacity: touchCapacity)
-        externalIds = ExpiringMap(capacity: touchCapacity)
+        externalIds = ExpiringMap(capacity: externalIdCapacity)
     }
 
+    /// The account, while its entry is younger than `ttl`. An expired entry is not served but
+    /// stays until the account is read again (``store(_:readMark:)`` keeps its touch time) or
+    /// the least recently used go.
     func account(id: String) -> AccountRecord? {
-        guard let held = entries.value(for: id) else { return nil }
-        guard held.expiresAt > now() else {
-            entries.removeValue(for: id)
-            return nil
-        }
+        guard let held = entries.value(for: id), held.expiresAt > now() else { return nil }
         return held.account
     }
 
@@ -96,18 +96,24 @@ final class AccountCache: Sendable {
         marks.withLock { marks in
             if let removed = marks.removedAt[account.accountId], removed > readMark { return }
             if marks.clearedAt > readMark { return }
-            entries.set(Held(account: account, expiresAt: now() + ttl), for: account.accountId, cost: account.memoryCost)
+            let expiresAt = now() + ttl
+            entries.update(account.accountId) { held in
+                held = (Held(account: account, expiresAt: expiresAt, touchedAt: held?.value.touchedAt), account.memoryCost)
+            }
         }
     }
 
-    /// True at most once per `touchInterval` seconds per account in this replica: the caller then
+    /// True at most once per `touchInterval` seconds per account held here: the caller then
     /// writes `last_used_at` (behaviour §12: at most once per 5 minutes, never a write per request).
-    /// When `capacity` accounts were touched within the interval, the oldest touch is forgotten
-    /// and may be written again early.
+    /// The time lives in the account's entry, so an account memory no longer holds (dropped to
+    /// make room, removed) is claimed again: its `UPDATE` changes no row within the interval
+    /// (``TokenStore/touch(accountId:)`` has the same condition).
     func claimTouch(id: String, now: Int) -> Bool {
-        touches.update(id, now: Double(now)) { touched in
-            guard touched == nil else { return false }
-            touched = .init(value: now, expiresAt: Double(now + Self.touchInterval))
+        entries.update(id) { held in
+            guard var current = held else { return true }
+            if let touched = current.value.touchedAt, now < touched + Self.touchInterval { return false }
+            current.value.touchedAt = now
+            held = current
             return true
         }
     }
