@@ -4,8 +4,9 @@ environment (BENCH_API_KEY) and are never printed.
     scale.py ready RELAY PID_FILE START_NS          seconds from START_NS until GET /readyz is 200
     scale.py rss PID                                VmRSS of PID in MB
     scale.py sample RELAY KIND N SAMPLE [SEED]      p50/p99 ms of one request kind, one JSON line
-        KIND: silent (POST /v1/tokens/silent), username (GET /v1/accounts?username=),
-              tenant (GET /v1/accounts?tenant_id= paging, SAMPLE pages of 50), refresh (forced)
+        KIND: silent (POST /v1/tokens/silent), silent-cold (the same, each account at most once),
+              silent-hot (the same, drawn from 500 accounts asked once before: memory hits),
+              username (GET /v1/accounts?username=), tenant (GET /v1/accounts?tenant_id= paging, SAMPLE pages of 50), refresh (forced)
     scale.py metric RELAY NAME [CONTAINS]           sum of a Prometheus metric's samples (lines containing CONTAINS)
     scale.py table RESULTS_JSONL                    the summary table and ratios to the smallest N
 """
@@ -111,7 +112,19 @@ def sample(relay, kind, count, size, seed=1):
             else:
                 cursor = page["next_cursor"]
     else:
-        indexes = [rng.randrange(count) for _ in range(size)]
+        # silent-cold: distinct accounts, so after a restart every request is a first visit that
+        # memory cannot answer (random draws from 1,000 accounts repeat: the repeats are memory hits).
+        # silent-hot: draws from 500 accounts, each asked once untimed first, so every timed
+        # request is a memory hit at any N (the cap holds 500 accounts' tokens easily).
+        if kind == "silent-cold":
+            indexes = rng.sample(range(count), min(size, count))
+        elif kind == "silent-hot":
+            hot = rng.sample(range(count), min(500, count))
+            for index in hot:
+                client.request("POST", "/v1/tokens/silent", json.dumps({"account_id": account_id(index), "scopes": SCOPES}), headers())
+            indexes = [rng.choice(hot) for _ in range(size)]
+        else:
+            indexes = [rng.randrange(count) for _ in range(size)]
         for index in indexes:
             if kind == "username":
                 path, method, body = "/v1/accounts?username=" + urllib.parse.quote(f"scale{index}@scale.example"), "GET", None
@@ -147,6 +160,7 @@ COLUMNS = [
     ("accounts", "N", None), ("load", "load", None), ("seed_s", "seed s", None), ("ready_s", "ready s", "ready_s"),
     ("rss_mb", "RSS MB", "rss_mb"), ("memory_hit_pct", "mem hit %", None),
     ("silent_p50", "cached p50", None), ("silent_p99", "cached p99", "silent_p99"),
+    ("hot_p50", "hot p50", None), ("hot_p99", "hot p99", "hot_p99"),
     ("pg_silent_p50", "PG-only p50", None), ("pg_silent_p99", "PG-only p99", "pg_silent_p99"),
     ("username_p99", "username p99", "username_p99"), ("tenant_p99", "tenant page p99", "tenant_p99"),
     ("rotate_rows_s", "rotate rows/s", "rotate_rows_s"), ("migrate_s", "migrate s", "migrate_s"),
