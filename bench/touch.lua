@@ -27,16 +27,20 @@ function init(args)
 end
 
 function request()
-  -- Connections still open after the last account repeat it (a memory hit, not counted).
-  local index = math.min(next_index, count - 1)
+  -- Once the thread's accounts are all asked, its connections ask GET /healthz until the last
+  -- answers are in: those answers are told apart by their body and not counted.
+  if next_index >= count then return wrk.format("GET", "/healthz", {}, nil) end
+  local index = next_index
   if verify_pending then verify_pending = false else next_index = next_index + thread_count end
   local body = string.format('{"account_id":"acc_scale_%010d","scopes":["%s"]}', index, scope)
   return wrk.format(nil, "/v1/tokens/silent", nil, body)
 end
 
 function response(status, headers, body)
+  local ok = status >= 200 and status <= 299
+  if ok and not string.find(body, '"access_token"', 1, true) then return end  -- a /healthz answer
   answers = answers + 1
-  if status < 200 or status > 299 then non2xx = non2xx + 1 end
+  if not ok then non2xx = non2xx + 1 end
   if answers == share then
     io.open(os.getenv("BENCH_DONE_DIR") .. "/thread-" .. thread_index, "w"):close()
     wrk.thread:stop()
@@ -46,7 +50,7 @@ end
 function done(summary, latency, requests)
   local answered, failed = 0, 0
   for _, t in ipairs(threads) do
-    answered = answered + math.min(t:get("answers"), t:get("share"))
+    answered = answered + t:get("answers")
     failed = failed + t:get("non2xx")
   end
   io.write(string.format("touched %d non2xx %d\n", answered, failed))
