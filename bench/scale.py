@@ -6,7 +6,8 @@ environment (BENCH_API_KEY) and are never printed.
     scale.py sample RELAY KIND N SAMPLE [SEED]      p50/p99 ms of one request kind, one JSON line
         KIND: silent (POST /v1/tokens/silent), silent-cold (the same, each account at most once),
               silent-hot (the same, drawn from 500 accounts asked once before: memory hits),
-              username (GET /v1/accounts?username=), tenant (GET /v1/accounts?tenant_id= paging, SAMPLE pages of 50), refresh (forced)
+              username (GET /v1/accounts?username=), tenant (GET /v1/accounts?tenant_id= paging,
+              SAMPLE pages of 50), refresh (forced)
     scale.py metric RELAY NAME [CONTAINS]           sum of a Prometheus metric's samples (lines containing CONTAINS)
     scale.py table RESULTS_JSONL                    the summary table and ratios to the smallest N
 """
@@ -26,6 +27,11 @@ SCOPES = ["https://graph.microsoft.com/User.Read"]
 
 def account_id(index):
     return f"acc_scale_{index:010d}"
+
+
+def silent_body(index):
+    """The body of a silent request for seeded account `index`."""
+    return {"account_id": account_id(index), "scopes": SCOPES}
 
 
 class Client:
@@ -121,7 +127,7 @@ def sample(relay, kind, count, size, seed=1):
         elif kind == "silent-hot":
             hot = rng.sample(range(count), min(500, count))
             for index in hot:
-                client.request("POST", "/v1/tokens/silent", json.dumps({"account_id": account_id(index), "scopes": SCOPES}), headers())
+                client.request("POST", "/v1/tokens/silent", json.dumps(silent_body(index)), headers())
             indexes = [rng.choice(hot) for _ in range(size)]
         else:
             indexes = [rng.randrange(count) for _ in range(size)]
@@ -129,7 +135,7 @@ def sample(relay, kind, count, size, seed=1):
             if kind == "username":
                 path, method, body = "/v1/accounts?username=" + urllib.parse.quote(f"scale{index}@scale.example"), "GET", None
             else:
-                body = {"account_id": account_id(index), "scopes": SCOPES}
+                body = silent_body(index)
                 if kind == "refresh":
                     body["force_refresh"] = True
                 path, method, body = "/v1/tokens/silent", "POST", json.dumps(body)
