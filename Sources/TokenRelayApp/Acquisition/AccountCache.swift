@@ -109,13 +109,12 @@ final class AccountCache: Sendable {
     /// make room, removed) is claimed again: its `UPDATE` changes no row within the interval
     /// (``TokenStore/touch(accountId:)`` has the same condition).
     func claimTouch(id: String, now: Int) -> Bool {
-        entries.update(id) { held in
-            guard var current = held else { return true }
-            if let touched = current.value.touchedAt, now < touched + Self.touchInterval { return false }
-            current.value.touchedAt = now
-            held = current
+        let claimed = entries.modify(id) { held in
+            if let touched = held.touchedAt, now < touched + Self.touchInterval { return false }
+            held.touchedAt = now
             return true
         }
+        return claimed ?? true
     }
 
     static let touchInterval = 300

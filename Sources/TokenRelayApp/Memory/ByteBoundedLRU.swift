@@ -80,6 +80,19 @@ final class ByteBoundedLRU<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         }
     }
 
+    /// Changes `key`'s value in place under the lock, its cost unchanged, and makes it the most
+    /// recently used: for a change that adds no bytes (a time, a flag), without the copy and
+    /// re-store of ``update(_:_:)`` (a served cache hit's touch, issue 13).
+    /// - Parameter body: short, and must not use this cache (the lock is held).
+    /// - Returns: what `body` returned, or nil when `key` is not held (`body` is not called).
+    func modify<Result: Sendable>(_ key: Key, _ body: (inout Value) -> Result) -> Result? {
+        state.withLock { state in
+            guard let index = state.index[key] else { return nil }
+            state.moveToFront(index)
+            return body(&state.slots[index].value!)
+        }
+    }
+
     /// Removes `key`'s value.
     /// - Returns: the value it held.
     @discardableResult
