@@ -59,9 +59,15 @@ struct MemoryBoundsTests {
         let lru = ByteBoundedLRU<String, Int>(capacityBytes: 2 * (100 + overhead))
         lru.set(1, for: "a", cost: 100)
         lru.set(2, for: "b", cost: 100)
-        #expect(lru.modify("a") { value -> Bool in value += 10; return true } == true)
+        #expect(
+            lru.modify("a") { value -> Bool in
+                value += 10; return true
+            } == true)
         #expect(lru.peek("a") == 11 && lru.usage.bytes == 2 * (100 + overhead))
-        #expect(lru.modify("x") { _ -> Bool in Issue.record("body called for a key not held"); return true } == nil)
+        #expect(
+            lru.modify("x") { _ -> Bool in
+                Issue.record("body called for a key not held"); return true
+            } == nil)
         #expect(lru.usage.entries == 2)
         lru.set(3, for: "c", cost: 100)  // a was made the most recently used: b goes
         #expect(lru.peek("b") == nil && lru.peek("a") == 11)
