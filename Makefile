@@ -20,7 +20,7 @@ test: deps build           ## install, build once, start PostgreSQL, run every t
 	@rm -rf .build/test-logs
 	@status=0; TOKENRELAY_TEST_LOG_DIR="$$PWD/.build/test-logs" TOKENRELAY_TEST_DATABASE_URL="$$(scripts/pg-local url)" \
 		TOKENRELAY_BIN_DIR="$$(swift build --show-bin-path)" TOKENRELAY_TEST_PYTHON_BIN="$$(scripts/python-tools)" \
-		swift test --skip-build || status=1; \
+		swift test --skip-build || { status=1; echo "PostgreSQL's log (scripts/pg-local problems):"; scripts/pg-local problems; }; \
 		scripts/scan-test-logs .build/test-logs || status=1; exit $$status
 	@scripts/check-deploy
 	@scripts/schemathesis      # a pinned schemathesis against the live service, seeds in scripts/schemathesis-seeds; about 2 minutes

@@ -17,12 +17,36 @@ public enum TestPostgres {
         let serverURL = try await server.value
         await staleDatabasesDropped.value
         let name = databaseName(prefix: prefix)
-        let pool = PostgresPool(url: serverURL, size: 1)
-        defer { pool.close() }
-        try await pool.withConnection { connection in
+        try await withConnection(url: serverURL) { connection in
             try connection.execute("CREATE DATABASE \"\(name)\"")
         }
         return url(serverURL, database: name)
+    }
+
+    /// Runs `body` on a new connection to `url`, then closes it. A connection that cannot be made
+    /// is tried twice more, 0.5 s apart, each failure written to stderr with libpq's message: the
+    /// test's own look at the database is not what it tests, and one refused connect on a loaded
+    /// CI machine (cause not yet known: the message was not kept) failed a whole run.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``TestDatabaseUnreachable`` with libpq's own message when the connection cannot
+    ///   be made (`PostgresError` keeps that message out of its description, for the service's
+    ///   logs, but a failed test needs it: "too many clients", "database … does not exist");
+    ///   otherwise what `body` throws.
+    public static func withConnection<T: Sendable>(
+        url: String, _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        for attempt in 1...3 {
+            let pool = PostgresPool(url: url, size: 1)
+            defer { pool.close() }
+            do {
+                return try await pool.withConnection(body)
+            } catch let error as PostgresError where error.isConnectionFailure && error.function == "PQconnectdbParams" {
+                FileHandle.standardError.write(Data("TestPostgres: connect attempt \(attempt) of 3 failed: \(error.debugDescription)\n".utf8))
+                guard attempt < 3 else { throw TestDatabaseUnreachable(description: error.debugDescription) }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        preconditionFailure("the loop returns or throws")
     }
 
     /// Runs `body` with the URL of a new, empty database, then drops the database (also when
@@ -66,13 +90,12 @@ public enum TestPostgres {
     /// - Throws: `PostgresError` when the server refuses or cannot be reached.
     public static func dropDatabaseOrThrow(url databaseURL: String) async throws {
         guard let name = databaseName(in: databaseURL) else { return }
-        let pool = PostgresPool(url: try await server.value, size: 1)
-        defer { pool.close() }
+        let serverURL = try await server.value
         // PostgreSQL 15 refuses `WITH (FORCE)` (42501) while an autovacuum worker, a superuser
         // process, is in the new database; it leaves soon, so try again for a few seconds.
         for attempt in 1...25 {
             do {
-                try await pool.withConnection { connection in
+                try await withConnection(url: serverURL) { connection in
                     try connection.execute("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
                 }
                 return
@@ -187,4 +210,10 @@ public enum TestPostgres {
 public struct TestPostgresError: Error, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A test database that could not be reached, with libpq's message (no secrets: a connection
+/// message names the host, port, role or database, never a password).
+public struct TestDatabaseUnreachable: Error, CustomStringConvertible {
+    public let description: String
 }

@@ -183,9 +183,7 @@ public final class TokenRelayStack: Sendable {
 
     /// Runs `body` on a connection to this stack's database (to look at or break what is stored).
     public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        let pool = PostgresPool(url: databaseURL, size: 1)
-        defer { pool.close() }
-        return try await pool.withConnection(body)
+        try await TestPostgres.withConnection(url: databaseURL, body)
     }
 
     /// Sends a JSON control request to the emulator (`/_control/...`).

@@ -326,4 +326,17 @@ extension PostgresTests {
         }
         #expect(error?.isConnectionFailure == true)  // 3D000 on connect: the database is gone
     }
+
+    @Test("a test's own connection that cannot be made names libpq's reason, after three attempts")
+    func unreachableTestDatabaseSaysWhy() async throws {
+        let url = try await TestPostgres.freshDatabase(named: "pg_unreachable")
+        try await TestPostgres.dropDatabaseOrThrow(url: url)
+        let started = Date()
+        let error = await #expect(throws: TestDatabaseUnreachable.self) {
+            try await TestPostgres.withConnection(url: url) { try $0.query("SELECT 1") }
+        }
+        #expect(error?.description.contains(#"FATAL:  database "pg_unreachable_t"#) == true, "\(String(describing: error))")
+        #expect(error?.description.contains("does not exist") == true, "\(String(describing: error))")
+        #expect(Date().timeIntervalSince(started) >= 1.0)  // two pauses of 0.5 s between the three attempts
+    }
 }

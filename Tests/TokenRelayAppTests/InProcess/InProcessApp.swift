@@ -256,9 +256,7 @@ final class InProcessApp: Sendable {
 
     /// Runs `body` on a connection of its own to this app's database (to look at or break what is stored).
     func withDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        let pool = PostgresPool(url: databaseURL, size: 1)
-        defer { pool.close() }
-        return try await pool.withConnection(body)
+        try await TestPostgres.withConnection(url: databaseURL, body)
     }
 
     /// Closes the pool and the clients and stops the emulator. The database stays, as a live
