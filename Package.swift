@@ -51,7 +51,9 @@ let package = Package(
         .executableTarget(name: "STSEmulatorMain", dependencies: ["STSEmulator"]),
 
         // MARK: Tests.
-        .target(name: "TokenRelayTesting", dependencies: ["HTTPCommon", "HTTPClientBridge", "PostgresBridge"]),
+        // glibc's heap statistics for tests of memory accounting (mallinfo2 does not import).
+        .target(name: "CHeapStatistics"),
+        .target(name: "TokenRelayTesting", dependencies: ["HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CHeapStatistics"]),
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"]),
         .testTarget(
             name: "BridgeTests",

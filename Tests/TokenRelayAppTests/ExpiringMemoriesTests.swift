@@ -55,7 +55,7 @@ struct ExpiringMemoriesTests {
     @Test("Accounts are served for the TTL on the injected clock, and the least recently used makes room by bytes")
     func accountsExpireAndAreBounded() {
         let clock = Mutex(1_000.0)
-        let room = 2 * (Self.account.memoryCost + ByteBoundedLRU<String, Int>.entryOverheadBytes) + 10
+        let room = 2 * (Self.account.memoryCost + AccountCache.entryOverheadBytes) + 10
         let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
         cache.store(Self.account, readMark: cache.readMark)
         clock.withLock { $0 = 1_029.5 }
@@ -90,7 +90,7 @@ struct ExpiringMemoriesTests {
                 username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
                 idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
         }
-        let room = 2 * (record("a").memoryCost + ByteBoundedLRU<String, Int>.entryOverheadBytes) + 10
+        let room = 2 * (record("a").memoryCost + AccountCache.entryOverheadBytes) + 10
         let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
         cache.store(record("a"), readMark: cache.readMark)
         #expect(cache.claimTouch(id: "a", now: 1_000))

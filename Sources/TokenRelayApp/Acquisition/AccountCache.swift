@@ -37,6 +37,9 @@ final class AccountCache: Sendable {
     }
 
     private let entries: ByteBoundedLRU<String, Held>
+
+    /// Bytes counted per account on top of ``AccountRecord/memoryCost``: its slot and index bucket.
+    static var entryOverheadBytes: Int { ByteBoundedLRU<String, Held>.entryOverheadBytes }
     /// (owner, external id) → the account id it named when last read from the database.
     private let externalIds: ExpiringMap<ExternalId, String>
     /// Seconds an entry is served.
@@ -152,13 +155,17 @@ final class AccountCache: Sendable {
 }
 
 extension AccountRecord {
-    /// Bytes an account holds in memory, about: its strings, the id token's claims twice (as text
-    /// and parsed, the parsed tree counted at three times the text), its JSON answer bytes, the
-    /// tenant profiles, and the fixed parts.
+    /// Heap bytes an account holds in memory (``HeapCost``): its strings, the id token's claims as
+    /// text and parsed, its JSON answer bytes, tenant profiles and external ids. Its own fields
+    /// are in the cache's slot (``AccountCache/entryOverheadBytes``).
     var memoryCost: Int {
         let strings =
-            [accountId, clientId, environment, realm, authority, createdAt].reduce(0) { $0 + $1.utf8.count }
-            + [homeAccountId, localAccountId, username, name, lastUsedAt].reduce(0) { $0 + ($1?.utf8.count ?? 0) }
-        return strings + 4 * idTokenClaims.utf8.count + jsonBytes.count + 160 * tenantProfiles.count + 512
+            [accountId, clientId, environment, realm, authority, createdAt, idTokenClaims].reduce(0) { $0 + HeapCost.string($1) }
+            + [homeAccountId, localAccountId, username, name, lastUsedAt].reduce(0) { $0 + HeapCost.string($1) }
+        let profiles = tenantProfiles.reduce(HeapCost.array(tenantProfiles)) { $0 + HeapCost.string($1.realm) + HeapCost.string($1.localAccountId) }
+        let external = externalIds.reduce(HeapCost.hashTable(count: externalIds.count, stride: 2 * MemoryLayout<String>.stride)) {
+            $0 + HeapCost.string($1.key) + HeapCost.string($1.value)
+        }
+        return strings + HeapCost.json(claims) + HeapCost.array(jsonBytes) + profiles + external
     }
 }

@@ -29,20 +29,22 @@ final class MemoryTokenCache: Sendable {
             scopes.canonical.allSatisfy { canonical.contains($0) || target.contains($0.lowercased()) }
         }
 
-        /// Bytes this entry holds: the token's strings, the scopes three times (as granted,
-        /// canonical, lower-cased) with a set slot each, the prebuilt answer, and the fixed parts.
+        /// Heap bytes this entry holds (``HeapCost``): the token's strings, its scopes as granted,
+        /// canonical and lower-cased, and the prebuilt answer. Its own fields are in the list's
+        /// buffer (``MemoryTokenCache/cost(of:)``).
         var cost: Int {
-            let scopeBytes = token.scopes.reduce(0) { $0 + $1.utf8.count + 16 }
-            return token.secret.utf8.count + token.accountId.utf8.count + token.environment.utf8.count + token.realm.utf8.count
-                + token.clientId.utf8.count + 3 * scopeBytes + answer.byteCount + 256
+            HeapCost.string(token.accountId) + HeapCost.string(token.environment) + HeapCost.string(token.realm)
+                + HeapCost.string(token.clientId) + HeapCost.string(token.secret) + HeapCost.strings(token.scopes)
+                + HeapCost.set(canonical) + HeapCost.set(target) + HeapCost.array(answer.head) + HeapCost.array(answer.tail)
         }
     }
 
     private let entries: ByteBoundedLRU<String, [Entry]>
 
-    /// Bytes one account's entries hold, its id included.
-    private static func cost(of list: [Entry], accountId: String) -> Int {
-        list.reduce(accountId.utf8.count) { $0 + $1.cost }
+    /// Heap bytes one account's entries hold: the list's buffer and each entry's. The key, the
+    /// account id, shares its buffer with the entries' tokens.
+    private static func cost(of list: [Entry]) -> Int {
+        list.reduce(HeapCost.array(list)) { $0 + $1.cost }
     }
 
     /// - Parameter capacityBytes: most bytes held (`TOKENRELAY_MEMORY_CACHE_MB`'s share for access
@@ -83,7 +85,7 @@ final class MemoryTokenCache: Sendable {
                         && !lowered.isDisjoint(with: $0.token.scopes.map { $0.lowercased() }))
             }
             list.append(entry)
-            held = (list, Self.cost(of: list, accountId: token.accountId))
+            held = (list, Self.cost(of: list))
         }
     }
 
@@ -98,7 +100,7 @@ final class MemoryTokenCache: Sendable {
         entries.update(token.accountId) { held in
             guard var list = held?.value else { return }
             list.removeAll { $0.token == token }
-            held = list.isEmpty ? nil : (list, Self.cost(of: list, accountId: token.accountId))
+            held = list.isEmpty ? nil : (list, Self.cost(of: list))
         }
     }
 

@@ -4,9 +4,9 @@ import Synchronization
 /// used out first: the bound under this replica's token and account caches (behaviour §10.4,
 /// `TOKENRELAY_MEMORY_CACHE_MB`), so that memory follows bytes rather than entry counts.
 ///
-/// A value's **cost** is given by the caller when storing it: what it really holds (strings'
-/// bytes, prebuilt answers) plus a fixed overhead per entry for the key, the node and the
-/// dictionary slot (``entryOverheadBytes``). A value costing more than the whole capacity is not
+/// A value's **cost** is given by the caller when storing it: the heap bytes it holds (``HeapCost``:
+/// strings, prebuilt answers) plus an overhead per entry for its slot and index bucket
+/// (``entryOverheadBytes``). A value costing more than the whole capacity is not
 /// stored.
 ///
 /// **Recency**: ``value(for:)`` and ``set(_:for:cost:)`` make the key the most recently used;
@@ -27,8 +27,12 @@ struct MemoryUsage: Sendable, Equatable {
 }
 
 final class ByteBoundedLRU<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    /// Bytes counted per entry on top of the value's own cost: key, list node, dictionary slot.
-    static var entryOverheadBytes: Int { 96 }
+    /// Bytes counted per entry on top of the value's own cost: its slot (key, value's fields, list
+    /// links) and its index bucket, with the slack of buffers that grow by doubling (a quarter
+    /// for the slots, the index kept at most three quarters full and growing: half).
+    static var entryOverheadBytes: Int {
+        MemoryLayout<Slot>.stride * 5 / 4 + (MemoryLayout<Key>.stride + MemoryLayout<Int>.stride) * 3 / 2
+    }
 
     /// Most bytes held at once; 0 or less holds nothing.
     let capacityBytes: Int

@@ -1,0 +1,10 @@
+import CHeapStatistics
+
+/// What the process's heap holds, for tests that check memory accounting against real
+/// allocations rather than against the estimate under test.
+public enum HeapBytes {
+    /// Bytes malloc has handed out and not had back, over all arenas (glibc `mallinfo2().uordblks`):
+    /// process-wide, so a test measuring with it should allocate far more than what tests running
+    /// beside it do.
+    public static var inUse: Int { Int(tokenrelay_heap_bytes_in_use()) }
+}
