@@ -21,13 +21,18 @@ extension BuiltProducts {
     /// - Returns: the exit status, standard output and standard error.
     /// - Throws: when the executable cannot be started.
     public static func run(_ name: String, _ arguments: [String], environment: [String: String]) throws -> Run {
+        try run(executableAt: path(name), arguments, environment: environment)
+    }
+
+    /// Runs the executable at `executablePath` to its end, synchronously, as `run(_:_:environment:)` does.
+    public static func run(executableAt executablePath: String, _ arguments: [String], environment: [String: String]) throws -> Run {
         let errorPath = NSTemporaryDirectory() + "/tokenrelay-run-\(UUID().uuidString.prefix(8)).err"
         guard FileManager.default.createFile(atPath: errorPath, contents: nil), let errorFile = FileHandle(forWritingAtPath: errorPath) else {
             throw TestFailure("cannot create \(errorPath)")
         }
         defer { try? FileManager.default.removeItem(atPath: errorPath) }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path(name))
+        process.executableURL = URL(fileURLWithPath: executablePath)
         process.arguments = arguments
         process.environment = environment
         let output = Pipe()
