@@ -182,6 +182,7 @@ public final class TokenRelayStack: Sendable {
     }
 
     /// Runs `body` on a connection to this stack's database (to look at or break what is stored).
+    @discardableResult
     public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await TestPostgres.withConnection(url: databaseURL, body)
     }

@@ -26,6 +26,32 @@ struct ImportSignInRaceTests {
         }
     }
 
+    /// The emulator's count of refresh-token redemptions for `username` (recorded on arrival,
+    /// before any injected latency).
+    static func refreshRedemptions(_ stack: TokenRelayStack, _ username: String) async throws -> Int {
+        let requests = try await stack.control("GET", "/_control/token-requests").json["requests"] as? [[String: Any]] ?? []
+        return requests.filter { $0["grant_type"] as? String == "refresh_token" && $0["username"] as? String == username }.count
+    }
+
+    /// Waits, up to `seconds`, until `condition` holds; a fixed sleep made these races depend on
+    /// the machine's load (on two busy cores the import reached its step late and the race went
+    /// the other way).
+    static func waitUntil(_ what: String, seconds: Double = 20, _ condition: () async throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try await !condition() {
+            guard Date() < deadline else { throw TestFailure("waited \(seconds) s for \(what)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Whether a transaction is held in `test_slow_audit`'s `pg_sleep`.
+    static func auditHeld(_ stack: TokenRelayStack) async throws -> Bool {
+        try await stack.withDatabase { connection in
+            try connection.query("SELECT count(*)::int AS held FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()").rows.first?
+                .int("held") ?? 0
+        } > 0
+    }
+
     /// Imports `username`'s ADAL refresh token; returns the imported account id.
     static func importAccount(_ stack: TokenRelayStack, _ username: String) async throws -> String {
         let adal = try await stack.adalRefreshToken(for: username)
@@ -58,8 +84,10 @@ struct ImportSignInRaceTests {
         _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "username": user, "latency_ms": 1500, "count": 1])
         try await Self.slowDown(stack, action: "sign_in.completed", seconds: 3)
 
+        let redeemed = try await Self.refreshRedemptions(stack, user)
         async let silent = stack.request("POST", "/v1/tokens/silent", json: ["account_id": importedId, "scopes": ["User.Read"]])
-        try await Task.sleep(for: .milliseconds(300))  // the import's redemption reaches the STS first
+        // The import's redemption reaches the STS (and takes the slow fault) before the sign-in starts.
+        try await Self.waitUntil("the import's redemption at the STS") { try await Self.refreshRedemptions(stack, user) > redeemed }
         let signedIn = try await stack.signIn(user)
         let answer = try await silent
 
@@ -84,7 +112,7 @@ struct ImportSignInRaceTests {
         try await Self.slowDown(stack, action: "account.import_completed", seconds: 3)
 
         async let silent = stack.request("POST", "/v1/tokens/silent", json: ["account_id": importedId, "scopes": ["User.Read"]])
-        try await Task.sleep(for: .milliseconds(500))
+        try await Self.waitUntil("the import's transaction held at its audit row") { try await Self.auditHeld(stack) }
         _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "username": user, "latency_ms": 1000, "count": 1])
         let signedIn = try await stack.signIn(user)
         let answer = try await silent
