@@ -40,6 +40,10 @@ struct MemoryAccountingTests {
         return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(digits[$0]) }.joined(separator: "-")
     }
 
+    /// `text` in a buffer of its own that exactly fits, as every string read from a database row
+    /// or parsed from JSON is (a literal is not on the heap; one built by appending has spare capacity).
+    static func exact(_ text: String) -> String { String(decoding: Array(text.utf8), as: UTF8.self) }
+
     static func accountId(_ index: Int) -> String {
         let digits = String(index)
         return "acc_scale_" + String(repeating: "0", count: max(0, 10 - digits.count)) + digits
@@ -47,12 +51,11 @@ struct MemoryAccountingTests {
 
     /// An access token as the STS issues one for Graph (about 1.4 KB), for account `index`.
     static func token(_ index: Int) -> StoredAccessToken {
-        // Decoded in one piece, as from the STS's JSON: a string built by appending has spare capacity.
-        let secret = String(
-            decoding: Array(("eyJ0eXAiOiJKV1QiLCJub25jZSI6" + base64url(1_100, seed: index) + "." + base64url(342, seed: index + 1)).utf8), as: UTF8.self)
+        let secret = exact("eyJ0eXAiOiJKV1QiLCJub25jZSI6" + base64url(1_100, seed: index) + "." + base64url(342, seed: index + 1))
         return StoredAccessToken(
-            accountId: Self.accountId(index), environment: "login.microsoftonline.com", realm: uuid(index % 100, 1),
-            clientId: "6731de76-14a6-49ae-97bc-6eba6914391e", scopes: ["https://graph.microsoft.com/User.Read", "https://graph.microsoft.com/Mail.Read"],
+            accountId: exact(accountId(index)), environment: exact("login.microsoftonline.com"), realm: exact(uuid(index % 100, 1)),
+            clientId: exact("6731de76-14a6-49ae-97bc-6eba6914391e"),
+            scopes: [exact("https://graph.microsoft.com/User.Read"), exact("https://graph.microsoft.com/Mail.Read")],
             secret: secret, expiresOn: 9_000, extExpiresOn: 12_000, refreshOn: 6_000)
     }
 
@@ -67,12 +70,14 @@ struct MemoryAccountingTests {
             "rh":"\(base64url(60, seed: index + 4_000_000))","sid":"\(uuid(index, 3))","sub":"\(base64url(43, seed: index + 5_000_000))",\
             "tid":"\(realm)","uti":"\(base64url(22, seed: index + 6_000_000))","ver":"2.0"}
             """
+        // As `TokenStore` reads an account: every field from the row, the profiles from their JSON column.
         return AccountRecord(
-            accountId: Self.accountId(index), clientId: "6731de76-14a6-49ae-97bc-6eba6914391e",
-            environment: "login.microsoftonline.com", homeAccountId: "\(oid).\(realm)", realm: realm, localAccountId: oid,
-            username: "user\(index)@contoso.example", name: "Scale User \(index)", authority: "https://login.microsoftonline.com/\(realm)",
-            authorityType: .aad, state: .active, idTokenClaims: claims, createdAt: "2026-11-29T00:00:00.000000Z",
-            lastUsedAt: "2026-12-01T10:00:00.000000Z")
+            accountId: exact(accountId(index)), clientId: exact("6731de76-14a6-49ae-97bc-6eba6914391e"),
+            environment: exact("login.microsoftonline.com"), homeAccountId: exact("\(oid).\(realm)"), realm: exact(realm), localAccountId: exact(oid),
+            username: exact("user\(index)@contoso.example"), name: exact("Scale User \(index)"),
+            authority: exact("https://login.microsoftonline.com/\(realm)"), authorityType: .aad, state: .active, idTokenClaims: exact(claims),
+            createdAt: exact("2026-11-29T00:00:00.000000Z"), lastUsedAt: exact("2026-12-01T10:00:00.000000Z"),
+            tenantProfiles: TenantProfile.list(from: #"[{"realm":"\#(realm)","local_account_id":"\#(oid)","is_home":true}]"#))
     }
 
     /// Heap growth and bytes counted for `count` entries stored in a new cache.
@@ -98,44 +103,69 @@ struct MemoryAccountingTests {
 
     /// The heap count is process-wide: in a whole `swift test` run, suites running beside a fill
     /// moved its ratio by -0.2 to +0.3. So the fill runs in a process of its own, this test bundle
-    /// again with only `MemoryAccountingProbe` selected, which prints what it measured.
-    static func ratioMeasuredAlone(_ probe: String) throws -> Double {
+    /// again with only `MemoryAccountingProbe/probe` selected, which prints what it measured.
+    /// - Returns: each line it printed, as its `name=value` fields.
+    static func measuredAlone(_ probe: String) throws -> [[String: Int]] {
         let run = try BuiltProducts.run(
             executableAt: URL(fileURLWithPath: CommandLine.arguments[0]).path,
             ["--testing-library", "swift-testing", "--filter", "MemoryAccountingProbe/\(probe)"],
             environment: ProcessInfo.processInfo.environment.merging([MemoryAccountingTests.probeVariable: "1"]) { $1 })
         // Its test report stays out of this run's: only the measured lines are passed on.
         let reports = (run.output + run.error).split(separator: "\n").filter { $0.hasPrefix(MemoryAccountingTests.probePrefix) }
-        guard run.status == 0, reports.count == 2 else {
-            throw TestFailure("the probe \(probe) exited \(run.status) with \(reports.count) of 2 reports:\n\(run.output)\n\(run.error)")
+        guard run.status == 0, !reports.isEmpty else {
+            throw TestFailure("the probe \(probe) exited \(run.status) with no report:\n\(run.output)\n\(run.error)")
         }
-        var ratios: [Double] = []
-        for report in reports {
+        return reports.map { report in
             print(report)
-            let fields = Dictionary(
+            return Dictionary(
                 uniqueKeysWithValues: report.dropFirst(MemoryAccountingTests.probePrefix.count).split(separator: " ").compactMap { pair -> (String, Int)? in
                     let parts = pair.split(separator: "=")
                     guard parts.count == 2, let value = Int(parts[1]) else { return nil }
                     return (String(parts[0]), value)
                 })
+        }
+    }
+
+    /// Heap growth over bytes counted for each of the probe's two fills of `count` entries: a
+    /// fill alone varies by a few hundredths (malloc reuses what the first fill's cache freed).
+    static func fillRatios(_ probe: String) throws -> [Double] {
+        let reports = try measuredAlone(probe)
+        #expect(reports.count == 2)
+        return try reports.map { fields in
             let grown = try #require(fields["grown"]), counted = try #require(fields["counted"])
             #expect(fields["entries"] == count)
-            ratios.append(Double(grown) / Double(counted))
+            return Double(grown) / Double(counted)
         }
-        // A fill alone varies by up to 0.07 (malloc's bins left over from the first fill).
-        return ratios.min()!
+    }
+
+    /// String lengths around every boundary of the layout: inline (15), the 16-byte steps, the
+    /// breadcrumbs (64), the stdlib's exact-size allocations (tail of 128 bytes and more), a JWT.
+    static let stringLengths = Array(14...90) + [120, 126, 127, 128, 200, 500, 1_000, 1_473, 1_500, 2_000]
+
+    @Test("A string costs what the heap grows by for it, at every length around the layout's steps")
+    func strings() throws {
+        for fields in try Self.measuredAlone("strings") {
+            let length = try #require(fields["length"]), grown = try #require(fields["grown"]), entries = try #require(fields["entries"])
+            let sample = String(decoding: Array(repeating: UInt8(ascii: "a"), count: length), as: UTF8.self)
+            // Within 2 bytes: what the probe itself allocates meanwhile is not the strings' (a wrong
+            // layout is off by 16 or more).
+            let each = (grown + entries / 2) / entries
+            #expect(abs(HeapCost.string(sample) - each) <= 2, "length \(length): \(each) bytes each on the heap")
+        }
     }
 
     @Test("Access tokens: the heap grows by the bytes counted, within 15 %")
     func tokens() throws {
-        let ratio = try Self.ratioMeasuredAlone("tokens")
-        #expect((0.85...1.15).contains(ratio), "heap growth / counted bytes = \(ratio)")
+        for ratio in try Self.fillRatios("tokens") {
+            #expect((0.85...1.15).contains(ratio), "heap growth / counted bytes = \(ratio)")
+        }
     }
 
     @Test("Accounts: the heap grows by the bytes counted, within 15 %")
     func accounts() throws {
-        let ratio = try Self.ratioMeasuredAlone("accounts")
-        #expect((0.85...1.15).contains(ratio), "heap growth / counted bytes = \(ratio)")
+        for ratio in try Self.fillRatios("accounts") {
+            #expect((0.85...1.15).contains(ratio), "heap growth / counted bytes = \(ratio)")
+        }
     }
 }
 
@@ -148,6 +178,21 @@ struct MemoryAccountingProbe {
         for _ in 0..<2 {
             let (grown, counted, entries) = MemoryAccountingTests.measure(fill)
             print("\(MemoryAccountingTests.probePrefix)grown=\(grown) counted=\(counted) entries=\(entries)")
+        }
+    }
+
+    @Test("Make 4,000 strings of each length, printing the heap's growth")
+    func strings() {
+        for length in MemoryAccountingTests.stringLengths {
+            let bytes = Array(repeating: UInt8(ascii: "a"), count: length)
+            var held: [String] = []
+            held.reserveCapacity(4_000)
+            let before = HeapBytes.inUse
+            for _ in 0..<4_000 { held.append(String(decoding: bytes, as: UTF8.self)) }
+            let grown = HeapBytes.inUse - before
+            withExtendedLifetime(held) {
+                print("\(MemoryAccountingTests.probePrefix)length=\(length) grown=\(grown) entries=\(held.count)")
+            }
         }
     }
 

@@ -96,12 +96,14 @@ final class AccountCache: Sendable {
     /// Stores `account` unless this replica removed it after `readMark` was taken (a read racing a
     /// deletion must not bring the account back).
     func store(_ account: AccountRecord, readMark: UInt64) {
+        // Walks the claims' tree: done before taking the locks every request path shares.
+        let cost = account.memoryCost
         marks.withLock { marks in
             if let removed = marks.removedAt[account.accountId], removed > readMark { return }
             if marks.clearedAt > readMark { return }
             let expiresAt = now() + ttl
             entries.update(account.accountId) { held in
-                held = (Held(account: account, expiresAt: expiresAt, touchedAt: held?.value.touchedAt), account.memoryCost)
+                held = (Held(account: account, expiresAt: expiresAt, touchedAt: held?.value.touchedAt), cost)
             }
         }
     }
