@@ -19,8 +19,7 @@ public struct ScopeSet: Sendable, Hashable {
         var seen = Set<String>()
         var kept: [Scope] = []
         for element in scopes {
-            for piece in element.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }) {
-                let text = String(piece)
+            for text in Self.tokens(of: element) {
                 if ScopeRules.reserved.contains(text.lowercased()) { continue }
                 let scope = Scope(text, defaultResource: defaultResource)
                 if seen.insert(scope.canonical.lowercased()).inserted { kept.append(scope) }
@@ -33,6 +32,13 @@ public struct ScopeSet: Sendable, Hashable {
         }
         self.scopes = kept
         self.canonical = kept.map(\.canonical)
+    }
+
+    /// The scopes in one element, split at spaces, tabs and line breaks. Split by Unicode scalar:
+    /// split by `Character`, "\r\n" is one character that is none of the four, and stayed inside
+    /// a scope.
+    static func tokens(of element: String) -> [String] {
+        element.unicodeScalars.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }).map(String.init)
     }
 
     /// Empty set.

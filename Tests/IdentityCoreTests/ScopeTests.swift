@@ -121,5 +121,26 @@ struct ScopeBoundsTests {
         #expect(throws: ScopeError.self) { try ScopeRules.requested(scopes: ["User.Read\u{0}"], resource: nil) }
         #expect(throws: ScopeError.self) { try ScopeRules.requested(scopes: nil, resource: "https://x/" + String(repeating: "a", count: 300)) }
         #expect((try? ScopeRules.requested(scopes: (0..<50).map { "S\($0)" }, resource: nil))?.canonical.count == 50)
+        // The bound counts scopes, not elements: an element may hold several (it counted
+        // elements, and 50 elements of 256 bytes named 2,100 scopes).
+        let packed = (0..<2).map { element in (0..<26).map { "S\(element)_\($0)" }.joined(separator: " ") }
+        #expect(throws: ScopeError(field: "scopes", detail: "at most 50 scopes may be requested at once")) {
+            try ScopeRules.requested(scopes: packed, resource: nil)
+        }
+    }
+
+    @Test("A scope holds only RFC 6749 scope-token bytes, and every whitespace splits, \\r\\n included")
+    func scopeTokenGrammar() throws {
+        // Split by Character, "\r\n" is one character and stayed inside the scope.
+        #expect(try ScopeRules.requested(scopes: ["User.Read\r\nMail.Read"], resource: nil).canonical == ["Mail.Read", "User.Read"])
+        #expect(try ScopeRules.requested(scopes: ["User.Read \t\nMail.Read\r"], resource: nil).canonical == ["Mail.Read", "User.Read"])
+        #expect(ScopeSet(normalizing: ["a\r\nb"]).canonical == ["a", "b"])
+        for bad in ["User.Read\u{1}", "User.Read\u{7F}", "User.Read\u{85}", "Us\"er", "Us\\er", "Usér.Read", "User.Read\u{2028}"] {
+            #expect(throws: ScopeError.self, "\(bad.debugDescription)") { try ScopeRules.requested(scopes: [bad], resource: nil) }
+        }
+        #expect(throws: ScopeError(field: "resource", detail: "resource must be one non-empty resource URI")) {
+            try ScopeRules.requested(scopes: nil, resource: "https://a.example\r\nhttps://b.example")
+        }
+        #expect(try ScopeRules.requested(scopes: ["api://x-y_z/read", "api://x-y_z/~.!$&'()*+,;=:@?#[]{}|"], resource: nil).canonical.count == 2)
     }
 }

@@ -279,6 +279,22 @@ struct APIKeyAccessTests {
         #expect(mail.json["error"] as? String == "forbidden")
         #expect(mail.json["field"] as? String == "scopes")
         #expect(try await silent(userOnly.key, ["https://vault.azure.net/user_impersonation"]).status == 403)
+        // A line break inside an element is a separator the limit sees: "\r\n" is one Swift
+        // Character, and split by Character it once stayed inside "User.Read\r\nMail.Read" (200,
+        // a token for Mail.Read too). Other separators, and bytes no scope may hold, likewise.
+        for smuggled in ["User.Read\r\nMail.Read", "User.Read\nMail.Read", "User.Read\tMail.Read"] {
+            let answer = try await silent(userOnly.key, [smuggled])
+            #expect(answer.status == 403, "\(smuggled.debugDescription): \(answer.text)")
+            #expect(answer.json["field"] as? String == "scopes")
+            let signIn = try await stack.request(
+                "POST", "/v1/sign-ins", json: ["scopes": [smuggled]], headers: Self.bearer(userOnly.key), authenticated: false)
+            #expect(signIn.status == 403, "\(smuggled.debugDescription): \(signIn.text)")
+        }
+        for malformed in ["User.Read\u{1}", "User.Read\u{85}", "Us\"er.Read", "User.Réad"] {
+            let answer = try await silent(userOnly.key, [malformed])
+            #expect(answer.status == 400, "\(malformed.debugDescription): \(answer.text)")
+            #expect(answer.json["field"] as? String == "scopes")
+        }
         // User.Read is cached in memory now: the server-thread path refuses it to the other key.
         // The first use of a key looks it up in the database; the second is answered from memory.
         for _ in 0..<2 {
