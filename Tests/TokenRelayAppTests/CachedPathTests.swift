@@ -296,6 +296,20 @@ struct CachedPathTests {
         #expect(APIKeyAuthenticator.bearerToken(header) == expected)
     }
 
+    @Test(
+        "A client-request-id or X-Correlation-ID is taken only when it is printable ASCII of at most 128 bytes, as the body's correlation_id",
+        arguments: [
+            ("abc-123", true), ("  padded  ", true), ("a\u{1}b", false), ("a\u{7F}b", false), ("a\u{1B}[31mb", false), ("a\tb", false),
+            ("a\r\nb", false), ("é", false), (String(repeating: "x", count: 128), true), (String(repeating: "x", count: 129), false),
+        ] as [(String, Bool)])
+    func headerCorrelationIds(_ value: String, _ taken: Bool) {
+        // Control characters were taken and echoed in the answer's client-request-id.
+        for name in ["client-request-id", "X-Correlation-ID"] {
+            let id = AppHTTPHandler.correlationId(HTTPHeaders([(name, value)]))
+            #expect((id == value.trimmingCharacters(in: .whitespaces)) == taken, "\(name): \(value.debugDescription) → \(id)")
+        }
+    }
+
     @Test("New correlation ids are lower-case random version-4 UUIDs")
     func correlationIds() throws {
         var seen = Set<String>()

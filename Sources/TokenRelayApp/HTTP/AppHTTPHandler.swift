@@ -205,9 +205,9 @@ final class AppHTTPHandler: HTTPHandler {
         // Most requests carry neither header: a length check per field settles that cheaply.
         guard headers.contains(where: { $0.name.utf8.count == 17 || $0.name.utf8.count == 16 }) else { return newCorrelationId() }
         for name in ["client-request-id", "X-Correlation-ID"] {
-            if let value = headers[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty, value.count <= 128,
-                value.allSatisfy({ $0.isASCII && !$0.isNewline })
-            {
+            // The body's rule (printable ASCII, at most 128): a header value's control characters
+            // were echoed in `client-request-id` and written to the log.
+            if let value = headers[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty, JSONBody.isUsableCorrelationId(value) {
                 return value
             }
         }
