@@ -95,6 +95,11 @@ public struct AuthorityValidator: Sendable {
         if let index = segments.firstIndex(where: { ["v2.0", "oauth2"].contains($0.lowercased()) }) {
             segments.removeSubrange(index...)
         }
+        // A tenant is a GUID, a domain name or common/organizations/consumers: it starts with a
+        // letter or digit (`_control` or `-x` is no tenant, and would name other paths of a host).
+        if let first = segments.first?.utf8.first, !ParsedURL.isAlphanumeric(first) {
+            throw AuthorityError(detail: "an authority's tenant starts with a letter or digit")
+        }
         let policyLooking = segments.count > 1 && Self.isB2CPolicy(segments[1])
         let type: AuthorityType
         if parsed.host.hasSuffix(".b2clogin.com") || hasTFP || policyLooking {
@@ -148,6 +153,16 @@ struct ParsedURL: Sendable, Equatable {
     let port: Int
     let segments: [String]
 
+    /// RFC 3986 §2.3 `unreserved`: ALPHA / DIGIT / "-" / "." / "_" / "~".
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        isAlphanumeric(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+    }
+
+    static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
     static func parse(_ text: String) throws(AuthorityError) -> ParsedURL {
         guard let schemeEnd = text.range(of: "://") else { throw AuthorityError(detail: "authority must be an absolute URL") }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
@@ -185,6 +200,13 @@ struct ParsedURL: Sendable, Equatable {
             port = value
         }
         let segments = rest[slash...].split(separator: "/").map(String.init)
+        // Tenants, policies and the v2 suffixes are all RFC 3986 unreserved text. Anything else
+        // went into the token and authorize URLs as given: a line break, `..`, raw non-ASCII.
+        for segment in segments {
+            guard segment != ".", segment != "..", segment.utf8.allSatisfy(Self.isUnreserved) else {
+                throw AuthorityError(detail: "an authority path segment may hold only letters, digits, '-', '.', '_' and '~'")
+            }
+        }
         return ParsedURL(scheme: scheme, host: host, port: port, segments: segments)
     }
 }

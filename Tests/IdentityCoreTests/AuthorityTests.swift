@@ -27,6 +27,19 @@ struct AuthorityTests {
         #expect(authority.url == authority.url.lowercased() || authority.tenant != authority.tenant.lowercased())
     }
 
+    @Test(
+        "a tenant or policy segment is unreserved text starting with a letter or digit (new-user attack: these reached the token and authorize URLs)",
+        arguments: [
+            "https://login.microsoftonline.com/..", "https://login.microsoftonline.com/.", "https://login.microsoftonline.com/t\r\nX-Evil: y",
+            "https://login.microsoftonline.com/_control", "https://login.microsoftonline.com/-x", "https://login.microsoftonline.com/%2e%2e",
+            "https://login.microsoftonline.com/ténant", "https://login.microsoftonline.com/a b", "https://login.microsoftonline.com/a\u{0}b",
+            "https://login.microsoftonline.com/a;b", "https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_susi\u{85}",
+        ])
+    func badSegments(url: String) {
+        let b2c = try! AuthorityValidator(knownAuthorities: ["https://contoso.b2clogin.com"], allowHTTPLoopback: false)
+        #expect(throws: AuthorityError.self, "\(url.debugDescription)") { try b2c.validate(url) }
+    }
+
     @Test("canonical URL and endpoints")
     func endpoints() throws {
         let authority = try open.validate("https://Login.MicrosoftOnline.com/Contoso.onmicrosoft.com/")

@@ -97,6 +97,20 @@ struct AuthorityAndImportTests {
             #expect(imported.status == 400)
             #expect(imported.json["error"] as? String == "invalid_authority")
         }
+        // A well-known host takes any tenant, but not any text: these were a 201 sign-in whose
+        // authorize_url held the line break or the dot segment, and a 201 import whose realm did.
+        for authority in [
+            "https://login.microsoftonline.com/..", "https://login.microsoftonline.com/t\r\nX-Evil: y", "https://login.microsoftonline.com/_control",
+        ] {
+            let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "authority": authority])
+            #expect(signIn.status == 400, "\(authority.debugDescription): \(signIn.text)")
+            #expect(signIn.json["error"] as? String == "invalid_authority")
+            #expect(signIn.json["field"] as? String == "authority")
+            let imported = try await stack.request(
+                "POST", "/v1/accounts/import", json: ["username": "x@contoso.example", "refresh_token": "rt", "authority": authority])
+            #expect(imported.status == 400, "\(authority.debugDescription): \(imported.text)")
+            #expect(imported.json["field"] as? String == "authority")
+        }
         #expect(try await stack.emulatorCount() == tokensBefore)
         #expect(try await stack.emulatorCount("authorize_requests") == authorizeBefore)
         // A well-known alias of the account's cloud that is another environment is refused too.
