@@ -113,6 +113,14 @@ struct ConnectionLimitsTests {
             #expect(answer?.status == "HTTP/1.1 431" && answer?.contentType == "application/problem+json", "headers \(length): \(String(describing: answer))")
             #expect(answer?.field == "X-Big", "headers \(length)")
         }
+        // Content-Length fields that disagree: 400 naming the field, the connection closed (it
+        // was answered by the first, a request-smuggling risk behind a proxy that used the other).
+        let conflicting = try Self.answer(
+            port: port, "POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}   ")
+        #expect(conflicting?.status == "HTTP/1.1 400" && conflicting?.field == "Content-Length", "\(String(describing: conflicting))")
+        let repeated = try Self.answer(
+            port: port, "POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(repeated?.status == "HTTP/1.1 401", "the same value twice is one length: \(String(describing: repeated))")
         let text = try await stack.request("GET", "/v1/events?x=" + String(repeating: "q", count: 9000))
         #expect(text.status == 414 && text.json["error"] as? String == "uri_too_long", "\(text.text.prefix(200))")
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)

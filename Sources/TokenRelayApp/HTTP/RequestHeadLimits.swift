@@ -17,9 +17,18 @@ enum RequestHeadLimits {
     /// Most bytes of the header section (``HTTPRequest/headerFieldBytes``).
     static let maxHeaderFieldBytes = 12288
 
-    /// - Throws: `Problem` 414 `uri_too_long`, or 431 `header_fields_too_large` naming the
-    ///   largest header field in `field`.
+    /// - Throws: `Problem` 400 `invalid_request` naming `Content-Length` when two of them disagree
+    ///   (the connection is then closed), 414 `uri_too_long`, or 431 `header_fields_too_large`
+    ///   naming the largest header field in `field`.
     static func check(_ request: HTTPRequest) throws(Problem) {
+        // libmicrohttpd 0.9.75 frames the body by one of them and passes both on: a proxy in front
+        // that used the other would see a different request (RFC 9112 §6.3: unrecoverable).
+        let lengths = request.headers.values(for: "Content-Length")
+        if lengths.count > 1, Set(lengths.map { $0.trimmingCharacters(in: .whitespaces) }).count > 1 {
+            var problem = Problem.invalidRequest(field: "Content-Length", "The request has Content-Length fields that disagree.")
+            problem.headers.set("Connection", "close")
+            throw problem
+        }
         if request.targetBytes > maxTargetBytes {
             throw Problem(.uriTooLong, "The request target (path and query) exceeds \(maxTargetBytes) bytes.")
         }
