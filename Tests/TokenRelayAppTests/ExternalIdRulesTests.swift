@@ -8,8 +8,11 @@ import Testing
 @Suite("External id rules and memory")
 struct ExternalIdRulesTests {
     @Test(
-        "Accepted: 1-128 printable ASCII but '/', no space at either end, not acc_",
-        arguments: ["a", "crm:42 alice", "user@contoso.example", "~!#$%^&*()[]{}|\\\"'<>,.?=+;", "acc", "acc-1", "xacc_", String(repeating: "z", count: 128)])
+        "Accepted: 1-128 printable ASCII but '/', no space at either end, not acc_, not a name the account path cannot reach",
+        arguments: [
+            "a", "imports", "Import", "...", "crm:42 alice", "user@contoso.example", "~!#$%^&*()[]{}|\\\"'<>,.?=+;", "acc", "acc-1", "xacc_",
+            String(repeating: "z", count: 128),
+        ])
     func accepted(value: String) throws {
         #expect(try ExternalId.validated(value, owner: "team-a") == ExternalId(owner: "team-a", value: value))
     }
@@ -18,7 +21,7 @@ struct ExternalIdRulesTests {
         "Refused with 400 naming external_id",
         arguments: [
             "", " a", "a ", " ", String(repeating: "z", count: 129), "tab\there", "nul\u{0}", "del\u{7F}", "caf\u{e9}", "a/b", "acc_", "acc_x",
-            "Acc_x", "ACC_0123456789abcdefghijkl",
+            "Acc_x", "ACC_0123456789abcdefghijkl", "import", ".", "..",
         ])
     func refused(value: String) {
         do {

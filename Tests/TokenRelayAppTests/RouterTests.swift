@@ -70,6 +70,30 @@ struct RouterTests {
         }
     }
 
+    @Test("A path a literal template names is that route's: another method is 405, never a parameter route's match")
+    func literalBeatsParameter() {
+        var router = Self.router()
+        router.add("POST", "/v1/accounts/import", access: .requires(.accountsWrite)) { _ in HTTPResponse(status: 201) }
+        // GET and DELETE /v1/accounts/import read and deleted an account whose external id was "import".
+        for method in ["GET", "DELETE"] {
+            guard case .methodNotAllowed(let allowed) = router.match(method: method, path: "/v1/accounts/import") else {
+                Issue.record("\(method) /v1/accounts/import was not 405")
+                continue
+            }
+            #expect(allowed == ["POST"])
+        }
+        guard case .found(let route, _) = router.match(method: "POST", path: "/v1/accounts/import") else {
+            Issue.record("POST /v1/accounts/import did not match")
+            return
+        }
+        #expect(route.template == "/v1/accounts/import")
+        guard case .found(let other, let parameters) = router.match(method: "GET", path: "/v1/accounts/imported") else {
+            Issue.record("another id did not match")
+            return
+        }
+        #expect(other.template == "/v1/accounts/{account_id}" && parameters == ["account_id": "imported"])
+    }
+
     @Test("HEAD is served by the GET route")
     func head() {
         guard case .found = Self.router().match(method: "HEAD", path: "/v1/accounts") else {
@@ -78,7 +102,7 @@ struct RouterTests {
         }
     }
 
-    @Test("The exact-path lookup finds what the general walk finds: first registered wins, HEAD and odd slashes included")
+    @Test("The exact-path lookup finds what the general walk finds: the literal template wins over an earlier parameter one, HEAD and odd slashes included")
     func exactPathsAgree() {
         var router = Router()
         router.add("GET", "/v1/accounts/{account_id}", access: .open) { _ in HTTPResponse(status: 201) }
@@ -86,7 +110,8 @@ struct RouterTests {
         router.add("POST", "/v1/accounts/import", access: .open) { _ in HTTPResponse(status: 203) }
         router.add("GET", "/healthz", access: .open) { _ in HTTPResponse(status: 204) }
         let cases: [(String, String, String?)] = [
-            ("GET", "/v1/accounts/import", "/v1/accounts/{account_id}"), ("POST", "/v1/accounts/import", "/v1/accounts/import"),
+            ("GET", "/v1/accounts/import", "/v1/accounts/import"), ("GET", "/v1/accounts/other", "/v1/accounts/{account_id}"),
+            ("POST", "/v1/accounts/import", "/v1/accounts/import"),
             ("HEAD", "/healthz", "/healthz"), ("GET", "/healthz/", "/healthz"), ("GET", "//healthz", "/healthz"), ("PUT", "/healthz", nil),
         ]
         for (method, path, template) in cases {

@@ -22,6 +22,8 @@ struct Router: Sendable {
         /// Route-specific preparation run once the caller is known (see ``RoutePreparation``).
         let prepare: RoutePreparation?
         let handler: RouteHandler
+        /// Literal segments of the template: the more, the more specific.
+        var literalCount: Int { segments.count { if case .literal = $0 { true } else { false } } }
     }
 
     enum Match {
@@ -48,10 +50,9 @@ struct Router: Sendable {
     ) {
         let route = Route(
             method: method, template: template, segments: Self.parse(template), access: access, body: body, prepare: prepare, handler: handler)
-        let isLiteral = route.segments.allSatisfy { if case .literal = $0 { true } else { false } }
-        let parts = Self.split(template)
-        if isLiteral, !routes.contains(where: { $0.method == method && Self.bind($0.segments, to: parts) != nil }) {
-            exact["/" + parts.joined(separator: "/"), default: [:]][method] = route
+        // A template of literals only is the most specific match of its path: looked up directly.
+        if route.literalCount == route.segments.count {
+            exact["/" + Self.split(template).joined(separator: "/"), default: [:]][method] = route
         }
         routes.append(route)
     }
@@ -64,14 +65,25 @@ struct Router: Sendable {
     func match(method: String, path: String) -> Match {
         if let route = exact[path]?[method] { return .found(route, [:]) }
         let parts = Self.split(path)
+        // Only the templates with the most literal segments that fit the path decide, as in
+        // OpenAPI path matching: `/v1/accounts/import` is that route (405 for GET), never the
+        // account `import` of `/v1/accounts/{account_id}`.
+        var mostLiterals = -1
+        var found: (Route, [String: String])?
         var allowed: [String] = []
         for route in routes {
-            guard let parameters = Self.bind(route.segments, to: parts) else { continue }
-            if route.method == method || (method == "HEAD" && route.method == "GET") {
-                return .found(route, parameters)
+            guard route.literalCount >= mostLiterals, let parameters = Self.bind(route.segments, to: parts) else { continue }
+            if route.literalCount > mostLiterals {
+                mostLiterals = route.literalCount
+                found = nil
+                allowed = []
+            }
+            if found == nil, route.method == method || (method == "HEAD" && route.method == "GET") {
+                found = (route, parameters)
             }
             allowed.append(route.method)
         }
+        if let (route, parameters) = found { return .found(route, parameters) }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
     }
 

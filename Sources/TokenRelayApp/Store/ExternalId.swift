@@ -19,8 +19,9 @@ struct ExternalId: Sendable, Equatable, Hashable {
     /// - Throws: `Problem` 400 `invalid_request` naming `field`: empty, longer than 128, a
     ///   character outside printable ASCII (0x20–0x7E), a `/` (the server decodes `%2F` in a
     ///   path, so `GET /v1/accounts/{account_id}` could never name it), a space at either end,
-    ///   or the shape of TokenRelay's own account ids (`acc_…`, any case), which would make a
-    ///   value given as `account_id` ambiguous.
+    ///   the shape of TokenRelay's own account ids (`acc_…`, any case), which would make a
+    ///   value given as `account_id` ambiguous, or a value the account path cannot name
+    ///   (``unreachableInPath``).
     static func validated(_ text: String, owner: String, field: String = "external_id") throws(Problem) -> ExternalId {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty, bytes.count <= maxLength, bytes.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: "/") }),
@@ -32,8 +33,15 @@ struct ExternalId: Sendable, Equatable, Hashable {
         guard !looksLikeAccountId(text) else {
             throw Problem.invalidRequest(field: field, "'\(field)' may not start with 'acc_', the prefix of TokenRelay's own account ids.")
         }
+        guard !unreachableInPath.contains(text) else {
+            throw Problem.invalidRequest(field: field, "'\(field)' may not be '\(text)': '/v1/accounts/\(text)' names something else.")
+        }
         return ExternalId(owner: owner, value: text)
     }
+
+    /// Values `/v1/accounts/{account_id}` can never name: a route of its own (`import`), and the
+    /// dot segments clients remove from a path (RFC 3986 §5.2.4).
+    static let unreachableInPath: Set<String> = ["import", ".", ".."]
 
     /// Whether `value` has the shape of TokenRelay's account ids (`acc_` and random base64url,
     /// `TokenStore.saveSignIn`, `importAccount`), which no external id may have: such a value
