@@ -138,10 +138,14 @@ struct JSONBody: Sendable {
         return false
     }
 
+    /// - Throws: `Problem` 400 naming `field` when it is not a string, or holds U+0000: no member
+    ///   of the API can (PostgreSQL text cannot), and refused later it named no field.
     func string(_ field: String) throws(Problem) -> String? {
         switch members[field] {
         case nil, .null?: return nil
-        case .string(let text)?: return text
+        case .string(let text)?:
+            guard !text.utf8.contains(0) else { throw Problem.invalidRequest(field: field, "'\(field)' may not contain NUL (U+0000).") }
+            return text
         default: throw Problem.invalidRequest(field: field, "'\(field)' must be a string.")
         }
     }

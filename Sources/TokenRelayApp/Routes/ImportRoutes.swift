@@ -19,8 +19,11 @@ enum ImportRoutes {
                 throw Problem.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes without control characters.")
             }
             let refreshToken = try body.requiredString("refresh_token")
-            guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384 else {
-                throw Problem.invalidRequest(field: "refresh_token", "'refresh_token' must be a non-empty token of at most 16384 bytes.")
+            // A token is visible ASCII (RFC 6749 Appendix A.17 `refresh-token = 1*VSCHAR`, space
+            // aside): a line break, NUL or only spaces went on to the STS as given.
+            guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384, refreshToken.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw Problem.invalidRequest(
+                    field: "refresh_token", "'refresh_token' must be a non-empty token of at most 16384 bytes of visible ASCII, without spaces.")
             }
             let authority = try services.authorities.validate(try body.requiredString("authority"), field: "authority")
             // A tenant-limited key may not plant an account in another tenant (behaviour §12 Permissions).

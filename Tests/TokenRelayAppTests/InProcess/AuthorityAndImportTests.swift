@@ -235,6 +235,23 @@ struct AuthorityAndImportTests {
         let bad = try await stack.request("POST", "/v1/accounts/import", json: ["username": "bob@contoso.example", "authority": authority])
         #expect(bad.status == 400)
         #expect(bad.json["field"] as? String == "refresh_token")
+        // Not a token: these went on to the STS as given (an import answered 201 for each).
+        for notAToken in ["   ", "0.AXY\r\nA", "0.AXY A", "0.AXY\u{1}", "0.AXYé"] {
+            let refused = try await stack.request(
+                "POST", "/v1/accounts/import", json: ["username": "bob@contoso.example", "refresh_token": notAToken, "authority": authority])
+            #expect(refused.status == 400, "\(notAToken.debugDescription): \(refused.text)")
+            #expect(refused.json["field"] as? String == "refresh_token")
+        }
+        // NUL in any string member is refused naming that member (it was `field: input`, from the database).
+        for member in ["username", "refresh_token", "authority"] {
+            var body: [String: Any] = ["username": "bob@contoso.example", "refresh_token": adalToken, "authority": authority]
+            body[member] = "\(body[member]!)\u{0}"
+            let refused = try await stack.request("POST", "/v1/accounts/import", json: body)
+            #expect(refused.status == 400, "\(member): \(refused.text)")
+            #expect(refused.json["field"] as? String == member)
+        }
+        let nulAccount = try await Self.silent(stack, ["account_id": "acc_x\u{0}", "scopes": ["User.Read"]])
+        #expect(nulAccount.status == 400 && nulAccount.json["field"] as? String == "account_id", "\(nulAccount.text)")
         let badResource = try await stack.request(
             "POST", "/v1/accounts/import",
             json: ["username": "bob@contoso.example", "refresh_token": adalToken, "authority": authority, "resource": "a b"])
