@@ -310,6 +310,17 @@ struct CachedPathTests {
         }
     }
 
+    @Test(
+        "Request-Timeout is decimal seconds above 0 and at most 120",
+        arguments: [
+            ("2", 2.0), (" 0.5 ", 0.5), ("120", 120.0), ("0x10", nil), ("1e1", nil), ("inf", nil), ("nan", nil), ("0", nil), ("-1", nil),
+            ("121", nil), ("1.2.3", nil), ("", nil),
+        ] as [(String, Double?)])
+    func requestTimeout(_ text: String, _ expected: Double?) {
+        // 0x10 and 1e1 were taken as 16 and 10 seconds.
+        #expect((try? AppHTTPHandler.requestTimeout(HTTPHeaders([("Request-Timeout", text)]), default: 30)) == expected, "\(text.debugDescription)")
+    }
+
     @Test("New correlation ids are lower-case random version-4 UUIDs")
     func correlationIds() throws {
         var seen = Set<String>()

@@ -238,7 +238,11 @@ final class AppHTTPHandler: HTTPHandler {
     /// The request budget in seconds: `Request-Timeout` (decimals allowed, at most 120) or the default.
     static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws -> Double {
         guard let text = headers["Request-Timeout"] else { return seconds }
-        guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value > 0, value.isFinite else {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // Decimal digits and one point only: `Double` also reads hexadecimal (`0x10` is 16) and exponents.
+        guard trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") }),
+            let value = Double(trimmed), value > 0, value.isFinite
+        else {
             throw Problem.invalidRequest(field: "Request-Timeout", "'Request-Timeout' must be a positive number of seconds.")
         }
         guard value <= 120 else {
