@@ -23,11 +23,15 @@ enum RequestHeadLimits {
     static func check(_ request: HTTPRequest) throws(Problem) {
         // libmicrohttpd 0.9.75 frames the body by one of them and passes both on: a proxy in front
         // that used the other would see a different request (RFC 9112 §6.3: unrecoverable).
-        let lengths = request.headers.values(for: "Content-Length")
-        if lengths.count > 1, Set(lengths.map { $0.trimmingCharacters(in: .whitespaces) }).count > 1 {
-            var problem = Problem.invalidRequest(field: "Content-Length", "The request has Content-Length fields that disagree.")
-            problem.headers.set("Connection", "close")
-            throw problem
+        // Checked for every request: one pass over the fields, no allocation unless there are two.
+        var length: String?
+        for field in request.headers where field.name.caseInsensitiveEquals("Content-Length") {
+            if let length, length.trimmingCharacters(in: .whitespaces) != field.value.trimmingCharacters(in: .whitespaces) {
+                var problem = Problem.invalidRequest(field: "Content-Length", "The request has Content-Length fields that disagree.")
+                problem.headers.set("Connection", "close")
+                throw problem
+            }
+            length = field.value
         }
         if request.targetBytes > maxTargetBytes {
             throw Problem(.uriTooLong, "The request target (path and query) exceeds \(maxTargetBytes) bytes.")
