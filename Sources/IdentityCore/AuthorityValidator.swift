@@ -97,7 +97,7 @@ public struct AuthorityValidator: Sendable {
         }
         // A tenant is a GUID, a domain name or common/organizations/consumers: it starts with a
         // letter or digit (`_control` or `-x` is no tenant, and would name other paths of a host).
-        if let first = segments.first?.utf8.first, !ParsedURL.isAlphanumeric(first) {
+        if let first = segments.first?.utf8.first, !first.isASCIIAlphanumeric {
             throw AuthorityError(detail: "an authority's tenant starts with a letter or digit")
         }
         let policyLooking = segments.count > 1 && Self.isB2CPolicy(segments[1])
@@ -155,12 +155,7 @@ struct ParsedURL: Sendable, Equatable {
 
     /// RFC 3986 §2.3 `unreserved`: ALPHA / DIGIT / "-" / "." / "_" / "~".
     static func isUnreserved(_ byte: UInt8) -> Bool {
-        isAlphanumeric(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
-    }
-
-    static func isAlphanumeric(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        byte.isASCIIAlphanumeric || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
     }
 
     static func parse(_ text: String) throws(AuthorityError) -> ParsedURL {

@@ -240,7 +240,7 @@ final class AppHTTPHandler: HTTPHandler {
         guard let text = headers["Request-Timeout"] else { return seconds }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         // Decimal digits and one point only: `Double` also reads hexadecimal (`0x10` is 16) and exponents.
-        guard trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") }),
+        guard trimmed.utf8.allSatisfy({ $0.isASCIIDigit || $0 == UInt8(ascii: ".") }),
             let value = Double(trimmed), value > 0, value.isFinite
         else {
             throw Problem.invalidRequest(field: "Request-Timeout", "'Request-Timeout' must be a positive number of seconds.")

@@ -203,7 +203,7 @@ struct JSONBody: Sendable {
 
     /// At most 128 characters, each printable ASCII (U+0020–U+007E).
     static func isUsableCorrelationId(_ text: String) -> Bool {
-        text.utf8.count <= 128 && text.utf8.allSatisfy { (0x20...0x7E).contains($0) }
+        text.utf8.count <= 128 && text.utf8.allSatisfy { $0 == 0x20 || $0.isASCIIVisible }
     }
 
     /// The body's `min_ttl_s`: seconds the answered token must still be valid, 0 (the default) to 86400.

@@ -21,7 +21,7 @@ enum ImportRoutes {
             let refreshToken = try body.requiredString("refresh_token")
             // A token is visible ASCII (RFC 6749 Appendix A.17 `refresh-token = 1*VSCHAR`, space
             // aside): a line break, NUL or only spaces went on to the STS as given.
-            guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384, refreshToken.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            guard !refreshToken.isEmpty, refreshToken.utf8.count <= 16_384, refreshToken.utf8.allSatisfy(\.isASCIIVisible) else {
                 throw Problem.invalidRequest(
                     field: "refresh_token", "'refresh_token' must be a non-empty token of at most 16384 bytes of visible ASCII, without spaces.")
             }

@@ -1,3 +1,5 @@
+import IdentityCore
+
 /// The syntax `redirect_after` must have before a sign-in starts (behaviour §3; issue 10 item 13).
 ///
 /// An absolute URI of RFC 3986 §4.3 (`scheme ":" hier-part [ "?" query ]`, plus an optional
@@ -21,7 +23,7 @@ enum RedirectAfter {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else { return false }
+                guard index + 2 < bytes.count, bytes[index + 1].isASCIIHexDigit, bytes[index + 2].isASCIIHexDigit else { return false }
                 index += 3
                 continue
             }
@@ -29,23 +31,14 @@ enum RedirectAfter {
             if byte == UInt8(ascii: "#") { fragments += 1 }
             index += 1
         }
-        guard fragments <= 1, let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isAlpha(bytes[0]) else { return false }
-        return bytes[1..<colon].allSatisfy { isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+        guard fragments <= 1, let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, bytes[0].isASCIILetter else { return false }
+        return bytes[1..<colon].allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
 
     /// unreserved (§2.3), gen-delims and sub-delims (§2.2).
     private static func allowed(_ byte: UInt8) -> Bool {
-        if isAlpha(byte) || isDigit(byte) { return true }
+        if byte.isASCIIAlphanumeric { return true }
         return Array("-._~:/?#[]@!$&'()*+,;=".utf8).contains(byte)
     }
 
-    private static func isAlpha(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-    }
-
-    private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
-
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
-    }
 }

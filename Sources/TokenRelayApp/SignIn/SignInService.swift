@@ -243,11 +243,7 @@ struct SignInService: Sendable {
         // The browser brings these, not the authority. Every code RFC 6749 §4.1.2.1, OpenID
         // Connect Core §3.1.2.6 and the identity platform send is a word of letters, digits and
         // '_'; anything else (`<script>`) was a 502 echoing what the URL held.
-        guard !error.isEmpty, error.utf8.count <= 64,
-            error.utf8.allSatisfy({
-                $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
-            })
-        else {
+        guard !error.isEmpty, error.utf8.count <= 64, error.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") }) else {
             return Problem.invalidRequest(field: "error", "The callback's 'error' is not an error code of the authorization protocol.")
         }
         // The redirect carries the same fields as a token-endpoint error body; one parser reads both.
