@@ -23,7 +23,7 @@ struct Router: Sendable {
         let prepare: RoutePreparation?
         let handler: RouteHandler
         /// Literal segments of the template: the more, the more specific.
-        var literalCount: Int { segments.count { if case .literal = $0 { true } else { false } } }
+        let literalCount: Int
     }
 
     enum Match {
@@ -48,8 +48,10 @@ struct Router: Sendable {
         _ method: String, _ template: String, access: RouteAccess, body: RouteBody = .none, prepare: RoutePreparation? = nil,
         _ handler: @escaping RouteHandler
     ) {
+        let segments = Self.parse(template)
         let route = Route(
-            method: method, template: template, segments: Self.parse(template), access: access, body: body, prepare: prepare, handler: handler)
+            method: method, template: template, segments: segments, access: access, body: body, prepare: prepare, handler: handler,
+            literalCount: segments.count { if case .literal = $0 { true } else { false } })
         // A template of literals only is the most specific match of its path: looked up directly.
         if route.literalCount == route.segments.count {
             exact["/" + Self.split(template).joined(separator: "/"), default: [:]][method] = route
