@@ -104,25 +104,30 @@ public final class ManagedProcess: Sendable {
                 return current
             })
         else { return }
-        guard process.isRunning else { return }
-        process.terminate()
         let pid = process.processIdentifier
-        // Reaped here, not with `waitUntilExit`: Foundation's Process sometimes never notices a
-        // child's exit (the child stays a zombie, `isRunning` stays true), and `waitUntilExit`
-        // then blocks a thread of the two-thread cooperative pool forever; with two such stops
-        // every test of the run stalled (seen in a fresh Debian root).
-        func exited() -> Bool {
-            var status: Int32 = 0
-            return !process.isRunning || waitpid(pid, &status, WNOHANG) == pid
-        }
+        guard Self.runs(pid) else { return }
+        kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(graceSeconds)
-        while !exited() && Date() < deadline { usleep(20_000) }
-        guard !exited() else { return }
+        while Self.runs(pid) && Date() < deadline { usleep(20_000) }
+        guard Self.runs(pid) else { return }
         FileHandle.standardError.write(
             Data("ManagedProcess: pid \(pid) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
         kill(pid, SIGKILL)
         let killDeadline = Date().addingTimeInterval(10)
-        while !exited() && Date() < killDeadline { usleep(20_000) }
+        while Self.runs(pid) && Date() < killDeadline { usleep(20_000) }
+    }
+
+    /// Whether `pid` is still this process's child and has not exited: `waitpid` with `WNOHANG`
+    /// answers 0 only then. A child that exited is reaped here; one reaped elsewhere (Foundation's
+    /// own monitor) answers `ECHILD`. Neither `Process.isRunning` nor `waitUntilExit` will do:
+    /// Foundation sometimes reaps a child without noticing (`isRunning` stays true, and
+    /// `waitUntilExit` blocks a thread of the two-thread cooperative pool forever), and a signal
+    /// sent to the pid after that reaches whatever process the kernel gave that pid next. In CI,
+    /// stop() waited out its 20 s on relays that had exited cleanly and then sent SIGKILL to the
+    /// pid: another test's new relay died right after it started listening.
+    private static func runs(_ pid: pid_t) -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == 0
     }
 
     /// Whether the child runs (false once it exited or was stopped).
@@ -146,9 +151,10 @@ public final class ManagedProcess: Sendable {
     /// and waits for it to be gone. Returns false when it was not running.
     @discardableResult
     public func killAbruptly() -> Bool {
-        guard let process = process.withLock({ $0 }), process.isRunning else { return false }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        guard let pid = process.withLock({ $0?.processIdentifier }), Self.runs(pid) else { return false }
+        kill(pid, SIGKILL)
+        let deadline = Date().addingTimeInterval(10)
+        while Self.runs(pid) && Date() < deadline { usleep(20_000) }
         return true
     }
 
