@@ -82,7 +82,7 @@ public enum ScopeRules {
     /// a scope used to pass as whitespace the scope check did not split on ("\r\n" is one
     /// `Character`), so a scope-limited key could name a scope outside its patterns.
     static func isScopeTokenByte(_ byte: UInt8) -> Bool {
-        byte == 0x21 || (0x23...0x5B).contains(byte) || (0x5D...0x7E).contains(byte)
+        byte.isASCIIVisible && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
     }
 
     /// The granted set from the STS's space-separated `scope` response field.

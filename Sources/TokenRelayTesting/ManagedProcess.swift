@@ -107,14 +107,21 @@ public final class ManagedProcess: Sendable {
         let pid = process.processIdentifier
         guard Self.runs(pid) else { return }
         kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(graceSeconds)
-        while Self.runs(pid) && Date() < deadline { usleep(20_000) }
-        guard Self.runs(pid) else { return }
+        guard !Self.exits(pid, within: graceSeconds) else { return }
         FileHandle.standardError.write(
             Data("ManagedProcess: pid \(pid) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
         kill(pid, SIGKILL)
-        let killDeadline = Date().addingTimeInterval(10)
-        while Self.runs(pid) && Date() < killDeadline { usleep(20_000) }
+        _ = Self.exits(pid, within: 10)
+    }
+
+    /// Whether `pid` exits within `seconds` (polled every 20 ms with ``runs(_:)``).
+    private static func exits(_ pid: pid_t, within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while runs(pid) {
+            guard Date() < deadline else { return false }
+            usleep(20_000)
+        }
+        return true
     }
 
     /// Whether `pid` is still this process's child and has not exited: `waitpid` with `WNOHANG`
@@ -153,8 +160,7 @@ public final class ManagedProcess: Sendable {
     public func killAbruptly() -> Bool {
         guard let pid = process.withLock({ $0?.processIdentifier }), Self.runs(pid) else { return false }
         kill(pid, SIGKILL)
-        let deadline = Date().addingTimeInterval(10)
-        while Self.runs(pid) && Date() < deadline { usleep(20_000) }
+        _ = Self.exits(pid, within: 10)
         return true
     }
 

@@ -97,7 +97,7 @@ struct EventRetentionTests {
         defer { stack.stop() }
         let ids = try await Self.deletionEvents(stack, ["alice@contoso.example", "bob@contoso.example"])
         #expect(ids.count == 2)
-        #expect(try await KeepAliveAndEventsTests.eventually(within: 10) { !receiver.requests.isEmpty })
+        #expect(try await eventually(within: 10) { !receiver.requests.isEmpty })
         try await Self.age(stack, ids, days: 365)
         // As if the receiver had acknowledged the first (in order, as delivery goes).
         _ = try await stack.withDatabase { connection in
@@ -125,7 +125,7 @@ struct EventRetentionTests {
             "TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:\(server.port)/hooks", "TOKENRELAY_WEBHOOK_SECRET": "whsec-start",
         ])
         let new = try await Self.deletionEvents(stack, ["erin@contoso.example"])
-        #expect(try await KeepAliveAndEventsTests.eventually(within: 10) { !receiver.accepted.isEmpty })
+        #expect(try await eventually(within: 10) { !receiver.accepted.isEmpty })
         // The deliverer looks every second: three more looks find nothing older to send.
         try await Task.sleep(for: .seconds(3))
         #expect(receiver.requests.map(\.eventId) == new, "delivered \(receiver.requests.map(\.eventId)); old \(old)")
@@ -133,7 +133,7 @@ struct EventRetentionTests {
         // A second start (a restart, another replica) keeps the first point.
         try stack.restartRelay(environment: [:])
         let newer = try await Self.deletionEvents(stack, ["alice@contoso.example"])
-        #expect(try await KeepAliveAndEventsTests.eventually(within: 10) { receiver.accepted.count >= 2 })
+        #expect(try await eventually(within: 10) { receiver.accepted.count >= 2 })
         try await Task.sleep(for: .seconds(2))
         #expect(receiver.requests.map(\.eventId) == new + newer)
         // The history is still listed, and it is never owed: the retention drops it once old.

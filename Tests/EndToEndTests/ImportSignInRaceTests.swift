@@ -33,15 +33,11 @@ struct ImportSignInRaceTests {
         return requests.filter { $0["grant_type"] as? String == "refresh_token" && $0["username"] as? String == username }.count
     }
 
-    /// Waits, up to `seconds`, until `condition` holds; a fixed sleep made these races depend on
-    /// the machine's load (on two busy cores the import reached its step late and the race went
-    /// the other way).
-    static func waitUntil(_ what: String, seconds: Double = 20, _ condition: () async throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while try await !condition() {
-            guard Date() < deadline else { throw TestFailure("waited \(seconds) s for \(what)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+    /// Waits, up to 20 s, until `condition` holds; a fixed sleep made these races depend on the
+    /// machine's load (on two busy cores the import reached its step late and the race went the
+    /// other way).
+    static func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+        guard try await eventually(within: 20, condition) else { throw TestFailure("waited 20 s for \(what)") }
     }
 
     /// Whether a transaction is held in `test_slow_audit`'s `pg_sleep`.

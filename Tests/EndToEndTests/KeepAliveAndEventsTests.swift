@@ -49,16 +49,6 @@ struct KeepAliveAndEventsTests {
         return page.json["events"] as? [[String: Any]] ?? []
     }
 
-    /// Polls `condition` every 50 ms until it holds or `seconds` pass.
-    static func eventually(within seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     @Test("keepalive --once refreshes an idle account through the normal refresh path and leaves a recently refreshed one alone")
     func keepAliveRefreshesIdleAccounts() async throws {
         let stack = try await TokenRelayStack(name: "e2e_keepalive")
@@ -199,7 +189,7 @@ struct KeepAliveAndEventsTests {
         #expect(expected.count == 4)
 
         // Refused connections are counted as unreachable deliveries, and retried.
-        let refusedTwice = try await Self.eventually(within: 20) {
+        let refusedTwice = try await eventually(within: 20) {
             let metrics = try await stack.request("GET", "/metrics", authenticated: false).text
             return metrics.split(separator: "\n").contains { line in
                 line.hasPrefix("tokenrelay_webhook_deliveries_total{outcome=\"unreachable\"}") && (Double(line.split(separator: " ").last ?? "") ?? 0) >= 2
@@ -211,7 +201,7 @@ struct KeepAliveAndEventsTests {
         let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: port, threadCount: 1), handler: receiver)
         try server.start()
         defer { server.stop() }
-        #expect(try await Self.eventually(within: 20) { receiver.requests.count >= 3 })
+        #expect(try await eventually(within: 20) { receiver.requests.count >= 3 })
         #expect(receiver.requests.allSatisfy { $0.status == 503 })
         let undelivered = try await stack.withDatabase { connection in
             try connection.query("SELECT count(*) AS n FROM account_events WHERE delivered_at IS NULL").rows.first?.int("n")
@@ -219,7 +209,7 @@ struct KeepAliveAndEventsTests {
         #expect(undelivered == 4)
 
         receiver.setUp(true)
-        #expect(try await Self.eventually(within: 30) { receiver.accepted.count >= 4 })
+        #expect(try await eventually(within: 30) { receiver.accepted.count >= 4 })
         let accepted = receiver.accepted
         #expect(accepted.count == 4, "each event is acknowledged once")
         let expectedIds = expected.compactMap { $0["id"] as? String }
@@ -276,7 +266,7 @@ struct KeepAliveAndEventsTests {
         let expectedIds = try await Self.events(stack).compactMap { $0["id"] as? String }
         #expect(expectedIds.count == 2)
 
-        #expect(try await Self.eventually(within: 10) { receiver.inFlight > 0 })
+        #expect(try await eventually(within: 10) { receiver.inFlight > 0 })
         let (inTransaction, advisoryLocks) = try await stack.withDatabase { connection in
             let sessions = try connection.query(
                 """
@@ -296,7 +286,7 @@ struct KeepAliveAndEventsTests {
         #expect(inTransaction == 0, "no relay session idles in a transaction while the receiver answers")
         #expect(advisoryLocks == 0, "no advisory lock is held while the receiver answers")
 
-        #expect(try await Self.eventually(within: 15) { receiver.accepted.count >= 2 })
+        #expect(try await eventually(within: 15) { receiver.accepted.count >= 2 })
         #expect(receiver.accepted.map(\.eventId) == expectedIds)
         #expect(receiver.maxInFlight == 1, "one delivery at a time")
     }

@@ -24,7 +24,7 @@ struct ExternalId: Sendable, Equatable, Hashable {
     ///   (``unreachableInPath``).
     static func validated(_ text: String, owner: String, field: String = "external_id") throws(Problem) -> ExternalId {
         let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count <= maxLength, bytes.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E && $0 != UInt8(ascii: "/") }),
+        guard !bytes.isEmpty, bytes.count <= maxLength, bytes.allSatisfy({ ($0 == 0x20 || $0.isASCIIVisible) && $0 != UInt8(ascii: "/") }),
             bytes.first != 0x20, bytes.last != 0x20
         else {
             throw Problem.invalidRequest(
