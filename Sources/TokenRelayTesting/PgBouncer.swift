@@ -290,13 +290,11 @@ public final class PgBouncer: Sendable {
         process.standardError = errors
         try process.run()
         // Read until EOF on a thread of its own (never a task-pool thread), then reap the child.
-        let (data, message): (Data, Data) = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                let message = errors.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: (data, message))
-            }
+        let (data, message): (Data, Data) = await onOwnThread {
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            let message = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (data, message)
         }
         guard process.terminationStatus == 0 else {
             throw TestFailure("psql \(arguments.last ?? "") exited \(process.terminationStatus): \(String(decoding: message, as: UTF8.self))")

@@ -94,12 +94,10 @@ public final class TokenRelayStack: Sendable {
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
         // Read until EOF on a thread of its own (never a task-pool thread), then reap the child.
-        let data: Data = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: data)
-            }
+        let data: Data = await onOwnThread {
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return data
         }
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }

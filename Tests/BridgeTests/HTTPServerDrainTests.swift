@@ -26,7 +26,8 @@ struct HTTPServerDrainTests {
         let connection = try RawHTTPConnection(port: port)
         try connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
         try await Task.sleep(for: .milliseconds(100))
-        let drained = Task.detached { server.drain(timeoutSeconds: 5) }
+        // drain polls: never on a pool thread, which the handler's Task.sleep needs to resume.
+        let drained = Task { await onOwnThread { server.drain(timeoutSeconds: 5) } }
         try await Task.sleep(for: .milliseconds(100))
         #expect(throws: RawHTTPConnection.Failure.self) { _ = try RawHTTPConnection(port: port) }
         let response = try await onOwnThread { try connection.readResponse() }
@@ -43,7 +44,7 @@ struct HTTPServerDrainTests {
         try connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
         try await Task.sleep(for: .milliseconds(100))
         let started = Date()
-        let drained = await Task.detached { server.drain(timeoutSeconds: 0.3) }.value
+        let drained = await onOwnThread { server.drain(timeoutSeconds: 0.3) }
         #expect(!drained)
         // Well before the 8 s request ends (loose: a loaded 2-core machine delays threads).
         #expect(Date().timeIntervalSince(started) < 5)

@@ -105,13 +105,3 @@ final class RawHTTPConnection: @unchecked Sendable {
         buffer.append(contentsOf: chunk[..<received])
     }
 }
-
-/// Runs blocking socket work on a thread of its own, so it never stalls Swift's cooperative pool
-/// (which the server's async handlers need).
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try body() })
-        }
-    }
-}

@@ -83,8 +83,8 @@ struct AppAndOnBehalfOfTests {
         let stack = try await TokenRelayStack(name: "e2e_app_key_limits")
         defer { stack.stop() }
         let other = StackHelpers.otherTenant
-        let tenantLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [other])
-        let scopeLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
+        let tenantLimited = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [other])
+        let scopeLimited = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
         func app(_ key: String, _ body: [String: Any]) async throws -> TestResponse {
             try await stack.request("POST", "/v1/tokens/app", json: body, headers: StackHelpers.bearer(key), authenticated: false)
         }

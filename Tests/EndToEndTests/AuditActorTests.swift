@@ -34,7 +34,7 @@ struct AuditActorTests {
         let stack = try await TokenRelayStack(name: "e2e_audit_actor")
         defer { stack.stop() }
         let cli = StackHelpers.cliEnvironment(stack)
-        let (status, output) = try CommandLineTests.run(["api-keys", "create", "--name", "writer", "--permissions", "admin"], environment: cli)
+        let (status, output) = try await CommandLineTests.run(["api-keys", "create", "--name", "writer", "--permissions", "admin"], environment: cli)
         #expect(status == 0, "\(output)")
         let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let key = try #require(created["api_key"] as? String)
@@ -58,9 +58,9 @@ struct AuditActorTests {
         let erin = try await Self.signIn(stack, "erin@contoso.example", key: stack.apiKey)
         #expect(try await stack.request("DELETE", "/v1/accounts/\(erin)").status == 204)
         // The command line.
-        #expect(try CommandLineTests.run(["accounts", "delete", bob], environment: stack.environment).0 == 0)
-        #expect(try CommandLineTests.run(["api-keys", "revoke", keyId], environment: cli).0 == 0)
-        #expect(try CommandLineTests.run(["encryption", "rotate"], environment: stack.environment).0 == 0)
+        #expect(try await CommandLineTests.run(["accounts", "delete", bob], environment: stack.environment).0 == 0)
+        #expect(try await CommandLineTests.run(["api-keys", "revoke", keyId], environment: cli).0 == 0)
+        #expect(try await CommandLineTests.run(["encryption", "rotate"], environment: stack.environment).0 == 0)
 
         let rows = try await Self.audit(stack)
         func actors(_ action: String, _ account: String? = nil) -> [String] {

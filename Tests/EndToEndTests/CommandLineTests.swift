@@ -8,8 +8,8 @@ import TokenRelayTesting
 @Suite("token-relay command line", .serialized)
 struct CommandLineTests {
     /// Runs the built `token-relay` with `arguments`; returns (exit status, standard output).
-    static func run(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
-        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+    static func run(_ arguments: [String], environment: [String: String]) async throws -> (Int32, String) {
+        let run = try await BuiltProducts.run("token-relay", arguments, environment: environment)
         return (run.status, run.output)
     }
 
@@ -18,7 +18,7 @@ struct CommandLineTests {
         let stack = try await TokenRelayStack(name: "e2e_cli")
         defer { stack.stop() }
         let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
-        let (status, output) = try Self.run(["api-keys", "create", "--name", "reporting", "--permissions", "accounts:read"], environment: environment)
+        let (status, output) = try await Self.run(["api-keys", "create", "--name", "reporting", "--permissions", "accounts:read"], environment: environment)
         #expect(status == 0)
         let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let key = try #require(created["api_key"] as? String)
@@ -34,11 +34,11 @@ struct CommandLineTests {
         let wrongSecret = try await stack.request("GET", "/v1/accounts", headers: ["Authorization": "Bearer trk_\(keyId)_wrong"], authenticated: false)
         #expect(wrongSecret.status == 401)
 
-        let (_, listed) = try Self.run(["api-keys", "list"], environment: environment)
+        let (_, listed) = try await Self.run(["api-keys", "list"], environment: environment)
         #expect(listed.contains(keyId))
         #expect(!listed.contains(key))
-        #expect(try Self.run(["api-keys", "revoke", keyId], environment: environment).0 == 0)
-        #expect(try Self.run(["api-keys", "create", "--name", "x", "--permissions", "everything"], environment: environment).0 == 2)
+        #expect(try await Self.run(["api-keys", "revoke", keyId], environment: environment).0 == 0)
+        #expect(try await Self.run(["api-keys", "create", "--name", "x", "--permissions", "everything"], environment: environment).0 == 2)
 
         let actions = try await stack.withDatabase { connection in
             try connection.query("SELECT action FROM audit_events ORDER BY id").rows.compactMap { $0.string("action") }
@@ -59,16 +59,16 @@ struct CommandLineTests {
         let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
         func json(_ text: String) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:] }
 
-        let (status, firstText) = try Self.run(["accounts", "list", "--limit", "1"], environment: environment)
+        let (status, firstText) = try await Self.run(["accounts", "list", "--limit", "1"], environment: environment)
         #expect(status == 0)
         let first = json(firstText)
         let cursor = try #require(first["next_cursor"] as? String)
-        let second = json(try Self.run(["accounts", "list", "--limit", "1", "--cursor", cursor], environment: environment).1)
+        let second = json(try await Self.run(["accounts", "list", "--limit", "1", "--cursor", cursor], environment: environment).1)
         #expect(second["next_cursor"] is NSNull)
         let listed = [first, second].flatMap { ($0["accounts"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String } }
         #expect(Set(listed) == [alice, bob])
         let api = try await stack.request("GET", "/v1/accounts/\(alice)")
-        var shown = json(try Self.run(["accounts", "show", alice], environment: environment).1)
+        var shown = json(try await Self.run(["accounts", "show", alice], environment: environment).1)
         #expect(shown["username"] as? String == "alice@contoso.example")
         // Plus the operator-only token issuance counts (behaviour §12 Audit; IssuanceCountTests).
         #expect(shown.removeValue(forKey: "issuance") is [Any])
@@ -77,12 +77,12 @@ struct CommandLineTests {
         // And every owner's external ids (behaviour §3.7; none here).
         #expect((shown.removeValue(forKey: "external_ids") as? [String: Any])?.isEmpty == true)
         #expect(NSDictionary(dictionary: shown).isEqual(to: api.json), "the CLI prints the API's account object")
-        #expect(try Self.run(["accounts", "show", "acc_missing"], environment: environment).0 == 1)
-        #expect(try Self.run(["accounts", "list", "--limit", "0"], environment: environment).0 == 2)
+        #expect(try await Self.run(["accounts", "show", "acc_missing"], environment: environment).0 == 1)
+        #expect(try await Self.run(["accounts", "list", "--limit", "0"], environment: environment).0 == 2)
 
-        let deleted = json(try Self.run(["accounts", "delete", alice], environment: environment).1)
+        let deleted = json(try await Self.run(["accounts", "delete", alice], environment: environment).1)
         #expect(deleted["deleted"] as? Bool == true)
-        #expect(json(try Self.run(["accounts", "delete", alice], environment: environment).1)["deleted"] as? Bool == false)
+        #expect(json(try await Self.run(["accounts", "delete", alice], environment: environment).1)["deleted"] as? Bool == false)
         #expect(try await stack.request("GET", "/v1/accounts/\(alice)").status == 404)
         let audit = try await stack.withDatabase { connection in
             try connection.query("SELECT actor, outcome FROM audit_events WHERE action = 'account.deleted' ORDER BY id").rows.map {
@@ -113,7 +113,7 @@ struct CommandLineTests {
             let api = try await stack.request("GET", "/v1/accounts?tenant_id=\(tenant)")
             let apiIds = (api.json["accounts"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String }
             #expect(apiIds == [alice], "\(tenant)")
-            let (status, text) = try Self.run(["accounts", "list", "--tenant-id", tenant], environment: environment)
+            let (status, text) = try await Self.run(["accounts", "list", "--tenant-id", tenant], environment: environment)
             #expect(status == 0)
             let listed = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["accounts"] as? [[String: Any]] ?? []
             #expect(listed.compactMap { $0["account_id"] as? String } == apiIds, "the CLI lists the API's rows for \(tenant)")
@@ -135,15 +135,15 @@ struct CommandLineTests {
         #expect(merged.status == 200, "\(merged.text)")
         #expect(try await stack.request("GET", "/v1/accounts/\(importedId)").json["account_id"] as? String == survivor)
 
-        let (status, text) = try Self.run(["accounts", "show", importedId], environment: ["TOKENRELAY_DATABASE_URL": stack.databaseURL])
+        let (status, text) = try await Self.run(["accounts", "show", importedId], environment: ["TOKENRELAY_DATABASE_URL": stack.databaseURL])
         #expect(status == 0)
         let shown = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
         #expect(shown["account_id"] as? String == survivor, "the CLI resolves the alias like the API")
     }
 
     /// `accounts show ID` parsed; its `refresh_token` member and that member's `lineage`.
-    static func showRefreshToken(_ id: String, environment: [String: String]) throws -> (text: String, refreshToken: Any?, lineage: [[String: Any]]) {
-        let (status, text) = try run(["accounts", "show", id], environment: environment)
+    static func showRefreshToken(_ id: String, environment: [String: String]) async throws -> (text: String, refreshToken: Any?, lineage: [[String: Any]]) {
+        let (status, text) = try await run(["accounts", "show", id], environment: environment)
         #expect(status == 0, "\(text)")
         let shown = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
         let refreshToken = shown["refresh_token"]
@@ -160,7 +160,7 @@ struct CommandLineTests {
             #expect(refreshed.status == 200, "\(refreshed.text)")
         }
         let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
-        let (text, member, lineage) = try Self.showRefreshToken(id, environment: environment)
+        let (text, member, lineage) = try await Self.showRefreshToken(id, environment: environment)
         let refreshToken = try #require(member as? [String: Any], "\(text)")
         #expect(Set(refreshToken.keys) == ["generation", "rotated_at", "family_id", "lease", "lineage"])
         #expect(refreshToken["lease"] is NSNull, "the lease is released after each refresh")
@@ -214,7 +214,7 @@ struct CommandLineTests {
                     "UPDATE refresh_tokens SET lease_owner = 'replica-x', lease_expires_at = now() + $2::interval WHERE account_id = $1",
                     [.text(id), .text(interval)])
             }
-            let (leaseText, leased, _) = try Self.showRefreshToken(id, environment: environment)
+            let (leaseText, leased, _) = try await Self.showRefreshToken(id, environment: environment)
             let lease = (leased as? [String: Any])?["lease"]
             if held {
                 let fields = try #require(lease as? [String: Any], "\(leaseText)")
@@ -236,7 +236,7 @@ struct CommandLineTests {
         let refreshed = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(refreshed.status == 200, "\(refreshed.text)")
         let environment = ["TOKENRELAY_DATABASE_URL": stack.databaseURL]
-        let before = try Self.showRefreshToken(id, environment: environment).lineage
+        let before = try await Self.showRefreshToken(id, environment: environment).lineage
         #expect(before.map { $0["cause"] as? String } == ["rotation", "sign_in"])
         let earlier = before.compactMap { ($0["generation"] as? NSNumber)?.int64Value }
         #expect(earlier.count == 2)
@@ -246,12 +246,12 @@ struct CommandLineTests {
         let refused = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(refused.status == 409, "\(refused.text)")
         #expect(refused.json["error"] as? String == "interaction_required")
-        let dead = try Self.showRefreshToken(id, environment: environment)
+        let dead = try await Self.showRefreshToken(id, environment: environment)
         #expect(dead.refreshToken is NSNull, "no refresh token stored: \(dead.text)")
 
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["revoke_refresh_tokens": false])
         #expect(try await stack.signInAccountId(user) == id)
-        let (text, member, after) = try Self.showRefreshToken(id, environment: environment)
+        let (text, member, after) = try await Self.showRefreshToken(id, environment: environment)
         let refreshToken = try #require(member as? [String: Any], "\(text)")
         let first = try #require(after.first)
         #expect(first["cause"] as? String == "sign_in")
@@ -267,14 +267,14 @@ struct CommandLineTests {
         // And the chain goes on from there.
         let again = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(again.status == 200, "\(again.text)")
-        let continued = try Self.showRefreshToken(id, environment: environment).lineage
+        let continued = try await Self.showRefreshToken(id, environment: environment).lineage
         #expect(continued.first?["cause"] as? String == "rotation")
         #expect((continued.first?["generation"] as? NSNumber)?.int64Value == generation + 1)
         #expect(continued.first?["replaced_fingerprint"] as? String == first["fingerprint"] as? String)
     }
 
     @Test("--help on every command and sub-command prints usage and exits 0; an unknown option is usage on stderr and exit 2")
-    func help() throws {
+    func help() async throws {
         let commands: [[String]] = [
             [], ["serve"], ["migrate"], ["check-config"], ["healthcheck"], ["api-keys"], ["api-keys", "create"], ["api-keys", "list"],
             ["api-keys", "revoke"], ["encryption"], ["encryption", "generate-key"], ["accounts"], ["accounts", "list"], ["accounts", "show"],
@@ -282,23 +282,23 @@ struct CommandLineTests {
         ]
         for command in commands {
             for flag in ["--help", "-h"] {
-                let (status, output, _) = try KeepAliveAndEventsTests.tokenRelay(command + [flag], environment: [:])
+                let (status, output, _) = try await KeepAliveAndEventsTests.tokenRelay(command + [flag], environment: [:])
                 #expect(status == 0, "\(command) \(flag)")
                 #expect(output.contains("usage: token-relay"), "\(command) \(flag)")
             }
         }
         for command in [["serve"], ["migrate"], ["accounts", "list"], ["keepalive"], ["api-keys", "create"]] {
-            let (status, output, error) = try KeepAliveAndEventsTests.tokenRelay(command + ["--no-such-option"], environment: [:])
+            let (status, output, error) = try await KeepAliveAndEventsTests.tokenRelay(command + ["--no-such-option"], environment: [:])
             #expect(status == 2, "\(command)")
             #expect(output.isEmpty)
             #expect(error.contains("unknown option '--no-such-option'") && error.contains("usage: token-relay"), "\(command)")
         }
-        #expect(try KeepAliveAndEventsTests.tokenRelay(["keepalive"], environment: [:]).status == 2)
+        #expect(try await KeepAliveAndEventsTests.tokenRelay(["keepalive"], environment: [:]).status == 2)
     }
 
     @Test("check-config names the bad setting and exits 2")
-    func checkConfig() throws {
-        let (status, _) = try Self.run(["check-config"], environment: ["TOKENRELAY_CLIENT_ID": "x"])
+    func checkConfig() async throws {
+        let (status, _) = try await Self.run(["check-config"], environment: ["TOKENRELAY_CLIENT_ID": "x"])
         #expect(status == 2)
     }
 }

@@ -286,15 +286,15 @@ struct EncryptionRotationTests {
     }
 
     /// Runs the built `token-relay` and returns its exit status and standard error.
-    static func runCapturingErrors(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
-        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+    static func runCapturingErrors(_ arguments: [String], environment: [String: String]) async throws -> (Int32, String) {
+        let run = try await BuiltProducts.run("token-relay", arguments, environment: environment)
         return (run.status, run.error)
     }
 
     @Test(
         "A missing or malformed key ring stops start-up with one line naming the setting",
         arguments: ["", "k1", "k1:c2hvcnQ=", "k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=,k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="])
-    func badKeyRingStopsStartUp(ring: String) throws {
+    func badKeyRingStopsStartUp(ring: String) async throws {
         var environment = [
             "TOKENRELAY_LISTEN": "127.0.0.1:0", "TOKENRELAY_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
             "TOKENRELAY_CLIENT_ID": TokenRelayStack.clientId, "TOKENRELAY_AUTHORITY": "https://login.microsoftonline.com/common",
@@ -302,7 +302,7 @@ struct EncryptionRotationTests {
         ]
         environment["TOKENRELAY_ENCRYPTION_KEYS"] = ring
         for command in ["serve", "check-config"] {
-            let (status, errors) = try Self.runCapturingErrors([command], environment: environment)
+            let (status, errors) = try await Self.runCapturingErrors([command], environment: environment)
             #expect(status == 2)
             let lines = errors.split(separator: "\n")
             #expect(lines.count == 1, "\(errors)")

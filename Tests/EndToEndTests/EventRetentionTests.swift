@@ -56,7 +56,7 @@ struct EventRetentionTests {
         }
 
         // Under the default retention (30 days), 31 days old goes and today stays.
-        let summary = try KeepAliveAndEventsTests.keepAlivePass(stack)
+        let summary = try await KeepAliveAndEventsTests.keepAlivePass(stack)
         #expect(summary["ran"] as? Bool == true)
         #expect(summary["pruned_events"] as? Int == 2_502, "\(summary)")
         #expect(try await Self.storedIds(stack) == [ids[2]])
@@ -66,16 +66,16 @@ struct EventRetentionTests {
 
         // A longer retention keeps what the default would drop; a shorter one drops it.
         try await Self.age(stack, [ids[2]], days: 5)
-        #expect(try KeepAliveAndEventsTests.keepAlivePass(stack, ["TOKENRELAY_EVENTS_RETENTION_DAYS": "7"])["pruned_events"] as? Int == 0)
+        #expect(try await KeepAliveAndEventsTests.keepAlivePass(stack, ["TOKENRELAY_EVENTS_RETENTION_DAYS": "7"])["pruned_events"] as? Int == 0)
         #expect(try await Self.storedIds(stack) == [ids[2]])
-        #expect(try KeepAliveAndEventsTests.keepAlivePass(stack, ["TOKENRELAY_EVENTS_RETENTION_DAYS": "3"])["pruned_events"] as? Int == 1)
+        #expect(try await KeepAliveAndEventsTests.keepAlivePass(stack, ["TOKENRELAY_EVENTS_RETENTION_DAYS": "3"])["pruned_events"] as? Int == 1)
         #expect(try await Self.storedIds(stack).isEmpty)
 
         // Keep-alive off: the pass still prunes. Out of range: refused.
-        let ok = try KeepAliveAndEventsTests.tokenRelay(
+        let ok = try await KeepAliveAndEventsTests.tokenRelay(
             ["keepalive", "--once"], environment: stack.environment.merging(["TOKENRELAY_KEEPALIVE_AFTER_DAYS": "0"]) { $1 })
         #expect(ok.status == 0, "\(ok.error)")
-        let refused = try KeepAliveAndEventsTests.tokenRelay(
+        let refused = try await KeepAliveAndEventsTests.tokenRelay(
             ["keepalive", "--once"], environment: stack.environment.merging(["TOKENRELAY_EVENTS_RETENTION_DAYS": "0"]) { $1 })
         #expect(refused.status != 0)
         #expect(refused.error.contains("TOKENRELAY_EVENTS_RETENTION_DAYS"), "\(refused.error)")
@@ -103,7 +103,7 @@ struct EventRetentionTests {
         _ = try await stack.withDatabase { connection in
             try connection.query("UPDATE account_events SET delivered_at = now() WHERE event_id = $1", [.text(ids[0])])
         }
-        let summary = try KeepAliveAndEventsTests.keepAlivePass(stack)
+        let summary = try await KeepAliveAndEventsTests.keepAlivePass(stack)
         #expect(summary["pruned_events"] as? Int == 1, "\(summary)")
         #expect(try await Self.storedIds(stack) == [ids[1]], "the undelivered event was pruned")
     }
@@ -139,7 +139,7 @@ struct EventRetentionTests {
         // The history is still listed, and it is never owed: the retention drops it once old.
         #expect(try await KeepAliveAndEventsTests.events(stack).compactMap { $0["id"] as? String } == old + new + newer)
         try await Self.age(stack, old, days: 31)
-        #expect(try KeepAliveAndEventsTests.keepAlivePass(stack)["pruned_events"] as? Int == 2)
+        #expect(try await KeepAliveAndEventsTests.keepAlivePass(stack)["pruned_events"] as? Int == 2)
         #expect(try await Self.storedIds(stack) == new + newer)
     }
 }

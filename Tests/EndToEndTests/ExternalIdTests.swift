@@ -63,10 +63,10 @@ struct ExternalIdTests {
         let stack = try await TokenRelayStack(name: "e2e_external_id")
         defer { stack.stop() }
         let all = ["accounts:read", "accounts:write", "tokens:acquire", "downstream:call"]
-        let teamA = try StackHelpers.createKey(stack, name: "team-a", permissions: all)
+        let teamA = try await StackHelpers.createKey(stack, name: "team-a", permissions: all)
         // A rotated key: a new key of the same name owns the same external ids.
-        let teamARotated = try StackHelpers.createKey(stack, name: "team-a", permissions: all)
-        let teamB = try StackHelpers.createKey(stack, name: "team-b", permissions: all)
+        let teamARotated = try await StackHelpers.createKey(stack, name: "team-a", permissions: all)
+        let teamB = try await StackHelpers.createKey(stack, name: "team-b", permissions: all)
 
         let alice = try await Self.signIn(stack, "alice@contoso.example", key: teamA.key, externalId: "crm:42 alice")
         let aliceId = try #require(alice["account_id"] as? String)
@@ -179,7 +179,7 @@ struct ExternalIdTests {
     func conflictAtCompletion() async throws {
         let stack = try await TokenRelayStack(name: "e2e_external_id_race")
         defer { stack.stop() }
-        let key = try StackHelpers.createKey(stack, name: "team-a", permissions: ["accounts:read", "accounts:write"]).key
+        let key = try await StackHelpers.createKey(stack, name: "team-a", permissions: ["accounts:read", "accounts:write"]).key
         // Both started while the id was free.
         let forAlice = try await Self.start(stack, "alice@contoso.example", key: key, ["external_id": "user-7"])
         let forBob = try await Self.start(stack, "bob@contoso.example", key: key, ["external_id": "user-7"])
@@ -207,7 +207,7 @@ struct ExternalIdTests {
     func importExternalId() async throws {
         let stack = try await TokenRelayStack(name: "e2e_external_id_import")
         defer { stack.stop() }
-        let key = try StackHelpers.createKey(stack, name: "migration", permissions: ["accounts:read", "accounts:write", "tokens:acquire"]).key
+        let key = try await StackHelpers.createKey(stack, name: "migration", permissions: ["accounts:read", "accounts:write", "tokens:acquire"]).key
         let authority = "\(stack.emulator.baseURL)/\(stack.tenantId)"
         func importing(_ username: String, _ externalId: Any?) async throws -> TestResponse {
             var body: [String: Any] = ["username": username, "refresh_token": try await stack.adalRefreshToken(for: username), "authority": authority]

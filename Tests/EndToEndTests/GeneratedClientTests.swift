@@ -8,18 +8,12 @@ import TokenRelayTesting
 /// `make test` installs the generator (scripts/python-tools) and sets TOKENRELAY_TEST_PYTHON_BIN.
 @Suite("Generated client")
 struct GeneratedClientTests {
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    /// Runs `executable` with this process's environment plus `environment`; returns its exit
+    /// status and its standard error followed by its standard output (whose last line stays last).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> (Int32, String) {
+        let run = try await BuiltProducts.run(
+            executableAt: executable, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        return (run.status, run.error + run.output)
     }
 
     @Test("A Python client generated from openapi.yaml runs sign-in, silent token and Graph /me")
@@ -32,7 +26,7 @@ struct GeneratedClientTests {
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: work) }
 
-        let (generated, generatorOutput) = try Self.run(
+        let (generated, generatorOutput) = try await Self.run(
             bin + "/openapi-python-client",
             ["generate", "--path", root + "/openapi.yaml", "--meta", "none", "--output-path", work + "/tokenrelay_client"])
         #expect(generated == 0, "openapi-python-client failed:\n\(generatorOutput)")
@@ -40,7 +34,7 @@ struct GeneratedClientTests {
 
         let stack = try await TokenRelayStack(name: "e2e_generated_client")
         defer { stack.stop() }
-        let (status, output) = try Self.run(
+        let (status, output) = try await Self.run(
             bin + "/python", [root + "/Tests/python/generated_client_flow.py", work],
             environment: ["TR_BASE_URL": stack.baseURL, "TR_API_KEY": stack.apiKey, "TR_USERNAME": "alice@contoso.example"])
         #expect(status == 0, "generated client flow failed:\n\(output)")

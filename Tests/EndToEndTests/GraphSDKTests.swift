@@ -12,12 +12,12 @@ struct GraphSDKTests {
     static let alice = "alice@contoso.example"
 
     /// Runs `relay_graph_client.py case`; returns its JSON output.
-    static func run(_ stack: TokenRelayStack, accountId: String, _ name: String) throws -> [String: Any] {
+    static func run(_ stack: TokenRelayStack, accountId: String, _ name: String) async throws -> [String: Any] {
         let bin = try #require(
             ProcessInfo.processInfo.environment["TOKENRELAY_TEST_PYTHON_BIN"],
             "set TOKENRELAY_TEST_PYTHON_BIN to the bin directory printed by scripts/python-tools (make test does)")
         let script = BuiltProducts.packageRoot() + "/Tests/GraphSDK/relay_graph_client.py"
-        let (status, output) = try GeneratedClientTests.run(
+        let (status, output) = try await GeneratedClientTests.run(
             bin + "/python", [script, name], environment: ["TR_BASE_URL": stack.baseURL, "TR_API_KEY": stack.apiKey, "TR_ACCOUNT_ID": accountId])
         #expect(status == 0, "\(name): \(output)")
         #expect(!output.contains(stack.apiKey), "\(name): the script printed the API key")
@@ -40,7 +40,7 @@ struct GraphSDKTests {
     @Test("GET me: the SDK parses the user Graph answered through the relay")
     func me() async throws {
         try await Self.withStack("e2e_graph_sdk_me") { stack, id in
-            let out = try Self.run(stack, accountId: id, "me")
+            let out = try await Self.run(stack, accountId: id, "me")
             #expect(out["user_principal_name"] as? String == Self.alice)
             #expect((out["id"] as? String)?.isEmpty == false)
             let requests = try await Self.graphRequests(stack)
@@ -60,7 +60,7 @@ struct GraphSDKTests {
                 #expect(created.status == 201, "\(created.text)")
             }
             let before = try await Self.graphRequests(stack).count
-            let out = try Self.run(stack, accountId: id, "paging")
+            let out = try await Self.run(stack, accountId: id, "paging")
             #expect(out["subjects"] as? [String] == ["m1", "m2", "m3", "m4", "m5"])
             #expect(out["first_next_link"] as? String == stack.baseURL + "/v1/downstream/graph/me/messages?%24top=2&%24skip=2")
 
@@ -74,7 +74,7 @@ struct GraphSDKTests {
     @Test("POST sendMail: 202 relayed, the SDK returns None, Graph counts one mail")
     func sendMail() async throws {
         try await Self.withStack("e2e_graph_sdk_send_mail") { stack, id in
-            let out = try Self.run(stack, accountId: id, "send_mail")
+            let out = try await Self.run(stack, accountId: id, "send_mail")
             #expect(out["sent"] as? Bool == true)
             #expect(out["result"] is NSNull)
             #expect(try await stack.emulatorCount("sent_mail") == 1)
@@ -89,7 +89,7 @@ struct GraphSDKTests {
             let created = try await stack.request("POST", "/v1/downstream/graph/me/messages", json: ["subject": "one"], headers: ["X-Account-Id": id])
             #expect(created.status == 201)
             let before = try await Self.graphRequests(stack).count
-            let out = try Self.run(stack, accountId: id, "batch")
+            let out = try await Self.run(stack, accountId: id, "batch")
             #expect(out["statuses"] as? [String: Int] == ["me": 200, "messages": 200], "\(out)")
             #expect(out["urls"] as? [String] == ["/me", "/me/messages?%24top=1"], "\(out)")
             #expect(out["user_principal_name"] as? String == Self.alice, "\(out)")
@@ -111,7 +111,7 @@ struct GraphSDKTests {
             let claims = #"{"access_token":{"nbf":{"essential":true, "value":"1657834417"}}}"#
             _ = try await stack.control(
                 "POST", "/_control/faults", json: ["endpoint": "graph", "username": Self.alice, "claims_challenge": claims, "count": 2])
-            let out = try Self.run(stack, accountId: id, "cae")
+            let out = try await Self.run(stack, accountId: id, "cae")
             #expect(out["is_api_error"] as? Bool == true, "\(out)")
             #expect(out["status"] as? Int == 409, "\(out)")
             let problem = out["problem"] as? [String: Any] ?? [:]

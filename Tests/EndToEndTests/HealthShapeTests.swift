@@ -26,12 +26,9 @@ struct HealthShapeTests {
         #expect(String(match.1) == version)
         if let commit = match.2 {
             // The commit the binary was built from exists in this checkout.
-            let git = Process()
-            git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            git.arguments = ["git", "-C", BuiltProducts.packageRoot(), "cat-file", "-e", "\(commit)^{commit}"]
-            try git.run()
-            git.waitUntilExit()
-            #expect(git.terminationStatus == 0, "commit \(commit) of releaseId is not in the repository")
+            let git = try await BuiltProducts.run(
+                executableAt: "/usr/bin/env", ["git", "-C", BuiltProducts.packageRoot(), "cat-file", "-e", "\(commit)^{commit}"], environment: nil)
+            #expect(git.status == 0, "commit \(commit) of releaseId is not in the repository")
         }
 
         let checks = try #require(first.json["checks"] as? [String: Any], "\(first.text)")

@@ -29,7 +29,7 @@ struct IssuanceCountTests {
         let stack = try await TokenRelayStack(name: "e2e_issuance_stop", environment: ["TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S": "3600"])
         defer { stack.stop() }
         let id = try await stack.signInAccountId()
-        let other = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"])
+        let other = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"])
         for _ in 0..<5 {
             let answer = try await Self.silent(stack, id)
             #expect(answer.status == 200, "\(answer.text)")
@@ -50,7 +50,7 @@ struct IssuanceCountTests {
         stack.relay.stop()
         #expect(try await Self.stored(stack, id) == ["bootstrap": 6, other.keyId: 3])
         #expect(try await Self.stored(stack, "app:\(stack.tenantId)") == ["bootstrap": 2])
-        let (status, output) = try CommandLineTests.run(["accounts", "show", id], environment: StackHelpers.cliEnvironment(stack))
+        let (status, output) = try await CommandLineTests.run(["accounts", "show", id], environment: StackHelpers.cliEnvironment(stack))
         #expect(status == 0)
         let shown = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let issuance = try #require(shown["issuance"] as? [[String: Any]])
@@ -63,7 +63,7 @@ struct IssuanceCountTests {
         let stack = try await TokenRelayStack(name: "e2e_issuance_flush", environment: ["TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S": "1"])
         defer { stack.stop() }
         let id = try await stack.signInAccountId()
-        let other = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"])
+        let other = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"])
         for _ in 0..<4 { #expect(try await Self.silent(stack, id).status == 200) }
         for _ in 0..<2 { #expect(try await Self.silent(stack, id, key: other.key).status == 200) }
         try await Self.waitFor(stack, id, ["bootstrap": 4, other.keyId: 2])

@@ -12,14 +12,14 @@ import TokenRelayTesting
 @Suite("Keep-alive, account events and webhooks, end to end", .serialized)
 struct KeepAliveAndEventsTests {
     /// Runs the built `token-relay`; returns (exit status, standard output, standard error).
-    static func tokenRelay(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String, error: String) {
-        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+    static func tokenRelay(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String, error: String) {
+        let run = try await BuiltProducts.run("token-relay", arguments, environment: environment)
         return (run.status, run.output, run.error)
     }
 
     /// `keepalive --once` with the stack's settings; returns its summary.
-    static func keepAlivePass(_ stack: TokenRelayStack, _ extra: [String: String] = [:]) throws -> [String: Any] {
-        let run = try tokenRelay(["keepalive", "--once"], environment: stack.environment.merging(extra) { $1 })
+    static func keepAlivePass(_ stack: TokenRelayStack, _ extra: [String: String] = [:]) async throws -> [String: Any] {
+        let run = try await tokenRelay(["keepalive", "--once"], environment: stack.environment.merging(extra) { $1 })
         #expect(run.status == 0, "\(run.error)")
         return (try? JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]) ?? [:]
     }
@@ -61,7 +61,7 @@ struct KeepAliveAndEventsTests {
         let grantsBefore = try await Self.refreshGrants(stack)
 
         // 61 days is not idle enough for a 62-day setting.
-        let notYet = try Self.keepAlivePass(stack, ["TOKENRELAY_KEEPALIVE_AFTER_DAYS": "62"])
+        let notYet = try await Self.keepAlivePass(stack, ["TOKENRELAY_KEEPALIVE_AFTER_DAYS": "62"])
         #expect(notYet["ran"] as? Bool == true)
         #expect(notYet["refreshed"] as? Int == 0)
         #expect(try await Self.refreshGrants(stack) == grantsBefore)
@@ -70,11 +70,11 @@ struct KeepAliveAndEventsTests {
         _ = try await stack.withDatabase { connection in
             try connection.query("INSERT INTO job_leases (job, holder, expires_at) VALUES ('keepalive', 'other-replica', now() + interval '1 minute')")
         }
-        #expect(try Self.keepAlivePass(stack)["ran"] as? Bool == false)
+        #expect(try await Self.keepAlivePass(stack)["ran"] as? Bool == false)
         #expect(try await Self.refreshGrants(stack) == grantsBefore)
         _ = try await stack.withDatabase { connection in try connection.query("DELETE FROM job_leases") }
 
-        let pass = try Self.keepAlivePass(stack)
+        let pass = try await Self.keepAlivePass(stack)
         #expect(pass["ran"] as? Bool == true)
         #expect(pass["refreshed"] as? Int == 1)
         #expect(pass["failed"] as? Int == 0)
@@ -90,14 +90,14 @@ struct KeepAliveAndEventsTests {
         // The rotated refresh token works, and the account is no longer idle.
         let token = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": idle, "scopes": ["User.Read"], "force_refresh": true])
         #expect(token.status == 200, "\(token.text)")
-        #expect(try Self.keepAlivePass(stack)["refreshed"] as? Int == 0)
+        #expect(try await Self.keepAlivePass(stack)["refreshed"] as? Int == 0)
 
         // An idle account without a cached access token is refreshed with `openid profile offline_access`.
         _ = try await stack.withDatabase { connection in
             try connection.query("DELETE FROM access_tokens WHERE account_id = $1", [.text(recent)])
         }
         try await Self.age(stack, recent, days: 75)
-        #expect(try Self.keepAlivePass(stack)["refreshed"] as? Int == 1)
+        #expect(try await Self.keepAlivePass(stack)["refreshed"] as? Int == 1)
         #expect(try await Self.generation(stack, recent) == recentBefore + 1)
         #expect(try await Self.events(stack).isEmpty)
     }
@@ -114,13 +114,13 @@ struct KeepAliveAndEventsTests {
                 "endpoint": "token", "status": 400, "error": "invalid_grant", "error_codes": [700082], "suberror": "bad_token",
                 "error_description": "The refresh token has expired due to inactivity.",
             ])
-        let pass = try Self.keepAlivePass(stack)
+        let pass = try await Self.keepAlivePass(stack)
         #expect(pass["failed"] as? Int == 1)
         #expect(pass["refreshed"] as? Int == 0)
         #expect(try await stack.request("GET", "/v1/accounts/\(id)").json["state"] as? String == "interaction_required")
         #expect(try await Self.generation(stack, id) == nil)
         // An account waiting for its user is not tried again.
-        let again = try Self.keepAlivePass(stack)
+        let again = try await Self.keepAlivePass(stack)
         #expect(again["refreshed"] as? Int == 0 && again["failed"] as? Int == 0)
 
         // The user signs in again (recovered), then is signed out (deleted).

@@ -11,7 +11,7 @@ struct NewUserAttackTests {
         let stack = try await TokenRelayStack(name: "e2e_nu_import_limits")
         defer { stack.stop() }
         let otherTenant = "22222222-2222-2222-2222-222222222222"
-        let limited = try StackHelpers.createKey(
+        let limited = try await StackHelpers.createKey(
             stack, permissions: ["accounts:write", "accounts:read"], tenants: [otherTenant], scopes: ["User.Read"])
         func importing(_ extra: [String: String]) async throws -> TestResponse {
             var body = ["username": "planted@contoso.example", "refresh_token": "adal-era-test-token"]
@@ -76,12 +76,12 @@ struct NewUserAttackTests {
         defer { stack.stop() }
         let environment = StackHelpers.cliEnvironment(stack)
         for limit in [["--tenants", ""], ["--scopes", " , "], ["--tenants"]] {
-            let (status, output) = try CommandLineTests.run(
+            let (status, output) = try await CommandLineTests.run(
                 ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire"] + limit, environment: environment)
             #expect(status == 2, "\(limit): \(output)")
             #expect(!output.contains("trk_"))
         }
-        let (status, _) = try CommandLineTests.run(
+        let (status, _) = try await CommandLineTests.run(
             ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire", "--tenants", stack.tenantId], environment: environment)
         #expect(status == 0)
     }

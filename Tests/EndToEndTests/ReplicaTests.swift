@@ -51,9 +51,9 @@ struct ReplicaTests {
         return true
     }
 
-    static func cli(_ arguments: [String], databaseURL: String) throws -> (Int32, String) {
+    static func cli(_ arguments: [String], databaseURL: String) async throws -> (Int32, String) {
         let environment = ["TOKENRELAY_DATABASE_URL": databaseURL, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
-        let run = try BuiltProducts.run("token-relay", arguments, environment: environment)
+        let run = try await BuiltProducts.run("token-relay", arguments, environment: environment)
         return (run.status, run.output)
     }
 
@@ -85,7 +85,7 @@ struct ReplicaTests {
         defer { stack.stop() }
         let other = try stack.startReplica()
         defer { other.stop() }
-        let (status, output) = try Self.cli(
+        let (status, output) = try await Self.cli(
             ["api-keys", "create", "--name", "replica", "--permissions", "tokens:acquire,accounts:read"], databaseURL: stack.databaseURL)
         #expect(status == 0)
         let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
@@ -112,7 +112,7 @@ struct ReplicaTests {
         }
         #expect(replacedAfter != nil, "the other replica still serves the token the claims challenge replaced")
 
-        #expect(try Self.cli(["api-keys", "revoke", keyId], databaseURL: stack.databaseURL).0 == 0)
+        #expect(try await Self.cli(["api-keys", "revoke", keyId], databaseURL: stack.databaseURL).0 == 0)
         let keyRefusedAfter = try await Self.within(2) {
             try await stack.request("GET", other.baseURL + "/v1/accounts/\(id)", headers: withKey).status == 401
         }
@@ -144,7 +144,7 @@ struct ReplicaTests {
             "TOKENRELAY_DATABASE_LISTEN_URL": "postgresql://nobody@/none?host=/nonexistent", "TOKENRELAY_CACHE_TTL_S": "5",
         ])
         defer { deaf.stop() }
-        let (_, output) = try Self.cli(["api-keys", "create", "--name", "ttl", "--permissions", "tokens:acquire"], databaseURL: stack.databaseURL)
+        let (_, output) = try await Self.cli(["api-keys", "create", "--name", "ttl", "--permissions", "tokens:acquire"], databaseURL: stack.databaseURL)
         let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let key = try #require(created["api_key"] as? String)
         let id = try await stack.signInAccountId("alice@contoso.example")
@@ -152,7 +152,7 @@ struct ReplicaTests {
         let body: [String: Any] = ["account_id": id, "scopes": ["User.Read"]]
         #expect(try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 200)
 
-        #expect(try Self.cli(["api-keys", "revoke", try #require(created["key_id"] as? String)], databaseURL: stack.databaseURL).0 == 0)
+        #expect(try await Self.cli(["api-keys", "revoke", try #require(created["key_id"] as? String)], databaseURL: stack.databaseURL).0 == 0)
         #expect(try await stack.request("DELETE", "/v1/accounts/\(id)").status == 204)
         // Still remembered at first (this is what notifications fix) ...
         #expect(try await stack.request("POST", deaf.baseURL + Self.silentPath, json: body, headers: withKey).status == 200)
@@ -509,7 +509,7 @@ struct ReplicaTests {
         #expect(refusedAfter != nil, "new connections were still accepted after SIGTERM")
         let answer = try await inFlight.value
         #expect(answer.status == 200, "\(answer.text)")
-        let status = await Task.detached { stack.relay.waitForExit() }.value
+        let status = await onOwnThread { stack.relay.waitForExit() }
         #expect(status == 0)
         #expect(stack.relay.log().contains(#""drained":"true""#))
     }

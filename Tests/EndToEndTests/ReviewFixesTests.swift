@@ -43,7 +43,7 @@ struct ReviewFixesTests {
             "POST", "/v1/accounts/import", json: ["username": "victim@fabrikam.example", "refresh_token": "rt-victim", "authority": foreign])
         #expect(victim.status == 201, "\(victim.text)")
         let victimId = try #require(victim.json["account_id"] as? String)
-        let limited = try StackHelpers.createKey(stack, permissions: ["accounts:write", "accounts:read"], tenants: [stack.tenantId])
+        let limited = try await StackHelpers.createKey(stack, permissions: ["accounts:write", "accounts:read"], tenants: [stack.tenantId])
         let headers = StackHelpers.bearer(limited.key)
 
         let named = try await stack.request(
@@ -139,8 +139,8 @@ struct ReviewFixesTests {
     func correlationIdKeepsKeyLimits() async throws {
         let stack = try await TokenRelayStack(name: "e2e_grant_correlation_limits")
         defer { stack.stop() }
-        let tenantLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [StackHelpers.otherTenant])
-        let scopeLimited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
+        let tenantLimited = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [StackHelpers.otherTenant])
+        let scopeLimited = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"], scopes: ["https://graph.microsoft.com/*"])
         func post(_ path: String, _ key: String, _ body: [String: Any]) async throws -> TestResponse {
             try await stack.request("POST", path, json: body, headers: StackHelpers.bearer(key), authenticated: false)
         }
@@ -194,7 +194,7 @@ struct ReviewFixesTests {
         let dead = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(dead.json["account_state"] as? String == "interaction_required", "\(dead.text)")
 
-        let limited = try StackHelpers.createKey(stack, permissions: ["accounts:read"], tenants: [fabrikam])
+        let limited = try await StackHelpers.createKey(stack, permissions: ["accounts:read"], tenants: [fabrikam])
         let headers = StackHelpers.bearer(limited.key)
         #expect(try await stack.request("GET", "/v1/accounts/\(id)", headers: headers, authenticated: false).status == 200)
         let page = try await stack.request("GET", "/v1/events", headers: headers, authenticated: false)
@@ -215,7 +215,7 @@ struct ReviewFixesTests {
         let warm = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
         #expect(warm.json["source"] as? String == "cache", "\(warm.text)")
 
-        let limited = try StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [fabrikam])
+        let limited = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"], tenants: [fabrikam])
         func silent(_ body: [String: Any]) async throws -> TestResponse {
             try await stack.request("POST", "/v1/tokens/silent", json: body, headers: StackHelpers.bearer(limited.key), authenticated: false)
         }

@@ -9,17 +9,11 @@ struct SecretsAtRestTests {
     static func hex(_ text: String) -> String { text.utf8.map { String(format: "%02x", $0) }.joined() }
 
     /// `pg_dump` of the stack's database in plain SQL.
-    static func dump(_ databaseURL: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["pg_dump", "--no-owner", "--format=plain", "--dbname=\(databaseURL)"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("pg_dump exited \(process.terminationStatus)") }
-        return String(decoding: data, as: UTF8.self)
+    static func dump(_ databaseURL: String) async throws -> String {
+        let run = try await BuiltProducts.run(
+            executableAt: "/usr/bin/env", ["pg_dump", "--no-owner", "--format=plain", "--dbname=\(databaseURL)"], environment: nil)
+        guard run.status == 0 else { throw TestFailure("pg_dump exited \(run.status)") }
+        return run.output
     }
 
     @Test("pg_dump of the database holds none of the refresh, access or id tokens, codes, client secret or API key")
@@ -42,7 +36,7 @@ struct SecretsAtRestTests {
         #expect(issued.idTokens.count >= 2)
         #expect(issued.codes.count >= 2)
 
-        let dump = try Self.dump(stack.databaseURL)
+        let dump = try await Self.dump(stack.databaseURL)
         #expect(dump.contains("COPY public.refresh_tokens"))
         #expect(dump.contains("alice@contoso.example"), "the dump holds the accounts (a sanity check of the dump itself)")
         let named: [(String, [String])] = [
@@ -73,32 +67,25 @@ struct SecretsAtRestTests {
     }
 
     @Test("scripts/scan-test-logs names the file and line of a recorded secret, a JWT or a trk_ key, never the value")
-    func logScanFindsPlantedSecrets() throws {
+    func logScanFindsPlantedSecrets() async throws {
         let directory = NSTemporaryDirectory() + "scan-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let secret = "planted-" + UUID().uuidString
         let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJl"
         let apiKey = "trk_abcdefgh_" + UUID().uuidString
-        func scan() throws -> (Int32, String) {
+        func scan() async throws -> (Int32, String) {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try Data((secret + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/stack.secrets"))
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: BuiltProducts.packageRoot() + "/scripts/scan-test-logs")
-            process.arguments = [directory]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+            let run = try await BuiltProducts.run(executableAt: BuiltProducts.packageRoot() + "/scripts/scan-test-logs", [directory], environment: nil)
+            return (run.status, run.output)
         }
         try Data(#"{"event":"fine"}\n"#.utf8).write(to: URL(fileURLWithPath: directory + "/clean.log"))
-        #expect(try scan().0 == 0)
+        #expect(try await scan().0 == 0)
         #expect(!FileManager.default.fileExists(atPath: directory + "/stack.secrets"), "the recorded secrets are deleted after the scan")
 
         try Data("one\nthe secret \(secret) here\n\(jwt)\n\(apiKey)\n".utf8).write(to: URL(fileURLWithPath: directory + "/leaky.log"))
-        let (status, output) = try scan()
+        let (status, output) = try await scan()
         #expect(status == 1)
         #expect(output.contains("leaky.log: line(s) 2 hold a secret"))
         #expect(output.contains("leaky.log: line(s) 3 hold a JWT-shaped string"))

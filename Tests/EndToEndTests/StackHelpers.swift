@@ -11,11 +11,11 @@ enum StackHelpers {
     /// - Parameter name: the key's name, its owner of external ids (behaviour §3.7).
     static func createKey(
         _ stack: TokenRelayStack, name: String = "test", permissions: [String], tenants: [String] = [], scopes: [String] = []
-    ) throws -> (key: String, keyId: String) {
+    ) async throws -> (key: String, keyId: String) {
         var arguments = ["api-keys", "create", "--name", name, "--permissions", permissions.joined(separator: ",")]
         if !tenants.isEmpty { arguments += ["--tenants", tenants.joined(separator: ",")] }
         if !scopes.isEmpty { arguments += ["--scopes", scopes.joined(separator: ",")] }
-        let (status, output) = try CommandLineTests.run(arguments, environment: cliEnvironment(stack))
+        let (status, output) = try await CommandLineTests.run(arguments, environment: cliEnvironment(stack))
         guard status == 0, let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
             let key = object["api_key"] as? String, let keyId = object["key_id"] as? String
         else { throw TestFailure("api-keys create exited \(status): \(output)") }

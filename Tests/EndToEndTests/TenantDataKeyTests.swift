@@ -21,20 +21,12 @@ struct TenantDataKeyTests {
     }
 
     /// `pg_dump` of the stack's database, data only, as text.
-    static func dump(_ stack: TokenRelayStack) throws -> String {
+    static func dump(_ stack: TokenRelayStack) async throws -> String {
         let installed = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         let bin = try #require(installed.compactMap(Int.init).sorted().last.map { "/usr/lib/postgresql/\($0)/bin/pg_dump" })
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: bin)
-        process.arguments = ["--data-only", "--no-owner", stack.databaseURL]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: data, as: UTF8.self)
+        let run = try await BuiltProducts.run(executableAt: bin, ["--data-only", "--no-owner", stack.databaseURL], environment: nil)
+        #expect(run.status == 0, "\(run.error)")
+        return run.output
     }
 
     /// The data lines of the dump's `COPY public.<table>` sections for `tables`.
@@ -99,7 +91,7 @@ struct TenantDataKeyTests {
         // The dump holds nothing of the tenant that opens: no data key of it, no row under its
         // key, no token row of alice (events and the audit trail keep her id and the destroyed
         // key's id, never a secret).
-        let dump = try Self.dump(stack)
+        let dump = try await Self.dump(stack)
         let tokenTables = ["refresh_tokens", "access_tokens", "grant_access_tokens", "obo_refresh_tokens", "data_keys", "encryption_key_usage"]
         let tokenRows = Self.copySections(of: dump, tables: tokenTables)
         #expect(tokenRows.contains(carol) && tokenRows.contains(fabrikamKey), "no token rows found in the dump")
@@ -153,7 +145,7 @@ struct TenantDataKeyTests {
         .enabled(if: SoftHSM.isInstalled, "softhsm2 is not installed (scripts/install-deps)"))
     func keyEncryptionKeyInSoftHSM() async throws {
         let hsm = try Self.hsmEnvironment()
-        let created = try BuiltProducts.run("token-relay", ["encryption", "create-kek"], environment: hsm.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        let created = try await BuiltProducts.run("token-relay", ["encryption", "create-kek"], environment: hsm.merging(["PATH": "/usr/bin:/bin"]) { $1 })
         #expect(created.status == 0, "\(created.error)")
         #expect(created.output.contains(#""created":true"#), "\(created.output)")
         let stack = try await TokenRelayStack(name: "e2e_hsm", environment: hsm)
@@ -175,14 +167,10 @@ struct TenantDataKeyTests {
         #expect(refreshed.status == 200, "\(refreshed.text)")
 
         // The HSM goes away while the service runs: the token is deleted under it.
-        let delete = Process()
-        delete.executableURL = URL(fileURLWithPath: "/usr/bin/softhsm2-util")
-        delete.arguments = ["--delete-token", "--token", hsm["TOKENRELAY_PKCS11_TOKEN_LABEL"] ?? ""]
-        delete.environment = SoftHSM.shared.environment
-        delete.standardOutput = FileHandle.nullDevice
-        try delete.run()
-        delete.waitUntilExit()
-        #expect(delete.terminationStatus == 0)
+        let delete = try await BuiltProducts.run(
+            executableAt: "/usr/bin/softhsm2-util", ["--delete-token", "--token", hsm["TOKENRELAY_PKCS11_TOKEN_LABEL"] ?? ""],
+            environment: SoftHSM.shared.environment)
+        #expect(delete.status == 0, "\(delete.error)")
         // Contoso's data key is in memory: alice is still served, refresh included.
         let cached = try await Self.silent(stack, alice, force: true)
         #expect(cached.status == 200, "\(cached.text)")
@@ -222,7 +210,7 @@ struct TenantDataKeyTests {
         ]
         for (change, setting) in cases {
             let environment = base.merging(change) { $1 }
-            let run = try BuiltProducts.run("token-relay", ["serve"], environment: environment)
+            let run = try await BuiltProducts.run("token-relay", ["serve"], environment: environment)
             #expect(run.status == 2, "\(change): \(run.error)")
             let lines = run.error.split(separator: "\n")
             #expect(lines.count == 1, "\(change): \(run.error)")
@@ -230,8 +218,8 @@ struct TenantDataKeyTests {
             #expect(!run.error.contains(pin), "the PIN is in the error")
         }
         base["TOKENRELAY_PKCS11_KEY_LABEL"] = "tokenrelay-kek"
-        #expect(try BuiltProducts.run("token-relay", ["encryption", "create-kek"], environment: base).status == 0)
-        let again = try BuiltProducts.run("token-relay", ["encryption", "create-kek"], environment: base)
+        #expect(try await BuiltProducts.run("token-relay", ["encryption", "create-kek"], environment: base).status == 0)
+        let again = try await BuiltProducts.run("token-relay", ["encryption", "create-kek"], environment: base)
         #expect(again.output.contains(#""created":false"#), "\(again.output)")
     }
 }

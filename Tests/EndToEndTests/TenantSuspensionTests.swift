@@ -186,12 +186,12 @@ struct TenantSuspensionTests {
         let dropped = try await stack.request("GET", other.baseURL + "/metrics", authenticated: false).text
         #expect(dropped.contains(#"tokenrelay_memory_cache_entries{cache="tokens"} 0"#), "tokens of the suspended tenant still held in memory")
 
-        let (status, output) = try ReplicaTests.cli(["tenants", "resume", Self.contoso], databaseURL: stack.databaseURL)
+        let (status, output) = try await ReplicaTests.cli(["tenants", "resume", Self.contoso], databaseURL: stack.databaseURL)
         #expect(status == 0, "\(output)")
         let servedAfter = try await ReplicaTests.within(2) { try await Self.silent(stack, alice, on: other.baseURL).status == 200 }
         #expect(servedAfter != nil, "the other replica still refuses the resumed tenant after 2 s")
 
-        let (suspendStatus, _) = try ReplicaTests.cli(["tenants", "suspend", Self.contoso], databaseURL: stack.databaseURL)
+        let (suspendStatus, _) = try await ReplicaTests.cli(["tenants", "suspend", Self.contoso], databaseURL: stack.databaseURL)
         #expect(suspendStatus == 0)
         let cliRefusedAfter = try await ReplicaTests.within(2) {
             try await Self.silent(stack, alice, on: other.baseURL).json["error"] as? String == "tenant_suspended"
@@ -218,10 +218,10 @@ struct TenantSuspensionTests {
         let aliceBefore = try #require(try await KeepAliveAndEventsTests.generation(stack, alice))
         let carolBefore = try #require(try await KeepAliveAndEventsTests.generation(stack, carol))
         let grants = try await KeepAliveAndEventsTests.refreshGrants(stack)
-        let (status, _) = try ReplicaTests.cli(["tenants", "suspend", Self.contoso], databaseURL: stack.databaseURL)
+        let (status, _) = try await ReplicaTests.cli(["tenants", "suspend", Self.contoso], databaseURL: stack.databaseURL)
         #expect(status == 0)
 
-        let pass = try KeepAliveAndEventsTests.keepAlivePass(stack)
+        let pass = try await KeepAliveAndEventsTests.keepAlivePass(stack)
         #expect(pass["ran"] as? Bool == true)
         #expect(pass["refreshed"] as? Int == 1, "\(pass)")
         #expect(try await KeepAliveAndEventsTests.refreshGrants(stack) == grants + 1)
@@ -229,8 +229,8 @@ struct TenantSuspensionTests {
         #expect(try await KeepAliveAndEventsTests.generation(stack, carol) == carolBefore + 1)
 
         // Resumed, it is idle again and refreshed by the next pass.
-        #expect(try ReplicaTests.cli(["tenants", "resume", Self.contoso], databaseURL: stack.databaseURL).0 == 0)
-        #expect(try KeepAliveAndEventsTests.keepAlivePass(stack)["refreshed"] as? Int == 1)
+        #expect(try await ReplicaTests.cli(["tenants", "resume", Self.contoso], databaseURL: stack.databaseURL).0 == 0)
+        #expect(try await KeepAliveAndEventsTests.keepAlivePass(stack)["refreshed"] as? Int == 1)
         #expect(try await KeepAliveAndEventsTests.generation(stack, alice) == aliceBefore + 1)
     }
 
@@ -242,13 +242,13 @@ struct TenantSuspensionTests {
         _ = try await stack.signInAccountId("bob@contoso.example")
 
         // Not admin: 403 on every tenant route.
-        let user = try StackHelpers.createKey(stack, permissions: ["tokens:acquire", "accounts:read", "accounts:write", "downstream:call"])
+        let user = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire", "accounts:read", "accounts:write", "downstream:call"])
         for (method, path) in [("POST", "/v1/tenants/\(Self.contoso)/suspend"), ("POST", "/v1/tenants/\(Self.contoso)/resume"), ("GET", "/v1/tenants")] {
             let refused = try await stack.request(method, path, headers: StackHelpers.bearer(user.key), authenticated: false)
             #expect(refused.status == 403 && refused.json["error"] as? String == "forbidden", "\(method) \(path): \(refused.text)")
         }
         // An admin key limited to fabrikam may not suspend contoso, and lists only fabrikam.
-        let limited = try StackHelpers.createKey(stack, name: "fabrikam-admin", permissions: ["admin"], tenants: [Self.fabrikam])
+        let limited = try await StackHelpers.createKey(stack, name: "fabrikam-admin", permissions: ["admin"], tenants: [Self.fabrikam])
         let foreign = try await stack.request("POST", "/v1/tenants/\(Self.contoso)/suspend", headers: StackHelpers.bearer(limited.key), authenticated: false)
         #expect(foreign.status == 403 && foreign.json["field"] as? String == "tenant_id", "\(foreign.text)")
         // Bad tenant ids: 400 naming tenant_id.
@@ -282,7 +282,7 @@ struct TenantSuspensionTests {
 
         // The CLI: list, suspend (changed, then not), resume, a bad id.
         let environment = StackHelpers.cliEnvironment(stack)
-        let (listStatus, listOutput) = try CommandLineTests.run(["tenants", "list"], environment: environment)
+        let (listStatus, listOutput) = try await CommandLineTests.run(["tenants", "list"], environment: environment)
         #expect(listStatus == 0, "\(listOutput)")
         let page = try JSONSerialization.jsonObject(with: Data(listOutput.utf8)) as? [String: Any]
         #expect((page?["tenants"] as? [[String: Any]])?.compactMap { $0["tenant_id"] as? String } == [Self.contoso, Self.unseen], "\(listOutput)")
@@ -290,7 +290,7 @@ struct TenantSuspensionTests {
             (["tenants", "suspend", Self.contoso], true, true), (["tenants", "suspend", Self.contoso], false, true),
             (["tenants", "resume", Self.contoso], true, false), (["tenants", "resume", Self.contoso], false, false),
         ] {
-            let (status, output) = try CommandLineTests.run(arguments, environment: environment)
+            let (status, output) = try await CommandLineTests.run(arguments, environment: environment)
             let shown = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
             #expect(status == 0 && shown?["changed"] as? Bool == changed && shown?["suspended"] as? Bool == suspended, "\(arguments): \(output)")
         }
@@ -299,7 +299,7 @@ struct TenantSuspensionTests {
                 .rows.compactMap { $0.string("actor") }
         }
         #expect(actors == ["cli"])
-        let bad = try CommandLineTests.run(["tenants", "suspend", "contoso.example"], environment: environment)
+        let bad = try await CommandLineTests.run(["tenants", "suspend", "contoso.example"], environment: environment)
         #expect(bad.0 == 2)
     }
 }

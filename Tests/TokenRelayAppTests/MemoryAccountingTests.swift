@@ -105,8 +105,8 @@ struct MemoryAccountingTests {
     /// moved its ratio by -0.2 to +0.3. So the fill runs in a process of its own, this test bundle
     /// again with only `MemoryAccountingProbe/probe` selected, which prints what it measured.
     /// - Returns: each line it printed, as its `name=value` fields.
-    static func measuredAlone(_ probe: String) throws -> [[String: Int]] {
-        let run = try BuiltProducts.run(
+    static func measuredAlone(_ probe: String) async throws -> [[String: Int]] {
+        let run = try await BuiltProducts.run(
             executableAt: URL(fileURLWithPath: CommandLine.arguments[0]).path,
             ["--testing-library", "swift-testing", "--filter", "MemoryAccountingProbe/\(probe)"],
             environment: ProcessInfo.processInfo.environment.merging([MemoryAccountingTests.probeVariable: "1"]) { $1 })
@@ -128,8 +128,8 @@ struct MemoryAccountingTests {
 
     /// Heap growth over bytes counted for each of the probe's two fills of `count` entries: a
     /// fill alone varies by a few hundredths (malloc reuses what the first fill's cache freed).
-    static func fillRatios(_ probe: String) throws -> [Double] {
-        let reports = try measuredAlone(probe)
+    static func fillRatios(_ probe: String) async throws -> [Double] {
+        let reports = try await measuredAlone(probe)
         #expect(reports.count == 2)
         return try reports.map { fields in
             let grown = try #require(fields["grown"]), counted = try #require(fields["counted"])
@@ -143,8 +143,8 @@ struct MemoryAccountingTests {
     static let stringLengths = Array(14...90) + [120, 126, 127, 128, 200, 500, 1_000, 1_473, 1_500, 2_000]
 
     @Test("A string costs what the heap grows by for it, at every length around the layout's steps")
-    func strings() throws {
-        let reports = try Self.measuredAlone("strings")
+    func strings() async throws {
+        let reports = try await Self.measuredAlone("strings")
         #expect(reports.count == Self.stringLengths.count)
         for fields in reports {
             let length = try #require(fields["length"]), grown = try #require(fields["grown"]), entries = try #require(fields["entries"])
@@ -157,15 +157,15 @@ struct MemoryAccountingTests {
     }
 
     @Test("Access tokens: the heap grows by the bytes counted, within 15 %")
-    func tokens() throws {
-        for ratio in try Self.fillRatios("tokens") {
+    func tokens() async throws {
+        for ratio in try await Self.fillRatios("tokens") {
             #expect((0.85...1.15).contains(ratio), "heap growth / counted bytes = \(ratio)")
         }
     }
 
     @Test("Accounts: the heap grows by the bytes counted, within 15 %")
-    func accounts() throws {
-        for ratio in try Self.fillRatios("accounts") {
+    func accounts() async throws {
+        for ratio in try await Self.fillRatios("accounts") {
             #expect((0.85...1.15).contains(ratio), "heap growth / counted bytes = \(ratio)")
         }
     }
