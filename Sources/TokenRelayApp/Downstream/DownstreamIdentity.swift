@@ -39,7 +39,7 @@ enum DownstreamIdentity: Sendable, Equatable {
                     ? "Name the identity of the call with one header: 'X-Account-Id', 'X-App-Only: true' or 'X-On-Behalf-Of-Assertion'."
                     : "Send exactly one identity header; got \(given.joined(separator: ", ")).")
         }
-        let value = (headers[given[0]] ?? "").trimmingCharacters(in: .whitespaces)
+        let value = (try headers.only(given[0]) ?? "").trimmingCharacters(in: .whitespaces)
         switch given[0] {
         case "X-Account-Id":
             guard !value.isEmpty else { throw Problem.invalidRequest(field: "X-Account-Id", "'X-Account-Id' is empty.") }

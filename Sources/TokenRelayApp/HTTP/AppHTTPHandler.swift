@@ -87,7 +87,7 @@ final class AppHTTPHandler: HTTPHandler {
                 context: RequestContext(correlationId: prepared.correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil, access: .unrestricted)
             )
             if case .requires(let permission) = route.access {
-                switch authenticator.authenticateFromMemory(http.headers["Authorization"]) {
+                switch authenticator.authenticateFromMemory(try http.headers.only("Authorization")) {
                 case .caller(let caller):
                     try Self.admit(caller, permission, &request.context)
                 case .refused(let problem):
@@ -237,7 +237,7 @@ final class AppHTTPHandler: HTTPHandler {
 
     /// The request budget in seconds: `Request-Timeout` (decimals allowed, at most 120) or the default.
     static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws -> Double {
-        guard let text = headers["Request-Timeout"] else { return seconds }
+        guard let text = try headers.only("Request-Timeout") else { return seconds }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         // Decimal digits and one point only: `Double` also reads hexadecimal (`0x10` is 16) and exponents.
         guard trimmed.utf8.allSatisfy({ $0.isASCIIDigit || $0 == UInt8(ascii: ".") }),

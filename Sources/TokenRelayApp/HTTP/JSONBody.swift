@@ -77,10 +77,11 @@ struct JSONBody: Sendable {
     init(members: [String: JSONValue]) { self.members = members }
 
     /// 415 unless the request says its body is JSON: `application/json` or `application/*+json`,
-    /// any case, parameters allowed.
+    /// any case, parameters allowed; 400 naming `Content-Type` when it is sent twice.
     static func requireJSON(_ request: HTTPRequest) throws(Problem) {
-        if let contentType = request.headers["Content-Type"], isPlainJSON(contentType) { return }
-        let contentType = request.headers["Content-Type"]?.lowercased() ?? ""
+        let declared = try request.headers.only("Content-Type")
+        if let declared, isPlainJSON(declared) { return }
+        let contentType = declared?.lowercased() ?? ""
         let mediaType = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         guard mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json")) else {
             throw Problem(.unsupportedMediaType, "The request body must be application/json.", extensions: ["field": .string("Content-Type")])

@@ -20,14 +20,14 @@ enum AccountRoutes {
             }
             let limit = try request.http.pageLimit()
             var after: String?
-            if let cursor = request.http.queryValue("cursor"), !cursor.isEmpty {
+            if let cursor = try request.http.onlyQueryValue("cursor"), !cursor.isEmpty {
                 guard let decoded = Cursor.decode(cursor) else {
                     throw Problem.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
                 }
                 after = decoded
             }
-            let username = request.http.queryValue("username").flatMap { $0.isEmpty ? nil : $0 }
-            let tenantId = request.http.queryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
+            let username = try request.http.onlyQueryValue("username").flatMap { $0.isEmpty ? nil : $0 }
+            let tenantId = try request.http.onlyQueryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
             let access = request.context.access
             if let tenantId { try access.check(tenant: tenantId, field: "tenant_id") }
             // One row more than asked tells whether another page exists.

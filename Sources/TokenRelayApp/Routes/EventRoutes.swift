@@ -14,7 +14,7 @@ enum EventRoutes {
             }
             let limit = try request.http.pageLimit()
             var after: Int64 = 0
-            let cursor = request.http.queryValue("cursor").flatMap { $0.isEmpty ? nil : $0 }
+            let cursor = try request.http.onlyQueryValue("cursor").flatMap { $0.isEmpty ? nil : $0 }
             if let cursor {
                 guard let decoded = Cursor.decode(cursor) else {
                     throw Problem.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")

@@ -40,8 +40,8 @@ enum SignInRoutes {
         }
 
         router.add("GET", "/v1/sign-ins/callback", access: .open) { request in
-            var query: [String: String] = [:]
-            for item in request.http.query where query[item.name] == nil { query[item.name] = item.value }
+            // RFC 6749 §3.1: a parameter given twice (two `code`s, two `state`s) is refused.
+            let query = try request.http.uniqueQuery()
             let completion = try await services.signIns.complete(query: query, context: request.context)
             switch completion {
             case .account(let account, let owner):

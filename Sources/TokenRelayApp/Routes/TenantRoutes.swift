@@ -21,7 +21,7 @@ enum TenantRoutes {
             }
             let limit = try request.http.pageLimit()
             var after: String?
-            if let cursor = request.http.queryValue("cursor"), !cursor.isEmpty {
+            if let cursor = try request.http.onlyQueryValue("cursor"), !cursor.isEmpty {
                 guard let decoded = Cursor.decode(cursor) else {
                     throw Problem.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
                 }

@@ -124,9 +124,12 @@ final class InProcessApp: Sendable {
     }
 
     /// Sends `body` as it is (e.g. JSON that does not parse, or one over the size limit).
-    func request(_ method: String, _ path: String, body: [UInt8], headers extra: [String: String] = [:], authenticated: Bool = true) async throws
-        -> TestResponse
-    {
+    /// - Parameter repeated: header fields added after the others, each as its own field, so a
+    ///   name may appear twice (as on the wire).
+    func request(
+        _ method: String, _ path: String, body: [UInt8], headers extra: [String: String] = [:], repeated: [(String, String)] = [],
+        authenticated: Bool = true
+    ) async throws -> TestResponse {
         var target = path
         if target.hasPrefix("http") {
             guard target.hasPrefix(Self.baseURL + "/") else { throw TestFailure("\(path) is not TokenRelay's (\(Self.baseURL))") }
@@ -136,6 +139,7 @@ final class InProcessApp: Sendable {
         if authenticated { headers.add("Authorization", "Bearer \(apiKey)") }
         if !body.isEmpty { headers.add("Content-Length", String(body.count)) }
         for (name, value) in extra { headers.set(name, value) }
+        for (name, value) in repeated { headers.add(name, value) }
         var request = Self.parse(method: method, target: target, headers: headers)
         // The server reads at most `maxBodyBytes` and tells the handler it stopped (behaviour §12 Limits).
         if body.count > dependencies.configuration.limits.maxBodyBytes {
