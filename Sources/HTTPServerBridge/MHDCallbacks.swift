@@ -187,7 +187,10 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
     guard let mhdResponse = created else { return .NO }
     defer { MHD_destroy_response(mhdResponse) }
     for (name, value) in response.headers where !name.caseInsensitiveEquals("Content-Length") {
-        guard MHD_add_response_header(mhdResponse, name, value) == .YES else {
+        // withCString borrows a native string's bytes; passing the String converted it into a
+        // new array per name and value.
+        let added = name.withCString { name in value.withCString { value in MHD_add_response_header(mhdResponse, name, value) } }
+        guard added == .YES else {
             return queue(HTTPResponse(status: 500), on: connection)
         }
     }

@@ -45,16 +45,22 @@ struct SocketAddress {
             // Dotted quad written here: glibc's inet_ntop formats IPv4 through sprintf, a
             // measurable share of a cached silent request (behaviour §10).
             let bits = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
-            var text: [UInt8] = []
-            text.reserveCapacity(15)
-            for shift in [24, 16, 8, 0] {
-                let octet = UInt8(truncatingIfNeeded: bits >> UInt32(shift))
-                if shift != 24 { text.append(UInt8(ascii: ".")) }
-                if octet >= 100 { text.append(UInt8(ascii: "0") + octet / 100) }
-                if octet >= 10 { text.append(UInt8(ascii: "0") + octet / 10 % 10) }
-                text.append(UInt8(ascii: "0") + octet % 10)
+            // At most 15 bytes: a small string, written in place without an allocation.
+            return String(unsafeUninitializedCapacity: 15) { text in
+                var count = 0
+                func put(_ byte: UInt8) {
+                    text[count] = byte
+                    count += 1
+                }
+                for shift in [24, 16, 8, 0] {
+                    let octet = UInt8(truncatingIfNeeded: bits >> UInt32(shift))
+                    if shift != 24 { put(UInt8(ascii: ".")) }
+                    if octet >= 100 { put(UInt8(ascii: "0") + octet / 100) }
+                    if octet >= 10 { put(UInt8(ascii: "0") + octet / 10 % 10) }
+                    put(UInt8(ascii: "0") + octet % 10)
+                }
+                return count
             }
-            return String(decoding: text, as: UTF8.self)
         }
         var buffer = (0 as UInt64, 0 as UInt64, 0 as UInt64, 0 as UInt64, 0 as UInt64, 0 as UInt64, 0 as UInt64)  // 56 ≥ INET6_ADDRSTRLEN
         return withUnsafeMutableBytes(of: &buffer) { raw -> String? in

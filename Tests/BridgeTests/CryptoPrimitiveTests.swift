@@ -20,6 +20,10 @@ struct CryptoPrimitiveTests {
     ])
     func sha256KnownAnswers(message: String, digest: String) {
         #expect(SHA256.hash(Array(message.utf8)) == cryptoTestBytes(hex: digest))
+        // In place from a string's storage: native, small (inline) and cut from a larger one.
+        #expect(SHA256.hash(utf8: message) == cryptoTestBytes(hex: digest))
+        let cut = String(("xx" + message + "yy").dropFirst(2).dropLast(2))
+        #expect(SHA256.hash(utf8: cut) == cryptoTestBytes(hex: digest))
     }
 
     @Test func sha256OfMillionAs() {

@@ -336,6 +336,41 @@ struct CachedPathTests {
         #expect(seen.count == 200)
     }
 
+    @Test("The silent-body memo reads a body once per exact bytes: a byte's difference is read again; a correlation_id is never remembered")
+    func silentBodyMemo() throws {
+        let memo = SilentBodyMemo()
+        let authorities = try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
+        var reads = 0
+        func request(_ text: String) throws -> SilentTokenRequest {
+            try memo.request(body: Array(text.utf8)) { bytes throws(Problem) in
+                reads += 1
+                let body = try JSONBody(bytes: bytes)
+                return (try TokenRoutes.parseSilent(body, authorities: authorities), try body.correlationId())
+            }.0
+        }
+        let first = try request(#"{"account_id":"acc_1","scopes":["User.Read"]}"#)
+        let again = try request(#"{"account_id":"acc_1","scopes":["User.Read"]}"#)
+        #expect(reads == 1)
+        #expect(again.scopes.canonical == first.scopes.canonical)
+        let other = try request(#"{"account_id":"acc_2","scopes":["User.Read"]}"#)
+        #expect(reads == 2)
+        guard case .accountId(let id) = other.account else {
+            Issue.record("not an account id: \(other.account)")
+            return
+        }
+        #expect(id == "acc_2")
+        for _ in 0..<2 { _ = try request(#"{"account_id":"acc_1","scopes":["User.Read"],"correlation_id":"c1"}"#) }
+        #expect(reads == 4)
+    }
+
+    @Test("A JSON answer has one Content-Type, application/json, and keeps the other headers it was given")
+    func jsonAnswerHeaders() {
+        let answer = HTTPResponse.json(201, bytes: Array("{}".utf8), headers: ["content-type": "text/plain", "Location": "/v1/x"])
+        #expect(answer.headers.values(for: "Content-Type") == ["application/json"])
+        #expect(answer.headers["Location"] == "/v1/x")
+        #expect(answer.headers.count == 2)
+    }
+
     // MARK: Metrics
 
     @Test("Counter handles add to the same series and render as increments do")

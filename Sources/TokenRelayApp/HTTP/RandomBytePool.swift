@@ -13,15 +13,17 @@ final class RandomBytePool: Sendable {
     private static let batch = 1024
     private let pool = Mutex(Pool())
 
-    /// 16 random bytes never handed out before.
-    func next16() -> [UInt8] {
+    /// 16 random bytes never handed out before, as a tuple (no array to allocate).
+    func next16() -> (UInt64, UInt64) {
         pool.withLock { pool in
             if pool.offset + 16 > pool.bytes.count {
                 pool.bytes = SecureRandom.bytes(Self.batch)
                 pool.offset = 0
             }
             defer { pool.offset += 16 }
-            return Array(pool.bytes[pool.offset..<pool.offset + 16])
+            return pool.bytes.withUnsafeBytes { raw in
+                (raw.loadUnaligned(fromByteOffset: pool.offset, as: UInt64.self), raw.loadUnaligned(fromByteOffset: pool.offset + 8, as: UInt64.self))
+            }
         }
     }
 }

@@ -16,7 +16,16 @@ final class SilentBodyMemo: Sendable {
     /// Longest body remembered, in bytes; the usual body is under 100.
     static let longestBody = 512
 
-    private let memo = Mutex<[String: SilentTokenRequest]>([:])
+    /// A body's exact bytes, hashed in one pass (`[UInt8]`'s own hashing feeds the hasher a byte
+    /// at a time; a `String` key had to be made and validated per request first).
+    private struct BodyKey: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
+
+    private let memo = Mutex<[BodyKey: SilentTokenRequest]>([:])
 
     /// The request read from `body`, remembered or computed by `read`.
     /// - Parameters:
@@ -27,8 +36,8 @@ final class SilentBodyMemo: Sendable {
     func request(
         body: [UInt8], read: ([UInt8]) throws(Problem) -> (SilentTokenRequest, correlationId: String?)
     ) throws(Problem) -> (SilentTokenRequest, correlationId: String?) {
-        // Keyed by valid UTF-8 only: decoding with replacement would give two bodies one key.
-        guard body.count <= Self.longestBody, let key = String(validating: body, as: UTF8.self) else { return try read(body) }
+        guard body.count <= Self.longestBody else { return try read(body) }
+        let key = BodyKey(bytes: body)
         if let known = memo.withLock({ $0[key] }) { return (known, nil) }
         let result = try read(body)
         if result.correlationId == nil {

@@ -82,7 +82,7 @@ final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else {
             throw Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'.")
         }
-        let presentedHash = SHA256.hash(Array(presented.utf8))
+        let presentedHash = SHA256.hash(utf8: presented)
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
             return bootstrapCaller
         }
@@ -91,7 +91,7 @@ final class APIKeyAuthenticator: Sendable {
         }
         let entry = try await lookup(keyId)
         guard let storedHash = entry.secretHash, let caller = entry.caller,
-            ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash)
+            ConstantTime.equals(SHA256.hash(utf8: secret), storedHash)
         else {
             throw Self.unauthenticated("The API key is not valid.")
         }
@@ -115,7 +115,7 @@ final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else {
             return .refused(Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'."))
         }
-        let presentedHash = SHA256.hash(Array(presented.utf8))
+        let presentedHash = SHA256.hash(utf8: presented)
         if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
             return .caller(bootstrapCaller)
         }
@@ -126,7 +126,7 @@ final class APIKeyAuthenticator: Sendable {
         }
         guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
         if let verified = cached.verifiedHash, ConstantTime.equals(presentedHash, verified) { return .caller(caller) }
-        guard ConstantTime.equals(SHA256.hash(Array(secret.utf8)), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        guard ConstantTime.equals(SHA256.hash(utf8: secret), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
         cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { entry in
             // Only onto the entry just checked: a re-read row starts unverified.
             if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedHash = presentedHash }
@@ -234,7 +234,7 @@ final class APIKeyAuthenticator: Sendable {
         let keyId = String(decoding: SecureRandom.bytes(12).map { alphabet[Int($0) % alphabet.count] }, as: UTF8.self)
         let secret = RandomToken.make(bytes: 32)
         try await store.insert(
-            keyId: keyId, name: name, secretHash: SHA256.hash(Array(secret.utf8)), permissions: permissions, tenants: tenants,
+            keyId: keyId, name: name, secretHash: SHA256.hash(utf8: secret), permissions: permissions, tenants: tenants,
             scopePatterns: scopePatterns)
         return (keyId, "trk_\(keyId)_\(secret)")
     }
