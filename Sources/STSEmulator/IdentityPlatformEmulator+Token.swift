@@ -349,6 +349,9 @@ extension IdentityPlatformEmulator {
         effective.resource = resource
         var permissions = scopes.permissions
         if scopes.isDefault { permissions = resource == RequestedScopes.graphResource ? ["User.Read"] : ["user_impersonation"] }
+        if resource == RequestedScopes.graphResource {
+            permissions += controls.consentedScopes.filter { c in !permissions.contains { $0.caseInsensitiveEquals(c) } }
+        }
         permissions = permissions.filter { p in !controls.declinedScopes.contains { $0.caseInsensitiveEquals(p) } }
         permissions.sort { $0.lowercased() < $1.lowercased() }
         let oidcGranted = scopes.wantsIDToken ? ["openid", "profile", "email"] : []

@@ -2,6 +2,7 @@
 ///
 /// `{"expires_in": 3600, "ext_expires_in": 3600, "refresh_in": 1800, "omit_refresh_token": false,
 /// "declined_scopes": ["User.ReadBasic.All"], "consent_required_scopes": ["Calendars.ReadWrite"],
+/// "consented_scopes": ["Mail.Send"],
 /// "revoke_refresh_tokens": true, "decline_consent": false, "latency_ms": 0, "numbers_as_strings": false,
 /// "foci": "1"}`.
 /// `expires_in`/`refresh_in` make "after expiry" testable without sleeping (behaviour §12).
@@ -16,6 +17,10 @@ struct UserControls: Sendable {
     var omitRefreshToken = false
     /// Permissions never granted: the response's `scope` leaves them out (case 16).
     var declinedScopes: [String] = []
+    /// Permissions consented earlier: granted with every request for Graph though not asked for, as
+    /// the platform grants a resource's consented permissions together (the response's `scope` may
+    /// differ from the request's, RFC 6749 §5.1).
+    var consentedScopes: [String] = []
     /// Permissions not consented: refresh requests naming one answer AADSTS65001 (case 06)
     /// until an authorize request names it.
     var consentRequiredScopes: [String] = []
@@ -39,6 +44,7 @@ struct UserControls: Sendable {
         if let v = value["omit_refresh_token"]?.boolValue { omitRefreshToken = v }
         if let v = names("declined_scopes") { declinedScopes = v }
         if let v = names("consent_required_scopes") { consentRequiredScopes = v }
+        if let v = names("consented_scopes") { consentedScopes = v }
         if let v = value["decline_consent"]?.boolValue { declineConsent = v }
         if let v = value["latency_ms"]?.intValue { latencyMs = v }
         if let v = value["numbers_as_strings"]?.boolValue { numbersAsStrings = v }
@@ -51,6 +57,7 @@ struct UserControls: Sendable {
             "refresh_in": refreshIn.map(JSONValue.int) ?? .null, "omit_refresh_token": .bool(omitRefreshToken),
             "declined_scopes": .array(declinedScopes.map(JSONValue.string)),
             "consent_required_scopes": .array(consentRequiredScopes.map(JSONValue.string)), "decline_consent": .bool(declineConsent),
+            "consented_scopes": .array(consentedScopes.map(JSONValue.string)),
             "latency_ms": .int(latencyMs), "numbers_as_strings": .bool(numbersAsStrings), "foci": familyID.map(JSONValue.string) ?? .null,
         ]
     }

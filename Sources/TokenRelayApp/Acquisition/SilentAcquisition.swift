@@ -100,27 +100,41 @@ struct SilentAcquisition: Sendable {
         }
 
         let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
+        // A scope-limited key is served a cached token only when every scope the token carries is
+        // the key's to ask for (behaviour §12.20): the cache is shared, and a token another caller
+        // asked for more scopes covers this request too. Otherwise the refresh token is redeemed
+        // for this request's scopes, bypassing the cache, and the new token replaces the wider one.
+        var exceedsKey = false
         if !bypassCache {
             if let remembered = declinedScopes.recall(accountId: account.accountId, key: declinedKey, now: now()),
                 cache.usable(remembered.token, minTTL: minTTL)
             {
-                return try answer(remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
+                if context.access.allows(remembered.token.scopeSet) {
+                    return try answer(
+                        remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
+                }
+                exceedsKey = true
             }
-            if let (hit, layer) = try await cache.lookup(account: account, realm: realm, scopes: request.scopes, minTTL: minTTL) {
-                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
-                served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
-                return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+            if !exceedsKey, let (hit, layer) = try await cache.lookup(account: account, realm: realm, scopes: request.scopes, minTTL: minTTL) {
+                if context.access.allows(hit.scopeSet) {
+                    metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
+                    served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
+                    return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
+                }
+                exceedsKey = true
             }
         }
 
         let refresh = RefreshExecutor.Request(
             account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims,
-            mode: bypassCache ? .bypass : .cacheFirst, minTTL: minTTL, context: context)
+            mode: bypassCache || exceedsKey ? .bypass : .cacheFirst, minTTL: minTTL, context: context)
         let (outcome, _) = try await refresher.run(refresh, until: context.deadline)
         background.absorb(outcome, accountId: account.accountId)
         switch outcome {
         case .failure(let error):
-            if !bypassCache, let extended = try await extendedLifetimeToken(after: error, account: account, realm: realm, scopes: request.scopes) {
+            if !bypassCache, let extended = try await extendedLifetimeToken(after: error, account: account, realm: realm, scopes: request.scopes),
+                context.access.allows(extended.scopeSet)
+            {
                 return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
             }
             var problem = Problem(error, requestedScopes: request.scopes)
@@ -138,8 +152,21 @@ struct SilentAcquisition: Sendable {
             if !declined.isEmpty {
                 declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey, now: now())
             }
+            // The platform may grant more than was asked (scopes consented earlier): such a token
+            // is kept for callers who may have it, never handed to this key.
+            try Self.checkGranted(token, by: context.access)
             return try answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial)
         }
+    }
+
+    /// 403 `forbidden` naming `scopes` when `token` carries a scope the key may not ask for.
+    static func checkGranted(_ token: StoredAccessToken, by access: KeyAccess) throws(Problem) {
+        let granted = token.scopeSet
+        guard !access.allows(granted) else { return }
+        let refused = granted.canonical.filter { !access.allows(scope: $0) }
+        throw Problem(
+            .forbidden, "The token issued carries scope(s) this API key may not use: \(refused.joined(separator: ", ")).",
+            extensions: ["field": .string("scopes"), "scopes": .array(refused.map(JSONValue.string))])
     }
 
     /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not

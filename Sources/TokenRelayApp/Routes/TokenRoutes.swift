@@ -42,7 +42,10 @@ enum TokenRoutes {
         do {
             try context.access.check(silent)
             guard visible(silent.account, to: context.access, services: services),
-                let result = try services.tokens.answerFromMemory(silent)
+                let result = try services.tokens.answerFromMemory(silent),
+                // A cached token another caller's request made may carry scopes this key may not
+                // ask for: the suspended step refreshes for the key's own (behaviour §12.20).
+                context.access.allows(result.token.scopeSet)
             else { return nil }
             return answer(result, silent, context, services: services)
         } catch {

@@ -241,6 +241,66 @@ struct APIKeyAccessTests {
         #expect(eventAccounts(ownEvents) == [alice], "a tenant-limited key read another tenant's events")
     }
 
+    @Test(
+        "A scope-limited key is never served a token carrying scopes outside its patterns: a wider cached one (server thread, suspended step, downstream) or a wider grant"
+    )
+    func scopeLimitsApplyToTheTokenServed() async throws {
+        let stack = try await InProcessApp(name: "inproc_keys_token_scopes")
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId()
+        let limited = try await Self.createKey(stack, permissions: ["tokens:acquire", "downstream:call"], scopes: ["User.Read"])
+        let headers = Self.bearer(limited.key)
+        func widen() async throws {
+            // Another caller's request leaves a token for both scopes in the shared cache.
+            let wide = try await stack.request(
+                "POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read", "Mail.Send"], "force_refresh": true])
+            #expect(wide.status == 200, "\(wide.text)")
+            #expect(Set(wide.json["scopes"] as? [String] ?? []) == ["Mail.Send", "User.Read"], "\(wide.text)")
+        }
+        try await widen()
+        // It used to answer 200 source cache with Mail.Send in scopes and in the token's scp.
+        let redeemed = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]], headers: headers, authenticated: false)
+        #expect(redeemed.status == 200, "\(redeemed.text)")
+        #expect(redeemed.json["scopes"] as? [String] == ["User.Read"], "\(redeemed.text)")
+        #expect(redeemed.json["source"] as? String == "refresh", "\(redeemed.text)")
+        let payload = try #require((redeemed.json["access_token"] as? String)?.split(separator: ".").dropFirst().first)
+        var base64 = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        let decoded = try #require(Data(base64Encoded: base64))
+        let claims = try #require(try JSONSerialization.jsonObject(with: decoded) as? [String: Any])
+        #expect(!(claims["scp"] as? String ?? "").contains("Mail.Send"), "\(claims)")
+        // Its own token is then served from the cache.
+        let cached = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]], headers: headers, authenticated: false)
+        #expect(cached.json["source"] as? String == "cache", "\(cached.text)")
+        #expect(cached.json["scopes"] as? [String] == ["User.Read"], "\(cached.text)")
+
+        // Downstream calls acquire through the same rule: a wider cached token is not used for them.
+        try await widen()
+        let before = try await stack.emulatorCount()
+        let me = try await stack.request("GET", "/v1/downstream/graph/me", headers: headers.merging(["X-Account-Id": alice]) { $1 }, authenticated: false)
+        #expect(me.status == 200, "\(me.text)")
+        #expect(try await stack.emulatorCount() == before + 1, "the downstream call used the wider cached token")
+        // The unlimited key is unaffected: the wide request is served from its cache.
+        let widened = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read", "Mail.Send"]])
+        #expect(widened.status == 200, "\(widened.text)")
+
+        // The platform grants Mail.Send (consented earlier) with every Graph request: the key is
+        // refused the token it cannot have, and the rotated refresh token is kept.
+        _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["consented_scopes": ["Mail.Send"]])
+        let granted = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"], "force_refresh": true], headers: headers,
+            authenticated: false)
+        #expect(granted.status == 403, "\(granted.text)")
+        #expect(granted.json["field"] as? String == "scopes", "\(granted.text)")
+        #expect(granted.json["scopes"] as? [String] == ["Mail.Send"], "\(granted.text)")
+        #expect(!granted.text.contains("access_token"), "\(granted.text)")
+        let admin = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]])
+        #expect(admin.status == 200, "\(admin.text)")
+        #expect(admin.json["source"] as? String == "cache", "the token the key was refused was not kept: \(admin.text)")
+    }
+
     @Test("App tokens honour the key's tenant and scope limits, also when the body names a correlation_id")
     func appTokenLimits() async throws {
         let stack = try await InProcessApp(name: "inproc_keys_app")
