@@ -14,7 +14,10 @@ enum SignInRoutes {
             let scopes = try TokenRoutes.requestedScopes(body)
             try request.context.access.check(scopes, field: "scopes")
             let authority = try body.string("authority").map { text throws(Problem) in try services.authorities.validate(text, field: "authority") }
-            if let authority { try request.context.access.check(authority: authority) }
+            // The authority the user will sign in at, the default one included: a tenant-limited
+            // key could otherwise sign a user of another tenant in (and replace that account's
+            // refresh token) by naming none. `common` or `organizations` is no tenant of a key's.
+            try request.context.access.check(authority: authority ?? services.signIns.defaultAuthority)
             let prompt = try body.string("prompt")
             if let prompt, !prompts.contains(prompt) {
                 throw Problem.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")

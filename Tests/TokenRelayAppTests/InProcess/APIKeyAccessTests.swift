@@ -214,6 +214,18 @@ struct APIKeyAccessTests {
             "POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/\(Self.otherTenant)"], headers: headers,
             authenticated: false)
         #expect(foreignSignIn.status == 403)
+        // Naming no authority means the default one (contoso's here): a key limited to fabrikam may
+        // not start it. It used to get 201, and the sign-in replaced alice's refresh token.
+        let fabrikamKey = try await Self.createKey(stack, permissions: ["accounts:write"], tenants: [Self.otherTenant])
+        let defaultSignIn = try await stack.request(
+            "POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"], headers: Self.bearer(fabrikamKey.key),
+            authenticated: false)
+        #expect(defaultSignIn.status == 403, "\(defaultSignIn.text)")
+        #expect(defaultSignIn.json["field"] as? String == "authority", "\(defaultSignIn.text)")
+        let ownSignIn = try await stack.request(
+            "POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "authority": "\(stack.emulator.baseURL)/\(Self.otherTenant)"],
+            headers: Self.bearer(fabrikamKey.key), authenticated: false)
+        #expect(ownSignIn.status == 201, "\(ownSignIn.text)")
 
         let graphBefore = try await stack.emulatorCount("graph_requests")
         let downstream = try await stack.request(
