@@ -4,7 +4,8 @@ import IdentityCore
 
 /// `GET /v1/sign-ins/start` (behaviour §3): the signed, API-key-free form of `POST /v1/sign-ins`
 /// that problems hand out as `sign_in_url`. A valid link is used once and answers 302 straight
-/// to the authority's authorize URL.
+/// to the authority's authorize URL. `HEAD` (link checkers, mail and chat previews) only checks
+/// it: 204 for a link that would start a sign-in, without using it up.
 enum SignInStartRoutes {
     static func register(on router: inout Router, _ services: AppServices) {
         router.add("GET", "/v1/sign-ins/start", access: .open) { request in
@@ -20,6 +21,12 @@ enum SignInStartRoutes {
                 throw Problem(code, error.detail, extensions: ["field": .string(error.field)])
             }
             let start = try startRequest(parameters, services: services)
+            if request.http.method == "HEAD" {
+                guard try await !services.store.isSignInStartLinkUsed(signatureHash: SHA256.hash(signature)) else {
+                    throw Problem(.forbidden, "This sign-in link was used already; ask for a new one.", extensions: ["field": .string("sig")])
+                }
+                return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"])
+            }
             // Recorded before the sign-in starts: a link raced from two browsers starts one sign-in.
             guard try await services.store.claimSignInStartLink(signatureHash: SHA256.hash(signature), expiresAt: Int(parameters["expires"]!)!) else {
                 throw Problem(.forbidden, "This sign-in link was used already; ask for a new one.", extensions: ["field": .string("sig")])

@@ -17,4 +17,12 @@ extension TokenStore {
             ).affectedRows == 1
         }
     }
+
+    /// Whether the link with this signature hash was used (claimed) already.
+    /// - Throws: `StoreError` when the database is unreachable.
+    func isSignInStartLinkUsed(signatureHash: [UInt8]) async throws -> Bool {
+        try await database.run { connection in
+            try connection.query("SELECT 1 FROM sign_in_start_links WHERE signature_hash = $1", [.bytes(signatureHash)]).rows.first != nil
+        }
+    }
 }

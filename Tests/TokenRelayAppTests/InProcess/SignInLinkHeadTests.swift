@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+import TokenRelayTesting
+
+/// `HEAD` on a `sign_in_url` (a link checker, a mail or chat preview) checks the link without
+/// using it: it used to start the sign-in, and the user's own click then got 403 "used already".
+@Suite("HEAD on a sign-in link, in process", .serialized)
+struct SignInLinkHeadTests {
+    @Test("HEAD on a sign_in_url is 204 and leaves it usable; the GET redirects; HEAD after that is 403")
+    func headDoesNotUseTheLink() async throws {
+        let stack = try await InProcessApp(name: "inproc_sign_in_link_head")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["revoke_refresh_tokens": true])
+        let refused = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        let link = try #require(refused.json["sign_in_url"] as? String, "\(refused.text)")
+
+        for _ in 0..<2 {
+            let checked = try await stack.request("HEAD", link, authenticated: false)
+            #expect(checked.status == 204, "\(checked.text)")
+            #expect(checked.headers["Location"] == nil)
+        }
+        let followed = try await stack.request("GET", link, authenticated: false)
+        #expect(followed.status == 302, "\(followed.text)")
+        #expect(followed.headers["Location"]?.contains("/oauth2/v2.0/authorize?") == true, "\(followed.headers)")
+        let used = try await stack.request("HEAD", link, authenticated: false)
+        #expect(used.status == 403)
+        let tampered = try await stack.request("HEAD", link + "x", authenticated: false)
+        #expect(tampered.status == 403 || tampered.status == 400, "\(tampered.text)")
+    }
+}
