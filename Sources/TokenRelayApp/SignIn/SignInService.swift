@@ -117,14 +117,17 @@ struct SignInService: Sendable {
         guard let state = query["state"], !state.isEmpty else {
             throw Problem.invalidRequest(field: "state", "The callback carries no 'state'.")
         }
+        // Checked before the sign-in is used up: a stray or truncated callback (no code, no
+        // error) must leave the user's real one working.
+        let code = query["code"] ?? ""
+        guard query["error"] != nil || !code.isEmpty else {
+            throw Problem.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
+        }
         guard let pending = try await store.consumePendingSignIn(stateHash: SHA256.hash(Array(state.utf8))) else {
             throw Problem.invalidRequest(field: "state", "The sign-in is unknown, already completed, or expired; start a new one.")
         }
         if let error = query["error"] {
             throw Self.authorizeProblem(error: error, description: query["error_description"] ?? "")
-        }
-        guard let code = query["code"], !code.isEmpty else {
-            throw Problem.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
         }
         let authority: Authority
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClientBridge
 import Testing
 import TokenRelayTesting
 
@@ -27,5 +28,31 @@ struct SignInLinkHeadTests {
         #expect(used.status == 403)
         let tampered = try await stack.request("HEAD", link + "x", authenticated: false)
         #expect(tampered.status == 403 || tampered.status == 400, "\(tampered.text)")
+    }
+}
+
+/// A callback that carries the sign-in's `state` but neither `code` nor `error` (a stray or cut
+/// request) is refused without using the sign-in up: it used to, and the user's real callback
+/// then got "unknown, already completed".
+@Suite("A callback without code or error, in process", .serialized)
+struct CallbackWithoutCodeTests {
+    @Test("state alone is 400 naming code; the real callback with the same state still signs the user in")
+    func stateAloneKeepsTheSignIn() async throws {
+        let stack = try await InProcessApp(name: "inproc_callback_no_code")
+        defer { stack.stop() }
+        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
+        let authorize = try #require(started.json["authorize_url"] as? String, "\(started.text)")
+        let redirect = try await stack.browser.execute(HTTPClientRequest(method: "GET", url: authorize))
+        let location = try #require(redirect.headers["Location"])
+        let components = try #require(URLComponents(string: location))
+        let state = try #require(components.queryItems?.first { $0.name == "state" }?.value)
+        var stray = components
+        stray.queryItems = [URLQueryItem(name: "state", value: state)]
+        let refused = try await stack.request("GET", try #require(stray.string), authenticated: false)
+        #expect(refused.status == 400, "\(refused.text)")
+        #expect(refused.json["field"] as? String == "code", "\(refused.text)")
+        let real = try await stack.request("GET", location, authenticated: false)
+        #expect(real.status == 200, "\(real.text)")
+        #expect((real.json["account"] as? [String: Any])?["username"] as? String == "alice@contoso.example", "\(real.text)")
     }
 }
