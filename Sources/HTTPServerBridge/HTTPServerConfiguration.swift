@@ -28,7 +28,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// pool is zeroed after every request: measured at 7 % of a cached request's CPU with 32 KiB
     /// (`bench/run` with `BENCH_PERF`), so it is kept no larger than the heads it must hold.
     public var connectionMemoryLimitBytes: Int
-    /// Seconds a client may take to send a whole request head (request line and headers), from
+    /// Seconds a client may take to send a whole request (request line, headers and body), from
     /// the connection's opening or the end of its previous request, however it trickles the
     /// bytes. Default 0: only ``connectionTimeoutSeconds`` (silence) applies.
     public var requestHeadTimeoutSeconds: Int

@@ -27,7 +27,6 @@ func accessHandler(
         let context = RequestContext(connection: connection)
         requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
         core.state.withLock { $0.active += 1 }
-        headTrack(connection)?.requestStarted()
         guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
         context.bodyExceededLimit = true
         return dispatch(context, core: core, connection: connection, url: url, method: method)
@@ -60,6 +59,9 @@ private func dispatch(
     _ context: RequestContext, core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?,
     method: UnsafePointer<CChar>?
 ) -> MHD_Result {
+    // The whole request is in: its deadline stops here, not at the head, so a body trickled a
+    // byte at a time is cut off like a trickled head (the clock covers head and body).
+    headTrack(connection)?.requestStarted()
     let request = makeRequest(connection: connection, url: url, method: method, context: context)
     switch core.handler.first(request) {
     case .respond(let response):

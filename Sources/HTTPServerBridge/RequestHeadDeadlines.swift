@@ -2,14 +2,14 @@ import Foundation
 internal import Glibc
 import Synchronization
 
-/// Cuts off clients that take too long to send a request head (request line and headers), such
-/// as a client trickling one header byte at a time: libmicrohttpd's own timeout
+/// Cuts off clients that take too long to send a request (request line, headers and body), such
+/// as a client trickling one header or body byte at a time: libmicrohttpd's own timeout
 /// (`MHD_OPTION_CONNECTION_TIMEOUT`) only counts silence, so such a client would hold its
 /// connection (and a share of the connection limit) for ever.
 ///
 /// Each connection is tracked from libmicrohttpd's "connection started" notification to its
 /// "closed" one. Its clock starts when it opens and again after each request completes; it
-/// stops while a request is being handled (from the complete head to the response). A watchdog
+/// stops while a request is being handled (from the last body byte to the response). A watchdog
 /// thread shuts down (`shutdown(2)`, never `close`) the socket of a connection whose head is
 /// late; libmicrohttpd then sees the socket end and closes the connection itself. The registry
 /// lock is held across `shutdown`, and libmicrohttpd reports "closed" (which takes the same lock)
@@ -27,7 +27,7 @@ final class RequestHeadDeadlines: Sendable {
             waitingSince = Atomic(now)
         }
 
-        /// The head arrived: the connection is busy with a request.
+        /// The whole request (head and body) arrived: the connection is busy with it.
         func requestStarted() { waitingSince.store(-1, ordering: .relaxed) }
 
         /// The response went out: the next head is awaited from now.

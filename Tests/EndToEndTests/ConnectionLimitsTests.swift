@@ -126,7 +126,7 @@ struct ConnectionLimitsTests {
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
     }
 
-    @Test("A client that stops sending, or trickles its headers, is cut off after TOKENRELAY_CLIENT_TIMEOUT_S")
+    @Test("A client that stops sending, or trickles its headers or its body, is cut off after TOKENRELAY_CLIENT_TIMEOUT_S")
     func slowClientTimeout() async throws {
         let stack = try await TokenRelayStack(name: "e2e_limits_timeout", environment: ["TOKENRELAY_CLIENT_TIMEOUT_S": "1"])
         defer { stack.stop() }
@@ -158,6 +158,20 @@ struct ConnectionLimitsTests {
         #expect(outcome == .closed, "a trickling client kept its connection: \(outcome)")
         let elapsed = trickleStarted.duration(to: .now)
         #expect(elapsed > .milliseconds(900) && elapsed < .seconds(4), "\(elapsed)")
+
+        // So is one trickling its body: it used to be answered after the last byte, 138 s for 70
+        // bytes one every 2 s (only silence and the head had a deadline).
+        let slowBody = try RawSocket(port: try Self.port(stack))
+        slowBody.send("POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n")
+        let bodyStarted = ContinuousClock.now
+        var bodyOutcome = RawSocket.Received.nothing
+        for _ in 0..<40 where bodyOutcome == .nothing {
+            slowBody.send("{")
+            bodyOutcome = slowBody.receive(within: 0.3)
+        }
+        #expect(bodyOutcome == .closed, "a client trickling its body kept its connection: \(bodyOutcome)")
+        let bodyElapsed = bodyStarted.duration(to: .now)
+        #expect(bodyElapsed > .milliseconds(900) && bodyElapsed < .seconds(4), "\(bodyElapsed)")
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
     }
 

@@ -40,8 +40,8 @@ public struct Configuration: Sendable {
         /// Server threads answering requests (`TOKENRELAY_SERVER_THREADS`). Default: the number of cores.
         public var serverThreads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount)
         /// Seconds a client connection may stay silent (while sending its request, or idle between
-        /// keep-alive requests), and may take to send a whole request head however it trickles the
-        /// bytes, before it is closed (`TOKENRELAY_CLIENT_TIMEOUT_S`). Default 30.
+        /// keep-alive requests), and may take to send a whole request (head and body) however it
+        /// trickles the bytes, before it is closed (`TOKENRELAY_CLIENT_TIMEOUT_S`). Default 30.
         public var clientTimeoutSeconds: Int = 30
         /// Seconds in-flight requests get to finish after SIGTERM before the server closes them
         /// (`TOKENRELAY_SHUTDOWN_TIMEOUT_S`). Default 10.
