@@ -26,6 +26,36 @@ struct JSONBodyTests {
         #expect(Self.problem(#"{"account_id":"a","scopes":["User.Read"]}"#, contentType: "application/json; charset=utf-8") == nil)
     }
 
+    /// `JSONSerialization` read these, and RFC 8259 refuses them: a duplicate member in UTF-32 went
+    /// past the duplicate check (it reads UTF-8) and the last value was used.
+    @Test("Bodies in UTF-16 or UTF-32, or with a comma before } or ], are 400 naming body; commas inside strings are fine")
+    func strictText() throws {
+        let duplicate = #"{"account_id":"carol","account_id":"alice","scopes":["User.Read"]}"#
+        func problem(_ bytes: [UInt8]) -> Problem? {
+            do {
+                _ = try JSONBody(bytes: bytes)
+                return nil
+            } catch { return error }
+        }
+        let utf16LE = duplicate.utf16.flatMap { [UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)] }
+        let utf16BE: [UInt8] = [0xFE, 0xFF] + duplicate.utf16.flatMap { [UInt8(truncatingIfNeeded: $0 >> 8), UInt8(truncatingIfNeeded: $0)] }
+        let utf32LE = duplicate.unicodeScalars.flatMap { scalar in (0..<4).map { UInt8(truncatingIfNeeded: scalar.value >> (8 * $0)) } }
+        let withNUL: [UInt8] = Array("{\"a\":1}".utf8) + [0]
+        let byteOrderMark: [UInt8] = [0xFF, 0xFE, 0x7B, 0x7D]
+        for bytes in [utf16LE, utf16BE, utf32LE, withNUL, byteOrderMark] {
+            let refused = try #require(problem(bytes), "\(bytes.prefix(8))")
+            #expect(refused.extensions["field"] == .string("body"))
+            #expect(refused.detail.contains("UTF-8"), "\(refused.detail)")
+        }
+        for text in [#"{"account_id":"a","scopes":["User.Read"],}"#, #"{"scopes":["User.Read",]}"#, "{\"a\":[1 ,\n ]}"] {
+            let refused = try #require(problem(Array(text.utf8)), "\(text)")
+            #expect(refused.extensions["field"] == .string("body"), "\(text)")
+            #expect(refused.detail.contains("comma"), "\(refused.detail)")
+        }
+        #expect(problem(Array(#"{"a":",}","b":[",]"],"c":"\",}"}"#.utf8)) == nil)
+        #expect(problem(Array(#"{"a":[1,2],"b":{}}"#.utf8)) == nil)
+    }
+
     @Test(
         "Each malformed body is 400 naming its field",
         arguments: [

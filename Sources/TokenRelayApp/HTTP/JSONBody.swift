@@ -26,6 +26,7 @@ struct JSONBody: Sendable {
         guard !bytes.isEmpty else {
             throw Problem.invalidRequest(field: "body", "The request body is empty; a JSON object is required.")
         }
+        try Self.requireStrictText(bytes)
         let object: Any
         do {
             // Fragments allowed so a bare `3` is "not an object" rather than "not JSON", as before.
@@ -44,6 +45,44 @@ struct JSONBody: Sendable {
             throw Problem.invalidRequest(field: member, "The member '\(member)' is given more than once.")
         }
         self.members = members
+    }
+
+    /// What `JSONSerialization` accepts and RFC 8259 does not: text in UTF-16 or UTF-32 (it
+    /// detects the encoding; §8.1 requires UTF-8, and the duplicate-member check reads UTF-8),
+    /// and a comma before `}` or `]` (§4, §5). One pass outside string literals.
+    /// - Throws: `Problem` 400 naming `body`.
+    static func requireStrictText(_ bytes: [UInt8]) throws(Problem) {
+        guard String(validating: bytes, as: UTF8.self) != nil, !bytes.contains(0) else {
+            throw Problem.invalidRequest(field: "body", "The request body must be JSON text in UTF-8 (RFC 8259 §8.1).")
+        }
+        var inString = false
+        var escaped = false
+        var afterComma = false
+        for byte in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                continue
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if afterComma {
+                    throw Problem.invalidRequest(field: "body", "The request body is not valid JSON: a comma before '}' or ']' (RFC 8259 §4).")
+                }
+            case UInt8(ascii: "\""):
+                inString = true
+            default:
+                break
+            }
+            afterComma = byte == UInt8(ascii: ",")
+        }
     }
 
     /// What the parsed value holds, to tell from the raw text whether `JSONSerialization`
