@@ -52,10 +52,26 @@ struct ExpiringMemoriesTests {
 
     static let account = AccountCacheTests.account
 
+    /// Bytes for any two of `accounts` and never three. Records alike differ in cost by 16 bytes
+    /// from one process to the next (the capacity an account's JSON bytes grew to), so room for
+    /// "two of this one" could hold two of another or only one: CI saw a dropped that way.
+    static func roomForTwo(_ accounts: [AccountRecord]) -> Int {
+        let costs = accounts.map { $0.memoryCost + AccountCache.entryOverheadBytes }
+        let room = 2 * costs.max()!
+        precondition(3 * costs.min()! > room, "three accounts fit")
+        return room
+    }
+
     @Test("Accounts are served for the TTL on the injected clock, and the least recently used makes room by bytes")
     func accountsExpireAndAreBounded() {
         let clock = Mutex(1_000.0)
-        let room = 2 * (Self.account.memoryCost + AccountCache.entryOverheadBytes) + 10
+        func record(_ id: String) -> AccountRecord {
+            AccountRecord(
+                accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
+                username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
+                idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
+        }
+        let room = Self.roomForTwo([Self.account] + ["a", "b", "c"].map(record))
         let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
         cache.store(Self.account, readMark: cache.readMark)
         clock.withLock { $0 = 1_029.5 }
@@ -63,12 +79,6 @@ struct ExpiringMemoriesTests {
         clock.withLock { $0 = 1_030 }
         #expect(cache.account(id: "acc_1") == nil)
 
-        func record(_ id: String) -> AccountRecord {
-            AccountRecord(
-                accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
-                username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
-                idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
-        }
         for (index, id) in ["a", "b"].enumerated() {
             clock.withLock { $0 = 2_000 + Double(index) }
             cache.store(record(id), readMark: cache.readMark)
@@ -90,7 +100,7 @@ struct ExpiringMemoriesTests {
                 username: "u@contoso.example", name: nil, authority: "https://login.microsoftonline.com/t", authorityType: .aad, state: .active,
                 idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
         }
-        let room = 2 * (record("a").memoryCost + AccountCache.entryOverheadBytes) + 10
+        let room = Self.roomForTwo(["a", "b", "c"].map(record))
         let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
         cache.store(record("a"), readMark: cache.readMark)
         #expect(cache.claimTouch(id: "a", now: 1_000))
