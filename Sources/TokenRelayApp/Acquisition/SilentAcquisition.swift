@@ -109,14 +109,14 @@ struct SilentAcquisition: Sendable {
             if let remembered = declinedScopes.recall(accountId: account.accountId, key: declinedKey, now: now()),
                 cache.usable(remembered.token, minTTL: minTTL)
             {
-                if context.access.allows(remembered.token.scopeSet) {
+                if context.access.allows(remembered.token) {
                     return try answer(
                         remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
                 }
                 exceedsKey = true
             }
             if !exceedsKey, let (hit, layer) = try await cache.lookup(account: account, realm: realm, scopes: request.scopes, minTTL: minTTL) {
-                if context.access.allows(hit.scopeSet) {
+                if context.access.allows(hit) {
                     metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
                     served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
                     return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
@@ -133,7 +133,7 @@ struct SilentAcquisition: Sendable {
         switch outcome {
         case .failure(let error):
             if !bypassCache, let extended = try await extendedLifetimeToken(after: error, account: account, realm: realm, scopes: request.scopes),
-                context.access.allows(extended.scopeSet)
+                context.access.allows(extended)
             {
                 return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
             }
@@ -161,8 +161,8 @@ struct SilentAcquisition: Sendable {
 
     /// 403 `forbidden` naming `scopes` when `token` carries a scope the key may not ask for.
     static func checkGranted(_ token: StoredAccessToken, by access: KeyAccess) throws(Problem) {
+        guard !access.allows(token) else { return }
         let granted = token.scopeSet
-        guard !access.allows(granted) else { return }
         let refused = granted.canonical.filter { !access.allows(scope: $0) }
         throw Problem(
             .forbidden, "The token issued carries scope(s) this API key may not use: \(refused.joined(separator: ", ")).",

@@ -45,7 +45,7 @@ enum TokenRoutes {
                 let result = try services.tokens.answerFromMemory(silent),
                 // A cached token another caller's request made may carry scopes this key may not
                 // ask for: the suspended step refreshes for the key's own (behaviour §12.20).
-                context.access.allows(result.token.scopeSet)
+                context.access.allows(result.token)
             else { return nil }
             return answer(result, silent, context, services: services)
         } catch {
