@@ -146,31 +146,29 @@ struct ConnectionLimitsTests {
         #expect(answer.hasPrefix("HTTP/1.1 200"))
         #expect(idle.receive(within: 5) == .closed)
 
-        // A client trickling its headers (never silent for a whole second) is cut off too.
-        let trickle = try RawSocket(port: try Self.port(stack))
-        trickle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        let trickleStarted = ContinuousClock.now
-        var outcome = RawSocket.Received.nothing
-        for index in 0..<40 where outcome == .nothing {
-            trickle.send("X-Slow-\(index): y\r\n")
-            outcome = trickle.receive(within: 0.3)
+        // Sends `start`, then a piece every 0.3 s (never silent for a whole second) until the
+        // server closes; returns what it saw last and how long the trickle lasted.
+        func trickle(_ start: String, _ piece: (Int) -> String) throws -> (RawSocket.Received, Duration) {
+            let socket = try RawSocket(port: try Self.port(stack))
+            socket.send(start)
+            let started = ContinuousClock.now
+            var outcome = RawSocket.Received.nothing
+            for index in 0..<40 where outcome == .nothing {
+                socket.send(piece(index))
+                outcome = socket.receive(within: 0.3)
+            }
+            return (outcome, started.duration(to: .now))
         }
+        // A client trickling its headers is cut off too.
+        let (outcome, elapsed) = try trickle("GET /healthz HTTP/1.1\r\nHost: x\r\n") { "X-Slow-\($0): y\r\n" }
         #expect(outcome == .closed, "a trickling client kept its connection: \(outcome)")
-        let elapsed = trickleStarted.duration(to: .now)
         #expect(elapsed > .milliseconds(900) && elapsed < .seconds(4), "\(elapsed)")
-
         // So is one trickling its body: it used to be answered after the last byte, 138 s for 70
         // bytes one every 2 s (only silence and the head had a deadline).
-        let slowBody = try RawSocket(port: try Self.port(stack))
-        slowBody.send("POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n")
-        let bodyStarted = ContinuousClock.now
-        var bodyOutcome = RawSocket.Received.nothing
-        for _ in 0..<40 where bodyOutcome == .nothing {
-            slowBody.send("{")
-            bodyOutcome = slowBody.receive(within: 0.3)
-        }
+        let (bodyOutcome, bodyElapsed) = try trickle(
+            "POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
+        ) { _ in "{" }
         #expect(bodyOutcome == .closed, "a client trickling its body kept its connection: \(bodyOutcome)")
-        let bodyElapsed = bodyStarted.duration(to: .now)
         #expect(bodyElapsed > .milliseconds(900) && bodyElapsed < .seconds(4), "\(bodyElapsed)")
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
     }

@@ -154,19 +154,9 @@ struct SilentAcquisition: Sendable {
             }
             // The platform may grant more than was asked (scopes consented earlier): such a token
             // is kept for callers who may have it, never handed to this key.
-            try Self.checkGranted(token, by: context.access)
+            try context.access.check(served: token)
             return try answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial)
         }
-    }
-
-    /// 403 `forbidden` naming `scopes` when `token` carries a scope the key may not ask for.
-    static func checkGranted(_ token: StoredAccessToken, by access: KeyAccess) throws(Problem) {
-        guard !access.allows(token) else { return }
-        let granted = token.scopeSet
-        let refused = granted.canonical.filter { !access.allows(scope: $0) }
-        throw Problem(
-            .forbidden, "The token issued carries scope(s) this API key may not use: \(refused.joined(separator: ", ")).",
-            extensions: ["field": .string("scopes"), "scopes": .array(refused.map(JSONValue.string))])
     }
 
     /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not

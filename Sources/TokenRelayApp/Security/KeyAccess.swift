@@ -74,12 +74,21 @@ struct KeyAccess: Sendable, Equatable {
 
     /// 403 `forbidden` naming `field` unless the key may ask for every scope of `scopes`.
     func check(_ scopes: ScopeSet, field: String) throws(Problem) {
-        guard allows(scopes) else {
-            let refused = scopes.canonical.filter { !allows(scope: $0) }
-            throw Problem(
-                .forbidden, "This API key may not request the scope(s) \(refused.joined(separator: ", ")).",
-                extensions: ["field": .string(field), "scopes": .array(refused.map(JSONValue.string))])
-        }
+        guard allows(scopes) else { throw refusal(scopes, field: field, "This API key may not request the scope(s)") }
+    }
+
+    /// 403 `forbidden` naming `scopes` when `token`, about to be served, carries a scope the key
+    /// may not ask for: the platform may grant more than was asked (scopes consented earlier,
+    /// RFC 6749 §5.1).
+    func check(served token: StoredAccessToken) throws(Problem) {
+        guard allows(token) else { throw refusal(token.scopeSet, field: "scopes", "The token issued carries scope(s) this API key may not use:") }
+    }
+
+    private func refusal(_ scopes: ScopeSet, field: String, _ lead: String) -> Problem {
+        let refused = scopes.canonical.filter { !allows(scope: $0) }
+        return Problem(
+            .forbidden, "\(lead) \(refused.joined(separator: ", ")).",
+            extensions: ["field": .string(field), "scopes": .array(refused.map(JSONValue.string))])
     }
 
     /// 403 `forbidden` unless the key may use the authority's tenant.
