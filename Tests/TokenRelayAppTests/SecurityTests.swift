@@ -65,6 +65,9 @@ struct SecurityTests {
         #expect(APIKeyAuthenticator.split("trk_short_secret") == nil)
         #expect(APIKeyAuthenticator.split("trk_ABCDEFGH_secret") == nil)
         #expect(APIKeyAuthenticator.split("abc_abcdefgh_secret") == nil)
+        #expect(APIKeyAuthenticator.split("trk_abcdefgh_") == nil)
+        #expect(APIKeyAuthenticator.split("trk_abcdefghsecret") == nil)
+        #expect(APIKeyAuthenticator.split("trk_abcdéfgh_secret") == nil)
         #expect(APIKeyAuthenticator.bearerToken("Bearer  trk_x ") == "trk_x")
         #expect(APIKeyAuthenticator.bearerToken("Basic abc") == nil)
     }

@@ -38,6 +38,11 @@ struct Router: Sendable {
     /// instead of splitting the path and binding every template (a tenth of a cached silent
     /// request, behaviour §10). Every other request takes the general walk, with the same result.
     private var exact: [String: [String: Route]] = [:]
+    /// Indices into ``routes``, in registration order, of the templates a path of `n` segments can
+    /// fit by its length (`n` segments, or a remainder starting at or before segment `n`); the
+    /// last entry serves every longer path. An unknown path (404) tests these few instead of
+    /// every template.
+    private var candidatesBySegmentCount: [[Int]] = [[]]
 
     /// Registers `handler` for `method` on `template`.
     /// - Parameters:
@@ -57,6 +62,13 @@ struct Router: Sendable {
             exact["/" + Self.split(template).joined(separator: "/"), default: [:]][method] = route
         }
         routes.append(route)
+        let longest = routes.map(\.segments.count).max() ?? 0
+        candidatesBySegmentCount = (0...longest + 1).map { count in
+            routes.indices.filter { index in
+                let segments = routes[index].segments
+                return segments.count == count || (Self.endsInRemainder(segments) && count >= segments.count)
+            }
+        }
     }
 
     /// The same handler for several methods (e.g. every method a relay passes through).
@@ -69,23 +81,26 @@ struct Router: Sendable {
         let parts = Self.split(path)
         // Only the templates with the most literal segments that fit the path decide, as in
         // OpenAPI path matching: `/v1/accounts/import` is that route (405 for GET), never the
-        // account `import` of `/v1/accounts/{account_id}`.
+        // account `import` of `/v1/accounts/{account_id}`. Templates are tested in place and
+        // only the chosen one binds its parameters: an unknown path (404) walks every template,
+        // and copying each route and binding a dictionary per template was most of a 404's cost.
         var mostLiterals = -1
-        var found: (Route, [String: String])?
+        var found: Int?
         var allowed: [String] = []
-        for route in routes {
-            guard route.literalCount >= mostLiterals, let parameters = Self.bind(route.segments, to: parts) else { continue }
-            if route.literalCount > mostLiterals {
-                mostLiterals = route.literalCount
+        for index in candidatesBySegmentCount[min(parts.count, candidatesBySegmentCount.count - 1)] {
+            guard routes[index].literalCount >= mostLiterals, Self.fits(routes[index].segments, parts) else { continue }
+            if routes[index].literalCount > mostLiterals {
+                mostLiterals = routes[index].literalCount
                 found = nil
-                allowed = []
+                allowed.removeAll(keepingCapacity: true)
             }
-            if found == nil, route.method == method || (method == "HEAD" && route.method == "GET") {
-                found = (route, parameters)
+            let routeMethod = routes[index].method
+            if found == nil, routeMethod == method || (method == "HEAD" && routeMethod == "GET") {
+                found = index
             }
-            allowed.append(route.method)
+            allowed.append(routeMethod)
         }
-        if let (route, parameters) = found { return .found(route, parameters) }
+        if let found { return .found(routes[found], Self.bind(routes[found].segments, to: parts)) }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
     }
 
@@ -104,33 +119,54 @@ struct Router: Sendable {
             if part.hasPrefix("{") && part.hasSuffix("}") {
                 return .parameter(String(part.dropFirst().dropLast()))
             }
-            return .literal(part)
+            return .literal(String(part))
         }
     }
 
     /// Splits on the byte `/`, not on Characters: a combining mark or an emoji skin-tone modifier
     /// right after `/` joins it into one grapheme cluster, which hid the separator (found by
     /// schemathesis: `DELETE /v1/accounts/🏻` answered 404 "no route").
-    private static func split(_ path: String) -> [String] {
-        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map { String(decoding: $0, as: UTF8.self) }
+    private static func split(_ path: String) -> [Substring] {
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map { Substring($0) }
     }
 
-    private static func bind(_ segments: [Segment], to parts: [String]) -> [String: String]? {
+    /// Whether `segments` match `parts`: literals equal, parameters non-empty, a remainder takes
+    /// one segment or more.
+    private static func fits(_ segments: [Segment], _ parts: [Substring]) -> Bool {
+        guard segments.count == parts.count || endsInRemainder(segments) else { return false }
+        for (index, segment) in segments.enumerated() {
+            guard index < parts.count else { return false }
+            switch segment {
+            case .literal(let text):
+                // Bytes, as RFC 3986 compares paths (a String comparison is canonical equivalence,
+                // several times the cost).
+                guard parts[index].utf8.count == text.utf8.count, parts[index].utf8.elementsEqual(text.utf8) else { return false }
+            case .parameter:
+                guard !parts[index].isEmpty else { return false }
+            case .remainder:
+                return true
+            }
+        }
+        return segments.count == parts.count
+    }
+
+    private static func endsInRemainder(_ segments: [Segment]) -> Bool {
+        if case .some(.remainder) = segments.last { true } else { false }
+    }
+
+    /// The parameters of a template that ``fits(_:_:)`` the path.
+    private static func bind(_ segments: [Segment], to parts: [Substring]) -> [String: String] {
         var parameters: [String: String] = [:]
         for (index, segment) in segments.enumerated() {
             switch segment {
-            case .literal(let text):
-                guard index < parts.count, parts[index] == text else { return nil }
-            case .parameter(let name):
-                guard index < parts.count, !parts[index].isEmpty else { return nil }
-                parameters[name] = parts[index]
+            case .literal: continue
+            case .parameter(let name): parameters[name] = String(parts[index])
             case .remainder(let name):
-                guard index < parts.count else { return nil }
                 parameters[name] = parts[index...].joined(separator: "/")
                 return parameters
             }
         }
-        return segments.count == parts.count ? parameters : nil
+        return parameters
     }
 }
 

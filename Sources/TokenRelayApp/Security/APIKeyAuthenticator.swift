@@ -205,18 +205,18 @@ final class APIKeyAuthenticator: Sendable {
 
     /// `trk_<keyid>_<secret>`: split at the first two underscores; the secret may contain `_`.
     static func split(_ key: String) -> (keyId: String, secret: String)? {
-        guard key.hasPrefix("trk_") else { return nil }
-        let rest = key.dropFirst(4)
-        guard let underscore = rest.firstIndex(of: "_") else { return nil }
-        let keyId = String(rest[..<underscore])
-        let secret = String(rest[rest.index(after: underscore)...])
-        // Checked on UTF-8 bytes (all ASCII, so bytes are characters): per-`Character` checks
-        // showed on the cached token path (behaviour §10).
-        guard keyId.utf8.count >= 8,
-            keyId.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }),
-            !secret.isEmpty
+        // On UTF-8 bytes (the separators are ASCII, so every cut is at a scalar boundary):
+        // `hasPrefix` and `firstIndex(of:)` on Characters were most of a 401's cost (behaviour §10).
+        let utf8 = key.utf8
+        guard utf8.starts(with: "trk_".utf8) else { return nil }
+        let keyIdStart = utf8.index(utf8.startIndex, offsetBy: 4)
+        guard let underscore = utf8[keyIdStart...].firstIndex(of: UInt8(ascii: "_")) else { return nil }
+        let keyIdBytes = utf8[keyIdStart..<underscore]
+        guard keyIdBytes.count >= 8,
+            keyIdBytes.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }),
+            utf8.index(after: underscore) != utf8.endIndex
         else { return nil }
-        return (keyId, secret)
+        return (String(Substring(keyIdBytes)), String(Substring(utf8[utf8.index(after: underscore)...])))
     }
 
     static func unauthenticated(_ detail: String) -> Problem {
