@@ -33,11 +33,12 @@ struct Router: Sendable {
     }
 
     private(set) var routes: [Route] = []
-    /// Path → method → route for templates without parameters that no earlier route with the
-    /// same method also matches: ``match(method:path:)`` finds them with one dictionary lookup
-    /// instead of splitting the path and binding every template (a tenth of a cached silent
-    /// request, behaviour §10). Every other request takes the general walk, with the same result.
-    private var exact: [String: [String: Route]] = [:]
+    /// Templates without parameters, as (path, method, index into ``routes``): ``match(method:path:)``
+    /// finds them by comparing lengths, then strings, without splitting the path and binding every template (a
+    /// tenth of a cached silent request, behaviour §10) or hashing it (a scan of a dozen entries
+    /// that mostly differ in length costs less). Every other request takes the general walk,
+    /// with the same result.
+    private var exact: [(path: String, method: String, index: Int)] = []
     /// Indices into ``routes``, in registration order, of the templates a path of `n` segments can
     /// fit by its length (`n` segments, or a remainder starting at or before segment `n`); the
     /// last entry serves every longer path. An unknown path (404) tests these few instead of
@@ -59,7 +60,9 @@ struct Router: Sendable {
             literalCount: segments.count { if case .literal = $0 { true } else { false } })
         // A template of literals only is the most specific match of its path: looked up directly.
         if route.literalCount == route.segments.count {
-            exact["/" + Self.split(template).joined(separator: "/"), default: [:]][method] = route
+            let path = "/" + Self.split(template).joined(separator: "/")
+            exact.removeAll { $0.path == path && $0.method == method }
+            exact.append((path, method, routes.count))
         }
         routes.append(route)
         let longest = routes.map(\.segments.count).max() ?? 0
@@ -77,7 +80,10 @@ struct Router: Sendable {
     }
 
     func match(method: String, path: String) -> Match {
-        if let route = exact[path]?[method] { return .found(route, [:]) }
+        let length = path.utf8.count
+        for entry in exact where entry.path.utf8.count == length && entry.method == method && entry.path == path {
+            return .found(routes[entry.index], [:])
+        }
         let parts = Self.split(path)
         // Only the templates with the most literal segments that fit the path decide, as in
         // OpenAPI path matching: `/v1/accounts/import` is that route (405 for GET), never the

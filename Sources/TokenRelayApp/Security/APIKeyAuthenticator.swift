@@ -35,13 +35,17 @@ final class APIKeyAuthenticator: Sendable {
         let secretHash: [UInt8]?
         let caller: Caller?
         let fetchedAt: Date
-        /// SHA-256 of the whole `trk_<keyid>_<secret>` last verified against `secretHash`: the
-        /// presented key's hash (computed anyway for the bootstrap comparison) equal to it proves
-        /// the same secret, so a hot key costs one SHA-256 per request rather than two.
-        var verifiedHash: [UInt8]? = nil
+        /// The whole `trk_<keyid>_<secret>` last verified against `secretHash`, compared in
+        /// constant time: the same bytes are the same secret, so a hot key costs no SHA-256 (about
+        /// a twentieth of a cached silent request, behaviour §10). Memory only, for at most twice
+        /// `cacheTTL`; the process holds the encryption key ring and the cached access tokens the
+        /// key unlocks, so a key it has just verified adds nothing a memory disclosure would not
+        /// already give. The database keeps only the hash.
+        var verifiedKey: [UInt8]? = nil
     }
 
-    private let bootstrapHash: [UInt8]?
+    /// `TOKENRELAY_BOOTSTRAP_API_KEY`'s bytes (the configuration holds it too), compared in constant time.
+    private let bootstrapKey: [UInt8]?
     private let keys: APIKeyStore
     /// Key ids → what the database said, on `Date.timeIntervalSinceReferenceDate`. An entry is
     /// trusted for `cacheTTL` after `fetchedAt`, and held as ``heldSeconds(_:)`` says.
@@ -70,7 +74,7 @@ final class APIKeyAuthenticator: Sendable {
         cache = ExpiringMap(capacity: max(1, cacheLimit))
         self.rateLimitPerKey = rateLimitPerKey
         self.cacheTTL = cacheTTL
-        bootstrapHash = bootstrapKey.map { SHA256.hash(Array($0.utf8)) }
+        self.bootstrapKey = bootstrapKey.map { Array($0.utf8) }
         bootstrapCaller = Caller(
             keyId: "bootstrap", owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
             bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
@@ -82,8 +86,7 @@ final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else {
             throw Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'.")
         }
-        let presentedHash = SHA256.hash(utf8: presented)
-        if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
+        if let bootstrapKey, ConstantTime.equals(Array(presented.utf8), bootstrapKey) {
             return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented) else {
@@ -115,8 +118,8 @@ final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else {
             return .refused(Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'."))
         }
-        let presentedHash = SHA256.hash(utf8: presented)
-        if let bootstrapHash, ConstantTime.equals(presentedHash, bootstrapHash) {
+        let presentedBytes = Array(presented.utf8)
+        if let bootstrapKey, ConstantTime.equals(presentedBytes, bootstrapKey) {
             return .caller(bootstrapCaller)
         }
         guard let (keyId, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
@@ -125,11 +128,11 @@ final class APIKeyAuthenticator: Sendable {
             return .unknown
         }
         guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
-        if let verified = cached.verifiedHash, ConstantTime.equals(presentedHash, verified) { return .caller(caller) }
+        if let verified = cached.verifiedKey, ConstantTime.equals(presentedBytes, verified) { return .caller(caller) }
         guard ConstantTime.equals(SHA256.hash(utf8: secret), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
         cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { entry in
             // Only onto the entry just checked: a re-read row starts unverified.
-            if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedHash = presentedHash }
+            if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedKey = presentedBytes }
         }
         return .caller(caller)
     }
