@@ -143,4 +143,41 @@ struct ExpiringMemoriesTests {
         #expect(
             { if case .caller = authenticator.authenticateFromMemory("Bearer " + apiKey) { true } else { false } }(), "unknown ids pushed the real key out")
     }
+    @Test("API keys: a verified key is known from memory; another secret under its id, a longer or shorter key, and keys near the bootstrap key are refused")
+    func verifiedKeysCompareWholeKeys() async throws {
+        let url = try await TestPostgres.freshDatabase(named: "key_cache_verified")
+        let pool = PostgresPool(url: url, size: 1)
+        defer { pool.close() }
+        let migrator = try Migrator(directory: BuiltProducts.packageRoot() + "/migrations")
+        _ = try await migrator.apply(on: pool)
+        let store = APIKeyStore(database: Database(pool: pool))
+        let bootstrap = "trk_bootstrap_" + String(repeating: "b", count: 43)
+        let authenticator = APIKeyAuthenticator(bootstrapKey: bootstrap, keys: store)
+        let (keyId, apiKey) = try await APIKeyAuthenticator.create(name: "real", permissions: [.tokensAcquire], store: store)
+        func verdict(_ key: String) -> String {
+            switch authenticator.authenticateFromMemory("Bearer " + key) {
+            case .caller(let caller): caller.keyId
+            case .refused(let problem): "refused \(problem.status)"
+            case .unknown: "unknown"
+            }
+        }
+        #expect(verdict(apiKey) == "unknown")
+        _ = try await authenticator.authenticate("Bearer " + apiKey)
+        // Checked against the stored hash once, then remembered.
+        #expect(verdict(apiKey) == keyId)
+        #expect(verdict(apiKey) == keyId)
+        var otherSecret = Array(apiKey.utf8)
+        otherSecret[otherSecret.count - 1] = otherSecret.last == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        for wrong in [String(decoding: otherSecret, as: UTF8.self), apiKey + "x", String(apiKey.dropLast()), "trk_\(keyId)_x"] {
+            #expect(verdict(wrong) == "refused 401", "\(wrong.count) bytes")
+            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer " + wrong) }
+        }
+        // The right key is still known after the refusals.
+        #expect(verdict(apiKey) == keyId)
+        #expect(verdict(bootstrap) == "bootstrap")
+        for wrong in [bootstrap + "b", String(bootstrap.dropLast())] {
+            #expect(verdict(wrong) != "bootstrap")
+            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer " + wrong) }
+        }
+    }
 }
