@@ -222,6 +222,7 @@ final class AppHTTPHandler: HTTPHandler {
     /// closes `/dev/urandom` on every call, a tenth of the cached silent path's cost (behaviour §10).
     static func newCorrelationId() -> String {
         var random = correlationRandomness.next16()
+        let hexDigits = hexDigits.span  // read once, not through the lazy global on every digit
         return withUnsafeMutableBytes(of: &random) { bytes in
             bytes[6] = bytes[6] & 0x0F | 0x40
             bytes[8] = bytes[8] & 0x3F | 0x80

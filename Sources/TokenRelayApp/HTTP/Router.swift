@@ -12,7 +12,10 @@ struct Router: Sendable {
         case remainder(String)
     }
 
-    struct Route: Sendable {
+    /// A registered route. A class: a matched route is handed through the prepared request to
+    /// the suspended step, and a struct of eight members cost a retain and a release of each at
+    /// every hand-over (behaviour §10).
+    final class Route: Sendable {
         let method: String
         let template: String
         let segments: [Segment]
@@ -24,6 +27,20 @@ struct Router: Sendable {
         let handler: RouteHandler
         /// Literal segments of the template: the more, the more specific.
         let literalCount: Int
+
+        init(
+            method: String, template: String, segments: [Segment], access: RouteAccess, body: RouteBody, prepare: RoutePreparation?,
+            handler: @escaping RouteHandler, literalCount: Int
+        ) {
+            self.method = method
+            self.template = template
+            self.segments = segments
+            self.access = access
+            self.body = body
+            self.prepare = prepare
+            self.handler = handler
+            self.literalCount = literalCount
+        }
     }
 
     enum Match {
