@@ -74,15 +74,9 @@ struct Problem: Error, Sendable {
         out.append(UInt8(ascii: "{"))
         var nextExtra = 0
         var writable = true
-        /// Appends `text` quoted: for the member names and code texts, which need no escaping.
-        func quoted(_ text: String) {
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: text.utf8)
-            out.append(UInt8(ascii: "\""))
-        }
-        func name(_ key: String, escaping: Bool) {
+        func name(_ key: String) {
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            if escaping { JSONWriter.writeString(key, into: &out) } else { quoted(key) }
+            JSONWriter.writeString(key, into: &out)
             out.append(UInt8(ascii: ":"))
         }
         /// The extensions whose names sort before `key` (all that are left when nil).
@@ -90,33 +84,52 @@ struct Problem: Error, Sendable {
             while nextExtra < extra.count, key.map({ extra[nextExtra].utf8.lexicographicallyPrecedes($0.utf8) }) ?? true {
                 let key = extra[nextExtra]
                 nextExtra += 1
-                name(key, escaping: true)
+                name(key)
                 // A non-finite number has no JSON form: the whole body becomes "{}", as JSONWriter does.
                 if !JSONWriter.write(extensions[key]!, into: &out) { writable = false }
             }
         }
-        func member(_ key: String) {
+        /// A standard member's name, made once as bytes (`"detail":`), after the extensions before it.
+        func member(_ key: String, _ bytes: [UInt8]) {
             extras(before: key)
-            name(key, escaping: false)
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: bytes)
         }
-        member("correlation_id")
+        let texts = Self.codeTexts[code]!
+        member("correlation_id", Self.memberNames.correlationId)
         JSONWriter.writeString(correlationId, into: &out)
-        member("detail")
+        member("detail", Self.memberNames.detail)
         JSONWriter.writeString(detail, into: &out)
-        member("error")
-        quoted(code.rawValue)
-        member("status")
+        member("error", Self.memberNames.error)
+        out.append(contentsOf: texts.error)
+        member("status", Self.memberNames.status)
         out.append(contentsOf: String(status).utf8)
-        member("title")
-        quoted(code.title)
-        member("type")
-        out.append(contentsOf: #""urn:tokenrelay:problem:"#.utf8)
-        out.append(contentsOf: code.rawValue.utf8)
-        out.append(UInt8(ascii: "\""))
+        member("title", Self.memberNames.title)
+        out.append(contentsOf: texts.title)
+        member("type", Self.memberNames.type)
+        out.append(contentsOf: texts.type)
         extras(before: nil)
         out.append(UInt8(ascii: "}"))
         return writable ? out : Array("{}".utf8)
     }
 
     private static let standardMembers: Set<String> = ["correlation_id", "detail", "error", "status", "title", "type"]
+
+    /// The standard members' names as JSON bytes with their colon, made once.
+    private static let memberNames = (
+        correlationId: encodedName("correlation_id"), detail: encodedName("detail"), error: encodedName("error"),
+        status: encodedName("status"), title: encodedName("title"), type: encodedName("type")
+    )
+
+    /// Each code's `error`, `title` and `type` values as JSON strings, made once.
+    private static let codeTexts: [ProblemCode: (error: [UInt8], title: [UInt8], type: [UInt8])] = Dictionary(
+        uniqueKeysWithValues: ProblemCode.allCases.map { code in (code, (encoded(code.rawValue), encoded(code.title), encoded(code.typeURI))) })
+
+    private static func encoded(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        JSONWriter.writeString(text, into: &bytes)
+        return bytes
+    }
+
+    private static func encodedName(_ name: String) -> [UInt8] { encoded(name) + [UInt8(ascii: ":")] }
 }
