@@ -13,11 +13,15 @@ public struct HTTPRequest: Sendable {
     public var bodyExceededLimit: Bool
     /// The peer's address, e.g. `127.0.0.1`, when known.
     public var remoteAddress: String?
+    /// The protocol version of the request line (`HTTP/1.1`, `HTTP/1.0`); nil for a request made
+    /// in memory (tests), which carries no request line.
+    public var version: String?
 
     public init(
         method: String, path: String, query: [(name: String, value: String)] = [], headers: HTTPHeaders = HTTPHeaders(),
-        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil
+        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil, version: String? = nil
     ) {
+        self.version = version
         self.method = method
         self.path = path
         self.query = query

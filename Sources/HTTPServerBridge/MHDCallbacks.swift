@@ -29,7 +29,7 @@ func accessHandler(
         core.state.withLock { $0.active += 1 }
         guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
         context.bodyExceededLimit = true
-        return dispatch(context, core: core, connection: connection, url: url, method: method)
+        return dispatch(context, core: core, connection: connection, url: url, method: method, version: version)
     }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
 
@@ -50,19 +50,19 @@ func accessHandler(
 
     // The request is complete. A chunked body that went over the limit was read and dropped to
     // here: libmicrohttpd 0.9.75 refuses a response queued in the middle of the body.
-    return dispatch(context, core: core, connection: connection, url: url, method: method)
+    return dispatch(context, core: core, connection: connection, url: url, method: method, version: version)
 }
 
 /// Hands the request to the handler: answers at once if `respondImmediately` does, otherwise
 /// suspends the connection for the async handler to continue from what it prepared (503 if the server is stopping).
 private func dispatch(
     _ context: RequestContext, core: ServerCore, connection: OpaquePointer, url: UnsafePointer<CChar>?,
-    method: UnsafePointer<CChar>?
+    method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?
 ) -> MHD_Result {
     // The whole request is in: its deadline stops here, not at the head, so a body trickled a
     // byte at a time is cut off like a trickled head (the clock covers head and body).
     headTrack(connection)?.requestStarted()
-    let request = makeRequest(connection: connection, url: url, method: method, context: context)
+    let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
     switch core.handler.first(request) {
     case .respond(let response):
         return queue(response, on: connection)
@@ -130,7 +130,8 @@ private func headTrack(_ connection: OpaquePointer) -> RequestHeadDeadlines.Trac
 /// Builds the HTTPRequest from what MHD parsed. MHD already percent-decoded the path (and took
 /// the query off it) and the query names and values (`+` becoming a space).
 private func makeRequest(
-    connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, context: RequestContext
+    connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+    context: RequestContext
 ) -> HTTPRequest {
     var headers = HTTPHeaders(minimumCapacity: 8)
     _ = withUnsafeMutablePointer(to: &headers) {
@@ -143,13 +144,32 @@ private func makeRequest(
     let remoteAddress = cmhd_connection_client_address(connection).flatMap { SocketAddress.numericHost(of: $0) }
     return HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
-        path: url.map { String(cString: $0) } ?? "/",
+        path: url.map { originPath(String(cString: $0)) } ?? "/",
         query: query,
         headers: headers,
         body: context.body,
         bodyExceededLimit: context.bodyExceededLimit,
-        remoteAddress: remoteAddress
+        remoteAddress: remoteAddress,
+        version: version.map { String(cString: $0) }
     )
+}
+
+/// The path of a request target: an absolute-form target (`http://host/path`, which a server
+/// must accept, RFC 9112 §3.2.2) gives its path, `/` when it has none; any other form is itself.
+func originPath(_ target: String) -> String {
+    guard let authority = absoluteFormAuthorityStart(target.utf8) else { return target }
+    let rest = target.utf8[authority...]
+    guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+    return String(Substring(target.utf8[slash...]))
+}
+
+/// Where the authority of an `http://` or `https://` target starts (scheme case-insensitive).
+private func absoluteFormAuthorityStart(_ utf8: String.UTF8View) -> String.Index? {
+    for scheme in ["http://", "https://"] where utf8.count > scheme.utf8.count {
+        let end = utf8.index(utf8.startIndex, offsetBy: scheme.utf8.count)
+        if zip(utf8[..<end], scheme.utf8).allSatisfy({ $0 | 0x20 == $1 || $0 == $1 }) { return end }
+    }
+    return nil
 }
 
 /// MHD_KeyValueIteratorN appending each request header to an `HTTPHeaders`.
@@ -211,7 +231,8 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
 /// - Returns: the decoded length (bytes), without the terminating NUL.
 func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ text: UnsafeMutablePointer<CChar>?) -> Int {
     guard let text else { return 0 }
-    let keepsNUL = text[0] == CChar(UInt8(ascii: "/"))
+    // The path: origin form (`/…`) or absolute form (`http://host/…`, RFC 9112 §3.2.2).
+    let keepsNUL = text[0] == CChar(UInt8(ascii: "/")) || startsWithHTTPScheme(text)
     func hexValue(_ character: CChar) -> UInt8? {
         switch UInt8(bitPattern: character) {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(bitPattern: character) - UInt8(ascii: "0")
@@ -235,4 +256,21 @@ func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePoin
     }
     text[write] = 0
     return write
+}
+
+/// Whether a C string starts with `http://` or `https://`, in any case.
+private func startsWithHTTPScheme(_ text: UnsafeMutablePointer<CChar>) -> Bool {
+    for scheme in ["http://", "https://"] {
+        var matched = true
+        for (offset, expected) in scheme.utf8.enumerated() {
+            let byte = UInt8(bitPattern: text[offset])
+            // The terminator ends the comparison: `text[offset + 1]` is read only after a match.
+            guard byte | 0x20 == expected || byte == expected else {
+                matched = false
+                break
+            }
+        }
+        if matched { return true }
+    }
+    return false
 }

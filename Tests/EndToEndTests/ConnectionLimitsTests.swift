@@ -126,6 +126,31 @@ struct ConnectionLimitsTests {
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
     }
 
+    @Test(
+        "Host and the request target as RFC 9112 has them (new-user attack): no Host on HTTP/1.1 or two are 400 naming Host; an absolute-form target is routed by its path; Allow lists HEAD with GET"
+    )
+    func hostAndRequestTargets() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_limits_host")
+        defer { stack.stop() }
+        let port = try Self.port(stack)
+        for head in ["GET /healthz HTTP/1.1\r\n\r\n", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"] {
+            let answer = try Self.answer(port: port, head)
+            #expect(
+                answer?.status == "HTTP/1.1 400" && answer?.contentType == "application/problem+json" && answer?.field == "Host",
+                "\(head): \(String(describing: answer))")
+        }
+        // HTTP/1.0 has no Host requirement.
+        #expect(try Self.answer(port: port, "GET /healthz HTTP/1.0\r\n\r\n")?.status == "HTTP/1.1 200")
+        // It was 404 "No route matches GET http://…/healthz"; a server must accept the absolute form (§3.2.2).
+        for target in ["http://127.0.0.1:\(port)/healthz", "HTTPS://relay.example/healthz"] {
+            let answer = try Self.answer(port: port, "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(answer?.status == "HTTP/1.1 200", "\(target): \(String(describing: answer))")
+        }
+        #expect(try Self.answer(port: port, "GET http://relay.example HTTP/1.1\r\nHost: x\r\n\r\n")?.status == "HTTP/1.1 404")
+        let options = try await stack.request("OPTIONS", "/healthz", authenticated: false)
+        #expect(options.status == 405 && options.headers["Allow"] == "GET, HEAD", "\(options.headers)")
+    }
+
     @Test("A client that stops sending, or trickles its headers or its body, is cut off after TOKENRELAY_CLIENT_TIMEOUT_S")
     func slowClientTimeout() async throws {
         let stack = try await TokenRelayStack(name: "e2e_limits_timeout", environment: ["TOKENRELAY_CLIENT_TIMEOUT_S": "1"])

@@ -71,13 +71,18 @@ struct HardeningTests {
         #expect(longHint.json["field"] as? String == "login_hint")
     }
 
-    @Test("Downstream paths cannot climb out of the API's base URL")
+    @Test("Downstream paths cannot climb out of the API's base URL, nor hold empty segments")
     func downstreamDotSegments() async throws {
         let stack = try await TokenRelayStack(name: "e2e_dotdot")
         defer { stack.stop() }
         let id = try await stack.signInAccountId()
         let before = try await stack.emulatorCount("graph_requests")
-        for path in ["/v1/downstream/graph/..%2F..%2Fetc", "/v1/downstream/graph/me/%2e%2e/%2e%2e/x", "/v1/downstream/graph/%2E%2E/x"] {
+        // Empty segments too (new-user attack: routing dropped them, and `me//messages` was relayed
+        // as `/v1.0/me/messages`, `me/` as `/v1.0/me`).
+        for path in [
+            "/v1/downstream/graph/..%2F..%2Fetc", "/v1/downstream/graph/me/%2e%2e/%2e%2e/x", "/v1/downstream/graph/%2E%2E/x",
+            "/v1/downstream/graph/me//messages", "/v1/downstream/graph//me", "/v1/downstream/graph/me/",
+        ] {
             let refused = try await stack.request("GET", path, headers: ["X-Account-Id": id])
             #expect(refused.status == 400, "\(path): \(refused.text)")
             #expect(refused.json["field"] as? String == "path")

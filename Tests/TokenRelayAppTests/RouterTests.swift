@@ -51,13 +51,28 @@ struct RouterTests {
         #expect(parameters == ["api": "graph", "path": "me/messages/abc"])
     }
 
+    @Test(
+        "A remainder is the path as sent: empty segments and a trailing slash stay in it for the route to refuse (new-user attack: they were dropped and the call relayed)",
+        arguments: [
+            ("/v1/downstream/graph/me//messages", "me//messages"), ("/v1/downstream/graph//me", "/me"), ("/v1/downstream/graph/me/", "me/"),
+            ("/v1/downstream//graph/me", "me"),
+        ])
+    func remainderKeepsEmptySegments(path: String, rest: String) {
+        guard case .found(_, let parameters) = Self.router().match(method: "GET", path: path) else {
+            Issue.record("no match")
+            return
+        }
+        #expect(parameters["path"] == rest, "\(path)")
+        #expect(parameters["api"] == "graph")
+    }
+
     @Test("A known path with another method is 405 listing the allowed methods")
     func methodNotAllowed() {
         guard case .methodNotAllowed(let allowed) = Self.router().match(method: "POST", path: "/v1/accounts/acc_1") else {
             Issue.record("expected 405")
             return
         }
-        #expect(allowed.sorted() == ["DELETE", "GET"])
+        #expect(allowed.sorted() == ["DELETE", "GET", "HEAD"])
     }
 
     @Test("Unknown paths and extra segments are 404")
@@ -117,7 +132,7 @@ struct RouterTests {
         for (method, path, template) in cases {
             switch router.match(method: method, path: path) {
             case .found(let route, _): #expect(route.template == template, "\(method) \(path)")
-            case .methodNotAllowed(let allowed): #expect(template == nil && allowed == ["GET"], "\(method) \(path)")
+            case .methodNotAllowed(let allowed): #expect(template == nil && allowed == ["GET", "HEAD"], "\(method) \(path)")
             case .notFound: Issue.record("\(method) \(path): not found")
             }
         }

@@ -123,7 +123,9 @@ struct Router: Sendable {
             }
             allowed.append(routeMethod)
         }
-        if let found { return .found(routes[found], Self.bind(routes[found].segments, to: parts)) }
+        if let found { return .found(routes[found], Self.bind(routes[found].segments, to: parts, of: path)) }
+        // A GET route answers HEAD too (RFC 9110 §9.3.2): `Allow` lists every method served (§10.2.1).
+        if allowed.contains("GET") && !allowed.contains("HEAD") { allowed.append("HEAD") }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
     }
 
@@ -177,15 +179,21 @@ struct Router: Sendable {
         if case .some(.remainder) = segments.last { true } else { false }
     }
 
-    /// The parameters of a template that ``fits(_:_:)`` the path.
-    private static func bind(_ segments: [Segment], to parts: [Substring]) -> [String: String] {
+    /// The parameters of a template that ``fits(_:_:)`` the path. A remainder is the path as sent
+    /// after the segment before it and its `/`: empty segments and a trailing `/` stay in it, for
+    /// the route to judge (a downstream path may hold none, behaviour §6.2), where routing itself
+    /// reads `//` as `/`.
+    private static func bind(_ segments: [Segment], to parts: [Substring], of path: String) -> [String: String] {
         var parameters: [String: String] = [:]
         for (index, segment) in segments.enumerated() {
             switch segment {
             case .literal: continue
             case .parameter(let name): parameters[name] = String(parts[index])
             case .remainder(let name):
-                parameters[name] = parts[index...].joined(separator: "/")
+                let utf8 = path.utf8
+                var start = index == 0 ? utf8.startIndex : parts[index - 1].endIndex
+                if start < utf8.endIndex && utf8[start] == UInt8(ascii: "/") { start = utf8.index(after: start) }
+                parameters[name] = String(Substring(utf8[start...]))
                 return parameters
             }
         }
