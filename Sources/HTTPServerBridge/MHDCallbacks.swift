@@ -39,7 +39,7 @@ func accessHandler(
         uploadDataSize.pointee = 0
         let outcome = context.outcome.withLock { $0 }
         guard case .respond(let response) = outcome else { return .NO }
-        return queue(response, on: connection)
+        return queue(response, on: connection, head: context.isHead)
     }
 
     if uploadDataSize.pointee > 0 {
@@ -63,13 +63,14 @@ private func dispatch(
     // byte at a time is cut off like a trickled head (the clock covers head and body).
     headTrack(connection)?.requestStarted()
     let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
+    context.isHead = request.method == "HEAD"
     switch core.handler.first(request) {
     case .respond(let response):
-        return queue(response, on: connection)
+        return queue(response, on: connection, head: context.isHead)
     case .suspend(let respond):
         if core.suspend(context, continuing: respond) { return .YES }
     }
-    return queue(HTTPResponse(status: 503), on: connection)
+    return queue(HTTPResponse(status: 503), on: connection, head: context.isHead)
 }
 
 /// The request's `Content-Length`, or 0 when absent or unparsable (MHD itself rejects a malformed
@@ -202,9 +203,19 @@ private func string(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> String {
 /// Copies the response into an MHD response and queues it. MHD computes `Content-Length`
 /// itself (and omits the body for HEAD, RFC 9110 §9.3.2), so a handler's own is skipped; a
 /// header MHD rejects (e.g. with a line break) turns the answer into a bare 500.
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
-    let created = response.body.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+///
+/// An answer to HEAD without a body but with a `Content-Length` (a relayed HEAD, whose upstream
+/// sent the length a GET would have) keeps that length: MHD would have sent 0, which RFC 9110
+/// §8.6 forbids unless a GET's content would be empty too.
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head: Bool) -> MHD_Result {
+    let created: OpaquePointer?
+    if head, response.body.isEmpty, let length = declaredLength(response.headers), length > 0 {
+        // MHD never reads a HEAD answer's content: the reader is there to give it a size.
+        created = MHD_create_response_from_callback(length, 4096, unreadContent, nil, nil)
+    } else {
+        created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
     }
     guard let mhdResponse = created else { return .NO }
     defer { MHD_destroy_response(mhdResponse) }
@@ -213,11 +224,22 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
         // new array per name and value.
         let added = name.withCString { name in value.withCString { value in MHD_add_response_header(mhdResponse, name, value) } }
         guard added == .YES else {
-            return queue(HTTPResponse(status: 500), on: connection)
+            return queue(HTTPResponse(status: 500), on: connection, head: head)
         }
     }
-    guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection) }
+    guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection, head: head) }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+}
+
+/// A `Content-Length` of decimal digits only, as a byte count.
+private func declaredLength(_ headers: HTTPHeaders) -> UInt64? {
+    guard let text = headers["Content-Length"], !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+    return UInt64(text)
+}
+
+/// MHD_ContentReaderCallback of a HEAD answer's content, which MHD never asks for: an error if it did.
+private func unreadContent(_ context: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int) -> Int {
+    -2  // MHD_CONTENT_READER_END_WITH_ERROR
 }
 
 /// MHD_UnescapeCallback: decodes `%XX` in the URL path and in query arguments in place, like

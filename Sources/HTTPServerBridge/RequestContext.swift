@@ -24,6 +24,8 @@ final class RequestContext: @unchecked Sendable {
     /// Set when the connection was handed to the async handler; the next handler call for it is
     /// the one after `MHD_resume_connection`.
     var isSuspended = false
+    /// A HEAD request: its answer carries the length a GET would have had, and no body.
+    var isHead = false
     let outcome = Mutex<Outcome>(.pending)
 
     init(connection: OpaquePointer) {

@@ -247,6 +247,9 @@ struct RetryAndThrottleTests {
         let head = try await stack.request("HEAD", "/v1/downstream/graph/me/messages/\(messageId)", headers: headers)
         #expect(head.status == 200)
         #expect(head.body.isEmpty)
+        // The length a GET would have had (new-user attack: it was 0; RFC 9110 §8.6).
+        let get = try await stack.request("GET", "/v1/downstream/graph/me/messages/\(messageId)", headers: headers)
+        #expect(head.headers["Content-Length"] == String(get.body.count), "HEAD \(head.headers["Content-Length"] ?? "none"), GET \(get.body.count) bytes")
 
         let deleted = try await stack.request("DELETE", "/v1/downstream/graph/me/messages/\(messageId)", headers: headers)
         #expect(deleted.status == 204)

@@ -190,6 +190,9 @@ struct DownstreamService: Sendable {
         for name in Self.relayedResponseHeaders {
             for value in response.headers.values(for: name) { headers.add(name, value) }
         }
+        // The answer to a relayed HEAD has no content but the length a GET would have had: the
+        // server sends it for HEAD (RFC 9110 §8.6, §9.3.2) and computes its own for anything else.
+        if response.body.isEmpty, let length = response.headers["Content-Length"] { headers.set("Content-Length", length) }
         headers.set("TokenRelay-Relayed", "true")
         return HTTPResponse(status: response.status, headers: headers, body: response.body)
     }
