@@ -11,4 +11,11 @@ extension UInt8 {
     public var isASCIIHexDigit: Bool { isASCIIDigit || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
     /// VCHAR: a visible (printing) character, `%x21-7E`.
     public var isASCIIVisible: Bool { (0x21...0x7E).contains(self) }
+    /// tchar of RFC 9110 §5.6.2, the bytes of a token (a field name): VCHAR except the delimiters
+    /// `"(),/:;<=>?@[\]{}`.
+    public var isHTTPTokenCharacter: Bool {
+        isASCIIAlphanumeric || Self.tokenSymbols.contains(self)
+    }
+
+    private static let tokenSymbols: Set<UInt8> = Set("!#$%&'*+-.^_`|~".utf8)
 }

@@ -127,7 +127,7 @@ struct ConnectionLimitsTests {
     }
 
     @Test(
-        "Host and the request target as RFC 9112 has them (new-user attack): no Host on HTTP/1.1 or two are 400 naming Host; an absolute-form target is routed by its path; Allow lists HEAD with GET"
+        "Host and the request target as RFC 9112 has them (new-user attack): no Host on HTTP/1.1 or two are 400 naming Host, so is a space before a colon; an absolute-form target is routed by its path; Allow lists HEAD with GET"
     )
     func hostAndRequestTargets() async throws {
         let stack = try await TokenRelayStack(name: "e2e_limits_host")
@@ -139,6 +139,10 @@ struct ConnectionLimitsTests {
                 answer?.status == "HTTP/1.1 400" && answer?.contentType == "application/problem+json" && answer?.field == "Host",
                 "\(head): \(String(describing: answer))")
         }
+        // Whitespace between a field name and its colon (RFC 9112 §5.1: MUST be 400); it was read as
+        // another field, so `Authorization : Bearer …` answered 401.
+        let spaced = try Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Test : 1\r\n\r\n")
+        #expect(spaced?.status == "HTTP/1.1 400" && spaced?.field == "X-Test", "\(String(describing: spaced))")
         // HTTP/1.0 has no Host requirement.
         #expect(try Self.answer(port: port, "GET /healthz HTTP/1.0\r\n\r\n")?.status == "HTTP/1.1 200")
         // It was 404 "No route matches GET http://…/healthz"; a server must accept the absolute form (§3.2.2).

@@ -1,4 +1,5 @@
 import HTTPCommon
+import IdentityCore
 
 /// TokenRelay's own limits on a request's head, checked first for every request, so that a
 /// request target or header section too large is a problem+json answer (414 `uri_too_long`,
@@ -17,7 +18,8 @@ enum RequestHeadLimits {
     /// Most bytes of the header section (``HTTPRequest/headerFieldBytes``).
     static let maxHeaderFieldBytes = 12288
 
-    /// - Throws: `Problem` 400 `invalid_request` naming `Content-Length` when two of them disagree
+    /// - Throws: `Problem` 400 `invalid_request` naming a field whose name is not a token (e.g.
+    ///   whitespace before the colon), or naming `Content-Length` when two of them disagree
     ///   (the connection is then closed), 414 `uri_too_long`, or 431 `header_fields_too_large`
     ///   naming the largest header field in `field`.
     static func check(_ request: HTTPRequest) throws(Problem) {
@@ -25,6 +27,11 @@ enum RequestHeadLimits {
         // that used the other would see a different request (RFC 9112 §6.3: unrecoverable).
         // Checked for every request: one pass over the fields, no allocation unless there are two.
         var length: String?
+        for field in request.headers where !field.name.utf8.allSatisfy(\.isHTTPTokenCharacter) {
+            // `Name : value` reached us as the field `Name ` (RFC 9112 §5.1: MUST be 400).
+            let name = field.name.trimmingCharacters(in: .whitespaces)
+            throw Problem.invalidRequest(field: name, "The header field name '\(name)' holds whitespace or a delimiter (RFC 9112 §5.1).")
+        }
         for field in request.headers where field.name.caseInsensitiveEquals("Content-Length") {
             if let length, length.trimmingCharacters(in: .whitespaces) != field.value.trimmingCharacters(in: .whitespaces) {
                 var problem = Problem.invalidRequest(field: "Content-Length", "The request has Content-Length fields that disagree.")
