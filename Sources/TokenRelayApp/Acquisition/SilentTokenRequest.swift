@@ -18,6 +18,9 @@ struct SilentTokenRequest: Sendable {
     /// Seconds the token must still be valid for; 0 = only the expiry skew applies.
     var minTTLSeconds: Int = 0
     var allowPartial: Bool = false
+    /// The members the body chose the scopes and authority with, named by the STS's input
+    /// refusals (behaviour §4.1, §4.3).
+    var inputFields = Problem.InputFields()
 }
 
 /// A token handed to the caller (never a refresh token).

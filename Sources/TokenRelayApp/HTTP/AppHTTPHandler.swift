@@ -147,6 +147,9 @@ final class AppHTTPHandler: HTTPHandler {
     /// The one rendering of every error (problems, store and acquisition errors; anything else 500).
     private func render(_ error: any Error, _ prepared: PreparedRequest) -> HTTPResponse {
         var problem = Problem(rendering: error)
+        // Routes name what their request chose; elsewhere (the sign-in callback, downstream
+        // calls) the platform refused the scopes or authority the request led to.
+        problem.nameInput()
         let named = problem.correlationId ?? prepared.correlationId
         if let hint = problem.signInHint, let links = services.signIns.links {
             problem.extensions["sign_in_url"] = .string(links.mint(hint))

@@ -11,7 +11,7 @@ enum GrantTokenRoutes {
             let body = request.body
             try body.rejectUnknown(allowed: appFields)
             let parsed = try parse(body, services: services, tenantField: true)
-            return try await answer(body, request.context, issuance: services.issuance) { context in
+            return try await answer(body, request.context, tenantChoosesAuthority: true, issuance: services.issuance) { context in
                 try await services.grants.acquireApp(parsed, context: context)
             }
         }
@@ -20,7 +20,7 @@ enum GrantTokenRoutes {
             try body.rejectUnknown(allowed: onBehalfOfFields)
             let assertion = try body.requiredString("assertion")
             let parsed = try parse(body, services: services, tenantField: false)
-            return try await answer(body, request.context, issuance: services.issuance) { context in
+            return try await answer(body, request.context, tenantChoosesAuthority: false, issuance: services.issuance) { context in
                 try await services.grants.acquireOnBehalfOf(assertion: assertion, parsed, context: context)
             }
         }
@@ -50,9 +50,10 @@ enum GrantTokenRoutes {
         return GrantTokenService.Request(scopes: scopes, authority: authority, forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL)
     }
 
-    /// Runs `acquire` under the body's correlation id and writes the token answer.
+    /// Runs `acquire` under the body's correlation id and writes the token answer; the STS's input
+    /// refusals name the member the body chose the scopes or authority with (behaviour §4.1, §4.3).
     private static func answer(
-        _ body: JSONBody, _ requestContext: RequestContext, issuance: IssuanceCounter?,
+        _ body: JSONBody, _ requestContext: RequestContext, tenantChoosesAuthority: Bool, issuance: IssuanceCounter?,
         _ acquire: (RequestContext) async throws -> GrantTokenService.Result
     ) async throws -> HTTPResponse {
         var context = requestContext
@@ -71,6 +72,7 @@ enum GrantTokenRoutes {
         } catch {
             var problem = Problem(rendering: error)
             problem.correlationId = context.correlationId
+            problem.nameInput(Problem.InputFields(body, tenantChoosesAuthority: tenantChoosesAuthority))
             throw problem
         }
     }

@@ -20,7 +20,9 @@ enum TokenRoutes {
                 let result = try await services.tokens.acquire(silent, context: request.context)
                 return answer(result, silent, request.context, services: services)
             } catch {
-                throw named(error, request.context)
+                var problem = named(error, request.context)
+                problem.nameInput(silent.inputFields)
+                throw problem
             }
         }
     }
@@ -112,7 +114,8 @@ enum TokenRoutes {
         let minTTL = try body.minTTLSeconds()
         return SilentTokenRequest(
             account: account, scopes: scopes, authority: authority, claims: try body.claims("claims"),
-            forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL, allowPartial: try body.bool("allow_partial") ?? false)
+            forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL, allowPartial: try body.bool("allow_partial") ?? false,
+            inputFields: Problem.InputFields(body, tenantChoosesAuthority: false))
     }
 
     /// `scopes` or the legacy `resource` (not both), under the rules of behaviour §1.
