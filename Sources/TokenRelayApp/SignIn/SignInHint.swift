@@ -14,6 +14,8 @@ struct SignInHint: Sendable, Equatable {
     var authority: String?
     /// `select_account|login|consent|none`; nil lets the authority decide.
     var prompt: String?
+    /// Where the callback sends the browser once signed in (behaviour §3.1); nil answers the account.
+    var redirectAfter: String? = nil
 }
 
 extension SignInHint {

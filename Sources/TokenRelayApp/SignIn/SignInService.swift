@@ -95,7 +95,7 @@ struct SignInService: Sendable {
             PendingSignIn(
                 signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
                 redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy, claims: claims,
-                externalId: request.externalId),
+                externalId: request.externalId, loginHint: request.loginHint),
             stateHash: SHA256.hash(Array(state.utf8)))
 
         var query: [(String, String)] = [
@@ -126,6 +126,27 @@ struct SignInService: Sendable {
         guard let pending = try await store.consumePendingSignIn(stateHash: SHA256.hash(Array(state.utf8))) else {
             throw Problem.invalidRequest(field: "state", "The sign-in is unknown, already completed, or expired; start a new one.")
         }
+        do {
+            return try await complete(pending, query: query, code: code, context: context)
+        } catch let problem as Problem where problem.code == .interactionRequired {
+            var problem = problem
+            problem.signInHint = signInAgain(pending, after: problem)
+            throw problem
+        }
+    }
+
+    /// The sign-in a callback's `interaction_required` sends the user to (behaviour §4.4): the
+    /// same authority (nil for the default one), scopes, `login_hint` and `redirect_after`, and the
+    /// claims the authorize request carried with any challenge the problem holds. Not the
+    /// `prompt`: `none` is what may just have failed, so the authority decides.
+    func signInAgain(_ pending: PendingSignIn, after problem: Problem) -> SignInHint {
+        SignInHint(
+            loginHint: pending.loginHint, scopes: pending.scopes, claims: SignInHint.claims(for: problem, requested: pending.claims),
+            authority: pending.authority == defaultAuthority.url ? nil : pending.authority, prompt: nil, redirectAfter: pending.redirectAfter)
+    }
+
+    /// The callback of `pending`, whose state is used up: the authority's error, or the code redeemed.
+    private func complete(_ pending: PendingSignIn, query: [String: String], code: String, context: RequestContext) async throws -> Completion {
         if let error = query["error"] {
             throw Self.authorizeProblem(error: error, description: query["error_description"] ?? "")
         }

@@ -49,6 +49,7 @@ struct SignInStartLinks: Sendable {
         if let value = hint.claims { query.append(("claims", value)) }
         if let value = hint.authority { query.append(("authority", value)) }
         if let value = hint.prompt { query.append(("prompt", value)) }
+        if let value = hint.redirectAfter { query.append(("redirect_after", value)) }
         query.append(("expires", String(now() + Self.lifetimeSeconds)))
         query.append(("nonce", RandomToken.make(bytes: 12)))
         let canonical = Self.canonical(query)

@@ -22,6 +22,9 @@ struct PendingSignIn: Sendable {
     /// The external id the account gets when the sign-in completes, and whose (behaviour §3.7);
     /// nil without one, for a signed start link, or a row an older replica wrote.
     var externalId: ExternalId? = nil
+    /// The `login_hint` the authorize request carried, for the `sign_in_url` of a callback that
+    /// asks for interaction (behaviour §4.4); nil when none (or a row an older replica wrote).
+    var loginHint: String? = nil
 }
 
 /// What a successful sign-in writes, in one transaction.
@@ -49,14 +52,14 @@ extension TokenStore {
             return try connection.query(
                 """
                 INSERT INTO sign_ins (state_hash, sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after, expires_at,
-                                      started_by, claims, external_id, external_id_owner)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12, $13, $14)
+                                      started_by, claims, external_id, external_id_owner, login_hint)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12, $13, $14, $15)
                 """,
                 [
                     .bytes(stateHash), .text(signIn.signInId), .text(signIn.authority), .text(signIn.scopes.joined(separator: " ")),
                     .text(signIn.nonce), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
                     Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)), Self.optional(signIn.startedBy), Self.optional(signIn.claims),
-                    Self.optional(signIn.externalId?.value), Self.optional(signIn.externalId?.owner),
+                    Self.optional(signIn.externalId?.value), Self.optional(signIn.externalId?.owner), Self.optional(signIn.loginHint),
                 ]
             ).affectedRows
         }
@@ -73,7 +76,8 @@ extension TokenStore {
                     """
                     DELETE FROM sign_ins WHERE state_hash = $1
                     RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
-                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by, claims, external_id, external_id_owner
+                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by, claims, external_id, external_id_owner,
+                      login_hint
                     """,
                     [.bytes(stateHash)]
                 ).rows.first
@@ -90,7 +94,7 @@ extension TokenStore {
                 signInId: signInId, authority: row.string("authority") ?? "",
                 scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init), nonce: row.string("nonce") ?? "",
                 codeVerifier: verifier, redirectAfter: row.string("redirect_after"), expiresAt: expiresAt,
-                startedBy: row.string("started_by"), claims: row.string("claims"), externalId: externalId)
+                startedBy: row.string("started_by"), claims: row.string("claims"), externalId: externalId, loginHint: row.string("login_hint"))
         }
     }
 
