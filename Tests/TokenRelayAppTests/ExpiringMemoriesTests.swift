@@ -127,11 +127,8 @@ struct ExpiringMemoriesTests {
 
     @Test("API keys: made-up key ids make room among themselves; a real key stays in memory")
     func apiKeysOutlastUnknownIds() async throws {
-        let url = try await TestPostgres.freshDatabase(named: "key_cache_real")
-        let pool = PostgresPool(url: url, size: 1)
+        let pool = try await MigratedDatabase.pool(named: "key_cache_real")
         defer { pool.close() }
-        let migrator = try Migrator(directory: BuiltProducts.packageRoot() + "/migrations")
-        _ = try await migrator.apply(on: pool)
         let store = APIKeyStore(database: Database(pool: pool))
         let authenticator = APIKeyAuthenticator(bootstrapKey: nil, keys: store, cacheLimit: 3)
         let (_, apiKey) = try await APIKeyAuthenticator.create(name: "real", permissions: [.tokensAcquire], store: store)
@@ -145,11 +142,8 @@ struct ExpiringMemoriesTests {
     }
     @Test("API keys: a verified key is known from memory; another secret under its id, a longer or shorter key, and keys near the bootstrap key are refused")
     func verifiedKeysCompareWholeKeys() async throws {
-        let url = try await TestPostgres.freshDatabase(named: "key_cache_verified")
-        let pool = PostgresPool(url: url, size: 1)
+        let pool = try await MigratedDatabase.pool(named: "key_cache_verified")
         defer { pool.close() }
-        let migrator = try Migrator(directory: BuiltProducts.packageRoot() + "/migrations")
-        _ = try await migrator.apply(on: pool)
         let store = APIKeyStore(database: Database(pool: pool))
         let bootstrap = "trk_bootstrap_" + String(repeating: "b", count: 43)
         let authenticator = APIKeyAuthenticator(bootstrapKey: bootstrap, keys: store)

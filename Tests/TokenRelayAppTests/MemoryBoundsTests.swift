@@ -144,11 +144,8 @@ struct MemoryBoundsTests {
 
     @Test("Unknown API key ids do not grow the key cache past its limit")
     func apiKeyCacheBounded() async throws {
-        let url = try await TestPostgres.freshDatabase(named: "key_cache")
-        let pool = PostgresPool(url: url, size: 1)
+        let pool = try await MigratedDatabase.pool(named: "key_cache")
         defer { pool.close() }
-        let migrator = try Migrator(directory: BuiltProducts.packageRoot() + "/migrations")
-        _ = try await migrator.apply(on: pool)
         let authenticator = APIKeyAuthenticator(bootstrapKey: nil, keys: APIKeyStore(database: Database(pool: pool)), cacheLimit: 3)
         for index in 0..<10 {
             await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }

@@ -1,0 +1,15 @@
+import PostgresBridge
+import TokenRelayTesting
+
+@testable import TokenRelayApp
+
+/// A new database with every migration applied, for tests that use one store directly.
+enum MigratedDatabase {
+    /// A pool of `size` connections to a fresh, migrated database named after `prefix`; the
+    /// caller closes it.
+    static func pool(named prefix: String, size: Int = 1) async throws -> PostgresPool {
+        let pool = PostgresPool(url: try await TestPostgres.freshDatabase(named: prefix), size: size)
+        _ = try await Migrator(directory: BuiltProducts.packageRoot() + "/migrations").apply(on: pool)
+        return pool
+    }
+}
