@@ -151,14 +151,16 @@ private func makeRequest(
         body: context.body,
         bodyExceededLimit: context.bodyExceededLimit,
         remoteAddress: remoteAddress,
-        version: version.map { String(cString: $0) }
+        // The usual version as a literal: no string made per request.
+        version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) }
     )
 }
 
 /// The path of a request target: an absolute-form target (`http://host/path`, which a server
 /// must accept, RFC 9112 §3.2.2) gives its path, `/` when it has none; any other form is itself.
 func originPath(_ target: String) -> String {
-    guard let authority = absoluteFormAuthorityStart(target.utf8) else { return target }
+    // Nearly every target is in origin form: one byte tells.
+    guard target.utf8.first != UInt8(ascii: "/"), let authority = absoluteFormAuthorityStart(target.utf8) else { return target }
     let rest = target.utf8[authority...]
     guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return "/" }
     return String(Substring(target.utf8[slash...]))
