@@ -159,18 +159,23 @@ private func makeRequest(
 /// The path of a request target: an absolute-form target (`http://host/path`, which a server
 /// must accept, RFC 9112 §3.2.2) gives its path, `/` when it has none; any other form is itself.
 func originPath(_ target: String) -> String {
+    let utf8 = target.utf8
     // Nearly every target is in origin form: one byte tells.
-    guard target.utf8.first != UInt8(ascii: "/"), let authority = absoluteFormAuthorityStart(target.utf8) else { return target }
-    let rest = target.utf8[authority...]
+    guard utf8.first != UInt8(ascii: "/"), let schemeLength = httpSchemeLength({ $0 < utf8.count ? utf8[utf8.index(utf8.startIndex, offsetBy: $0)] : 0 })
+    else { return target }
+    let rest = utf8[utf8.index(utf8.startIndex, offsetBy: schemeLength)...]
     guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return "/" }
-    return String(Substring(target.utf8[slash...]))
+    return String(Substring(utf8[slash...]))
 }
 
-/// Where the authority of an `http://` or `https://` target starts (scheme case-insensitive).
-private func absoluteFormAuthorityStart(_ utf8: String.UTF8View) -> String.Index? {
-    for scheme in ["http://", "https://"] where utf8.count > scheme.utf8.count {
-        let end = utf8.index(utf8.startIndex, offsetBy: scheme.utf8.count)
-        if zip(utf8[..<end], scheme.utf8).allSatisfy({ $0 | 0x20 == $1 || $0 == $1 }) { return end }
+/// The length of a leading `http://` or `https://` (any case) in the bytes `byte(offset)` gives
+/// (0 past the end), or nil. The bytes are read in order and only while they match.
+private func httpSchemeLength(_ byte: (Int) -> UInt8) -> Int? {
+    schemes: for scheme in ["http://", "https://"] {
+        for (offset, expected) in scheme.utf8.enumerated() where byte(offset) | 0x20 != expected && byte(offset) != expected {
+            continue schemes
+        }
+        return scheme.utf8.count
     }
     return nil
 }
@@ -256,7 +261,8 @@ private func unreadContent(_ context: UnsafeMutableRawPointer?, _ position: UInt
 func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ text: UnsafeMutablePointer<CChar>?) -> Int {
     guard let text else { return 0 }
     // The path: origin form (`/…`) or absolute form (`http://host/…`, RFC 9112 §3.2.2).
-    let keepsNUL = text[0] == CChar(UInt8(ascii: "/")) || startsWithHTTPScheme(text)
+    // (A NUL ends the scheme comparison before any byte past it is read.)
+    let keepsNUL = text[0] == CChar(UInt8(ascii: "/")) || httpSchemeLength({ UInt8(bitPattern: text[$0]) }) != nil
     func hexValue(_ character: CChar) -> UInt8? {
         switch UInt8(bitPattern: character) {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(bitPattern: character) - UInt8(ascii: "0")
@@ -280,21 +286,4 @@ func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePoin
     }
     text[write] = 0
     return write
-}
-
-/// Whether a C string starts with `http://` or `https://`, in any case.
-private func startsWithHTTPScheme(_ text: UnsafeMutablePointer<CChar>) -> Bool {
-    for scheme in ["http://", "https://"] {
-        var matched = true
-        for (offset, expected) in scheme.utf8.enumerated() {
-            let byte = UInt8(bitPattern: text[offset])
-            // The terminator ends the comparison: `text[offset + 1]` is read only after a match.
-            guard byte | 0x20 == expected || byte == expected else {
-                matched = false
-                break
-            }
-        }
-        if matched { return true }
-    }
-    return false
 }
