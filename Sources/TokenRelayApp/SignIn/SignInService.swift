@@ -128,9 +128,12 @@ struct SignInService: Sendable {
         }
         do {
             return try await complete(pending, query: query, code: code, context: context)
-        } catch let problem as Problem where problem.code == .interactionRequired {
+        } catch let problem as Problem {
             var problem = problem
-            problem.signInHint = signInAgain(pending, after: problem)
+            // No account is involved until the callback succeeds: no `account_state`, as for app
+            // and on-behalf-of grants (a refused code, AADSTS70000, said the account's died).
+            problem.extensions["account_state"] = nil
+            if problem.code == .interactionRequired { problem.signInHint = signInAgain(pending, after: problem) }
             throw problem
         }
     }

@@ -58,6 +58,8 @@ struct CallbackSignInURLTests {
             #expect(refused.status == 409, "\(refused.text)")
             #expect(refused.json["error"] as? String == "interaction_required", "\(refused.text)")
             #expect(refused.json["sts_error_codes"] as? [Int] == [code], "\(refused.text)")
+            // No account yet: no account_state (it said "interaction_required" for a refused code).
+            #expect(refused.json["account_state"] == nil, "\(refused.text)")
             let link = try #require(refused.json["sign_in_url"] as? String, "\(refused.text)")
             #expect(link.hasPrefix(InProcessApp.baseURL + "/v1/sign-ins/start?"), "\(link)")
             let signed = try Self.query(link)
