@@ -46,7 +46,7 @@ extension BuiltProducts {
         process.standardOutput = output
         process.standardError = errorFile
         do {
-            try process.run()
+            try process.runRetryingDescriptorRace()
         } catch {
             try? errorFile.close()
             throw error

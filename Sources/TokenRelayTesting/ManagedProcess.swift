@@ -39,7 +39,7 @@ public final class ManagedProcess: Sendable {
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stem + ".stdout.log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
-        if knownPort == nil { try process.run() } else { try Self.runWithSignalsUnblocked(process) }
+        if knownPort == nil { try process.runRetryingDescriptorRace() } else { try Self.runWithSignalsUnblocked(process) }
 
         let reader = output.fileHandleForReading
         let stdoutLog = FileHandle(forWritingAtPath: stem + ".stdout.log")
@@ -91,7 +91,7 @@ public final class ManagedProcess: Sendable {
         sigemptyset(&none)
         pthread_sigmask(SIG_SETMASK, &none, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        try process.run()
+        try process.runRetryingDescriptorRace()
     }
 
     /// Sends SIGTERM and waits for the exit; a child still running after `graceSeconds` is

@@ -288,7 +288,7 @@ public final class PgBouncer: Sendable {
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try process.runRetryingDescriptorRace()
         // Read until EOF on a thread of its own (never a task-pool thread), then reap the child.
         let (data, message): (Data, Data) = await onOwnThread {
             let data = output.fileHandleForReading.readDataToEndOfFile()

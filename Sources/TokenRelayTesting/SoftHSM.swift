@@ -69,7 +69,7 @@ public final class SoftHSM: @unchecked Sendable {  // immutable after init
         let errors = Pipe()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
-        try process.run()
+        try process.runRetryingDescriptorRace()
         let message = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {

@@ -71,7 +71,7 @@ public struct TestCertificate: Sendable {
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runRetryingDescriptorRace()
         stdin.fileHandleForWriting.write(Data(input))
         try stdin.fileHandleForWriting.close()
         let output = stdout.fileHandleForReading.readDataToEndOfFile()

@@ -191,7 +191,7 @@ public enum TestPostgres {
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do {
-                try process.run()
+                try process.runRetryingDescriptorRace()
             } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)

@@ -92,7 +92,7 @@ public final class TokenRelayStack: Sendable {
         let logPath = TestLogs.directory + "/tokenrelay-test-cli-\(arguments.first ?? "")-\(UUID().uuidString.prefix(8)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
-        try process.run()
+        try process.runRetryingDescriptorRace()
         // Read until EOF on a thread of its own (never a task-pool thread), then reap the child.
         let data: Data = await onOwnThread {
             let data = output.fileHandleForReading.readDataToEndOfFile()

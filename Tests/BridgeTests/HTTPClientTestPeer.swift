@@ -61,14 +61,14 @@ final class HTTPClientTestPeer: Sendable {
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     func stop() {
-        let sockets: Set<Int32>? = state.withLock { state in
-            guard !state.stopped else { return nil }
+        // Under the lock: a connection's socket leaves the set and is closed under it too, so no
+        // number shut down here can already belong to another test's descriptor.
+        state.withLock { state in
+            guard !state.stopped else { return }
             state.stopped = true
-            return state.openSockets
+            _ = Glibc.shutdown(listener, Int32(SHUT_RDWR))  // unblocks accept()
+            for socket in state.openSockets { _ = Glibc.shutdown(socket, Int32(SHUT_RDWR)) }
         }
-        guard let sockets else { return }
-        _ = Glibc.shutdown(listener, Int32(SHUT_RDWR))  // unblocks accept()
-        for socket in sockets { _ = Glibc.shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
     /// A port on which nothing listens (bound, then closed).
@@ -130,8 +130,10 @@ final class HTTPClientTestPeer: Sendable {
 
     private func serve(_ socket: Int32, connection: Int) {
         defer {
-            state.withLock { _ = $0.openSockets.remove(socket) }
-            close(socket)
+            state.withLock { state in
+                _ = state.openSockets.remove(socket)
+                close(socket)
+            }
         }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)

@@ -17,7 +17,7 @@ final class RawHTTPConnection: @unchecked Sendable {
         let description: String
     }
 
-    private let fd: Int32
+    private var fd: Int32
     private var buffer: [UInt8] = []
 
     /// Connects to `host:port` (IPv4 or IPv6 numeric), with a 5 s receive timeout.
@@ -49,12 +49,16 @@ final class RawHTTPConnection: @unchecked Sendable {
         }
         guard result == 0 else {
             let code = errno
+            // Closed once: a class whose initializer throws after setting every property is
+            // deinitialized, and `deinit` closed this number again, by then perhaps another
+            // test's descriptor (the test process opens and closes them on many threads).
             close(fd)
+            fd = -1
             throw Failure(description: "connect: \(String(cString: strerror(code)))")
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     func send(_ text: String) throws { try send(Array(text.utf8)) }
 
