@@ -67,11 +67,6 @@ final class AppHTTPHandler: HTTPHandler {
     private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
         let http = prepared.http
         try RequestHeadLimits.check(http)
-        // RFC 9112 §3.2: a request with two Host fields, or an HTTP/1.1 request with none, is 400
-        // (libmicrohttpd answers the first only in its strict mode, and never the second).
-        if try http.headers.only("Host") == nil, http.version == "HTTP/1.1" {
-            throw Problem.invalidRequest(field: "Host", "An HTTP/1.1 request must carry a Host header.")
-        }
         let timeout = try Self.requestTimeout(http.headers, default: services.configuration.limits.requestTimeoutSeconds)
         switch router.match(method: http.method, path: http.path) {
         case .notFound:

@@ -1,7 +1,8 @@
 import HTTPCommon
 import IdentityCore
 
-/// TokenRelay's own limits on a request's head, checked first for every request, so that a
+/// TokenRelay's own rules and limits on a request's head, checked first for every request: field
+/// names are tokens, one `Host`, `Content-Length`s that agree (RFC 9112 §3.2, §5.1, §6.3), and a
 /// request target or header section too large is a problem+json answer (414 `uri_too_long`,
 /// 431 `header_fields_too_large`; behaviour §7.4, RFC 9110 §15.5.15, RFC 6585 §5) rather than
 /// libmicrohttpd's bare page or a closed connection.
@@ -19,25 +20,23 @@ enum RequestHeadLimits {
     static let maxHeaderFieldBytes = 12288
 
     /// - Throws: `Problem` 400 `invalid_request` naming a field whose name is not a token (e.g.
-    ///   whitespace before the colon), or naming `Content-Length` when two of them disagree
-    ///   (the connection is then closed), 414 `uri_too_long`, or 431 `header_fields_too_large`
+    ///   whitespace before the colon), naming `Host` when an HTTP/1.1 request has none or any
+    ///   request has two (RFC 9112 §3.2), or naming `Content-Length` when two of them disagree
+    ///   (the connection is then closed); 414 `uri_too_long`, or 431 `header_fields_too_large`
     ///   naming the largest header field in `field`.
-    /// Whether `name` is a non-empty token (RFC 9110 §5.6.2), read byte by byte from its span.
-    private static func isToken(_ name: String) -> Bool {
-        let bytes = name.utf8.span
-        guard !bytes.isEmpty else { return false }
-        for index in bytes.indices where !bytes[index].isHTTPTokenCharacter { return false }
-        return true
-    }
-
     static func check(_ request: HTTPRequest) throws(Problem) {
         // Checked for every request: one pass over the fields, no allocation unless one is wrong.
         var length: String?
+        var hosts = 0
         for field in request.headers {
             guard isToken(field.name) else {
                 // `Name : value` reached us as the field `Name ` (RFC 9112 §5.1: MUST be 400).
                 let name = field.name.trimmingCharacters(in: .whitespaces)
                 throw Problem.invalidRequest(field: name, "The header field name '\(name)' holds whitespace or a delimiter (RFC 9112 §5.1).")
+            }
+            if field.name.caseInsensitiveEquals("Host") {
+                hosts += 1
+                continue
             }
             // libmicrohttpd 0.9.75 frames the body by one Content-Length and passes both on: a
             // proxy in front that used the other would see a different request (RFC 9112 §6.3).
@@ -52,10 +51,23 @@ enum RequestHeadLimits {
         if request.targetBytes > maxTargetBytes {
             throw Problem(.uriTooLong, "The request target (path and query) exceeds \(maxTargetBytes) bytes.")
         }
-        guard request.headerFieldBytes > maxHeaderFieldBytes else { return }
-        let largest = request.headers.max { $0.name.utf8.count + $0.value.utf8.count < $1.name.utf8.count + $1.value.utf8.count }
-        throw Problem(
-            .headerFieldsTooLarge, "The request's header fields exceed \(maxHeaderFieldBytes) bytes.",
-            extensions: largest.map { ["field": .string($0.name)] } ?? [:])
+        if request.headerFieldBytes > maxHeaderFieldBytes {
+            let largest = request.headers.max { $0.name.utf8.count + $0.value.utf8.count < $1.name.utf8.count + $1.value.utf8.count }
+            throw Problem(
+                .headerFieldsTooLarge, "The request's header fields exceed \(maxHeaderFieldBytes) bytes.",
+                extensions: largest.map { ["field": .string($0.name)] } ?? [:])
+        }
+        // libmicrohttpd refuses two Host fields only in its strict mode, and a missing one never.
+        if hosts > 1 || (hosts == 0 && request.version == "HTTP/1.1") {
+            throw Problem.invalidRequest(field: "Host", "An HTTP/1.1 request must carry one Host header, and no request two.")
+        }
+    }
+
+    /// Whether `name` is a non-empty token (RFC 9110 §5.6.2), read byte by byte from its span.
+    private static func isToken(_ name: String) -> Bool {
+        let bytes = name.utf8.span
+        guard !bytes.isEmpty else { return false }
+        for index in bytes.indices where !bytes[index].isHTTPTokenCharacter { return false }
+        return true
     }
 }
