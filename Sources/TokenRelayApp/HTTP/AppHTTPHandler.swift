@@ -6,7 +6,7 @@ import IdentityCore
 
 /// The request pipeline (ADR 0013): every request is prepared once — correlation id, head
 /// limits (414/431), deadline, route (404/405), body limit (413), API key from memory (401), rate budget (429), permission
-/// (403), the route's JSON body (415/400) and its own preparation (the silent route's scopes and
+/// (403), the route's query parameters and JSON body (415/400) and its own preparation (the silent route's scopes and
 /// key limits) — and answered on the server thread when memory can; otherwise the prepared
 /// request is handed to the suspended step, which continues from it (looking the key up in the
 /// store when memory did not know it, then the handler). One rendering maps any error to a
@@ -132,8 +132,10 @@ final class AppHTTPHandler: HTTPHandler {
         context.access = caller.access
     }
 
-    /// The route's JSON body and its own preparation, run exactly once per request.
+    /// The route's query parameters (400 naming one it does not take), its JSON body and its own
+    /// preparation, run exactly once per request.
     private static func prepareRoute(_ route: Router.Route, _ request: inout RouteRequest) throws -> HTTPResponse? {
+        try route.query.check(request.http.query)
         if route.body == .json { request.body = try JSONBody(request.http) }
         guard let prepare = route.prepare else { return nil }
         return try prepare(&request)

@@ -22,6 +22,8 @@ struct Router: Sendable {
         let access: RouteAccess
         /// Whether the request pipeline reads a JSON body for the handler (``RouteRequest/body``).
         let body: RouteBody
+        /// The query parameters the route takes; the pipeline refuses any other (``RouteQuery``).
+        let query: RouteQuery
         /// Route-specific preparation run once the caller is known (see ``RoutePreparation``).
         let prepare: RoutePreparation?
         let handler: RouteHandler
@@ -29,14 +31,15 @@ struct Router: Sendable {
         let literalCount: Int
 
         init(
-            method: String, template: String, segments: [Segment], access: RouteAccess, body: RouteBody, prepare: RoutePreparation?,
-            handler: @escaping RouteHandler, literalCount: Int
+            method: String, template: String, segments: [Segment], access: RouteAccess, body: RouteBody, query: RouteQuery,
+            prepare: RoutePreparation?, handler: @escaping RouteHandler, literalCount: Int
         ) {
             self.method = method
             self.template = template
             self.segments = segments
             self.access = access
             self.body = body
+            self.query = query
             self.prepare = prepare
             self.handler = handler
             self.literalCount = literalCount
@@ -65,16 +68,18 @@ struct Router: Sendable {
     /// Registers `handler` for `method` on `template`.
     /// - Parameters:
     ///   - body: `.json` to have the pipeline read the body once (415/400 before the handler runs).
+    ///   - query: the query parameters the route takes (none unless given); the pipeline answers
+    ///     any other with 400 naming it before the handler runs.
     ///   - prepare: memory-only work run before the handler, on the server thread when the
     ///     caller is known there; it may answer by itself.
     mutating func add(
-        _ method: String, _ template: String, access: RouteAccess, body: RouteBody = .none, prepare: RoutePreparation? = nil,
-        _ handler: @escaping RouteHandler
+        _ method: String, _ template: String, access: RouteAccess, body: RouteBody = .none, query: RouteQuery = .none,
+        prepare: RoutePreparation? = nil, _ handler: @escaping RouteHandler
     ) {
         let segments = Self.parse(template)
         let route = Route(
-            method: method, template: template, segments: segments, access: access, body: body, prepare: prepare, handler: handler,
-            literalCount: segments.count { if case .literal = $0 { true } else { false } })
+            method: method, template: template, segments: segments, access: access, body: body, query: query, prepare: prepare,
+            handler: handler, literalCount: segments.count { if case .literal = $0 { true } else { false } })
         // A template of literals only is the most specific match of its path: looked up directly.
         if route.literalCount == route.segments.count {
             let path = "/" + Self.split(template).joined(separator: "/")
@@ -92,8 +97,8 @@ struct Router: Sendable {
     }
 
     /// The same handler for several methods (e.g. every method a relay passes through).
-    mutating func add(_ methods: [String], _ template: String, access: RouteAccess, _ handler: @escaping RouteHandler) {
-        for method in methods { add(method, template, access: access, handler) }
+    mutating func add(_ methods: [String], _ template: String, access: RouteAccess, query: RouteQuery = .none, _ handler: @escaping RouteHandler) {
+        for method in methods { add(method, template, access: access, query: query, handler) }
     }
 
     func match(method: String, path: String) -> Match {
@@ -215,6 +220,37 @@ enum RouteBody: Sendable, Equatable {
     case none
     /// A JSON object body, read once by ``JSONBody`` (415, 400 `field: body`).
     case json
+}
+
+/// Which query parameters a route takes (behaviour §7.4): one rule for every route, checked by
+/// the request pipeline once the caller is known (``AppHTTPHandler``), so that a misspelt or
+/// misplaced parameter is a 400 naming it rather than silently ignored. Values, and a parameter
+/// sent twice, are the route's to judge.
+enum RouteQuery: Sendable, Equatable {
+    /// No query parameter at all (most routes).
+    case none
+    /// These names only, in the order the problem's `detail` lists them.
+    case only([String])
+    /// Any: the downstream relay passes the query on as sent, and the sign-in callback ignores
+    /// what the identity platform adds to its own (`session_state`, `client_info`, ...;
+    /// RFC 6749 §4.1.2: a client ignores unrecognized response parameters).
+    case any
+
+    /// - Throws: `Problem` 400 `invalid_request` naming the first parameter the route does not take.
+    func check(_ query: [(name: String, value: String)]) throws(Problem) {
+        switch self {
+        case .any:
+            return
+        case .none:
+            guard let item = query.first else { return }
+            throw Problem.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; this route takes none.")
+        case .only(let names):
+            for item in query where !names.contains(item.name) {
+                let choices = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
+                throw Problem.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use \(choices).")
+            }
+        }
+    }
 }
 
 /// The route-specific part of preparing a request, run once per request after authentication

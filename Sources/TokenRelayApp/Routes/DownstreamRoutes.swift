@@ -4,7 +4,8 @@ import HTTPCommon
 /// `X-Account-Id`, `X-App-Only: true` or `X-On-Behalf-Of-Assertion` (behaviour §6, §12 Downstream).
 enum DownstreamRoutes {
     static func register(on router: inout Router, _ services: AppServices) {
-        router.add(DownstreamService.relayedMethods, "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall)) { request in
+        // The query is the downstream API's: passed on as sent (behaviour §6.2).
+        router.add(DownstreamService.relayedMethods, "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall), query: .any) { request in
             let headers = request.http.headers
             let identity = try DownstreamIdentity.from(headers)
             return try await services.downstream.relay(

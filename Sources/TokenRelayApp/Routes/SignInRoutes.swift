@@ -42,7 +42,9 @@ enum SignInRoutes {
                 ]))
         }
 
-        router.add("GET", "/v1/sign-ins/callback", access: .open) { request in
+        // The identity platform adds parameters of its own to `code` and `state` (`session_state`,
+        // `client_info`, `cloud_instance_name`, `iss`, ...): ignored, as RFC 6749 §4.1.2 asks.
+        router.add("GET", "/v1/sign-ins/callback", access: .open, query: .any) { request in
             // RFC 6749 §3.1: a parameter given twice (two `code`s, two `state`s) is refused.
             let query = try request.http.uniqueQuery()
             let completion = try await services.signIns.complete(query: query, context: request.context)

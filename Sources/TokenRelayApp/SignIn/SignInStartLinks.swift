@@ -14,7 +14,9 @@ struct SignInStartLinks: Sendable {
     /// A link is valid this long (seconds), the lifetime of a sign-in (behaviour §3).
     static let lifetimeSeconds = 600
     /// The parameters a link may carry besides `sig`.
-    static let parameters: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "expires", "nonce"]
+    static let parameters: Set<String> = Set(queryParameters).subtracting(["sig"])
+    /// Every parameter of a link's query, `sig` included: what `GET /v1/sign-ins/start` takes.
+    static let queryParameters = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "expires", "nonce", "sig"]
 
     /// The key ring in use now (SIGHUP replaces it, behaviour §11): a key dropped from it stops
     /// signing and verifying links at once.
