@@ -68,6 +68,8 @@ struct JSONBodyTests {
             (#"{"account_id":"a","scopes":["User.Read"],"force_refresh":"yes"}"#, "force_refresh"),
             (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":-1}"#, "min_ttl_s"),
             (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1.5}"#, "min_ttl_s"),
+            // Out of a Double's range: `JSONSerialization` refuses the whole text ("not valid JSON", `body`, before).
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1e400}"#, "min_ttl_s"),
             (#"{"account_id":"a","tenant_id":"t","scopes":["User.Read"]}"#, "tenant_id"),
             (#"{"account_id":"a","scopes":["User.Read"],"extra":1}"#, "extra"),
             (#"{"account_id":"a","scopes":["User.Read"],"authority":"https://evil.example/x"}"#, "authority"),
@@ -134,5 +136,25 @@ struct DuplicateMemberTests {
         ])
     func accepted(_ body: String) {
         #expect(Self.field(body) == nil, "\(body)")
+    }
+}
+
+@Suite("A number no Double holds is named by its member's path (behaviour §4.5)")
+struct OutOfRangeNumberTests {
+    @Test(
+        "Each member holding a number out of range is named; text that is not JSON is still body",
+        arguments: [
+            (#"{"min_ttl_s":1e400}"#, "min_ttl_s"),
+            (#"{"min_ttl_s":-1E+400,"account_id":"a"}"#, "min_ttl_s"),
+            (#"{"a":"1e400","b":true,"c":null,"d":[1,2,{"e":-2e999}]}"#, "d.2.e"),
+            (#"{"scopes":["User.Read",1e400]}"#, "scopes.1"),
+            // Two: the first in sorted order, whatever the hashing.
+            (#"{"z":1e400,"m":{"x":1},"b":9e999}"#, "b"),
+            (#"{"min_ttl_s":1e400"#, "body"),
+            (#"{"min_ttl_s":1e400,}"#, "body"),
+            ("1e400", "body"),
+        ])
+    func named(_ body: String, _ field: String) {
+        #expect(DuplicateMemberTests.field(body) == field, "\(body)")
     }
 }

@@ -5,9 +5,9 @@ import Synchronization
 /// ADR 0013) silently collapses to its last value. RFC 8259 §4 leaves such objects'
 /// meaning to the reader; we refuse them instead (behaviour §4.5).
 ///
-/// No parser of our own: Foundation's `JSONDecoder` reads the text, and its `.custom` key
-/// decoding strategy is called once for every member of every object it opens, duplicates
-/// included, with the member's full coding path. Decoding is slower than `JSONSerialization`, so
+/// No parser of our own: Foundation's `JSONDecoder` reads the text (``JSONMemberWalk``), and its
+/// `.custom` key decoding strategy is called once for every member of every object it opens,
+/// duplicates included, with the member's full coding path. Decoding is slower than `JSONSerialization`, so
 /// `JSONBody` calls this only when its cheap count of quotation marks says a member may be missing.
 enum DuplicateMembers {
     /// The dotted path (`scopes`, `claims.access_token`, `items.0.name`) of the first member
@@ -17,9 +17,9 @@ enum DuplicateMembers {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .custom { path in
             recorder.saw(path)
-            return path.last ?? MemberKey(stringValue: "")
+            return path.last ?? JSONMemberWalk.MemberKey(stringValue: "")
         }
-        _ = try? decoder.decode(Walk.self, from: Data(bytes))
+        _ = try? decoder.decode(JSONMemberWalk.self, from: Data(bytes))
         return recorder.duplicate
     }
 
@@ -27,30 +27,12 @@ enum DuplicateMembers {
         private let state = Mutex<(seen: Set<String>, duplicate: String?)>(([], nil))
 
         func saw(_ path: [any CodingKey]) {
-            let dotted = path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            let dotted = JSONMemberWalk.dotted(path)
             state.withLock { state in
                 if !state.seen.insert(dotted).inserted, state.duplicate == nil { state.duplicate = dotted }
             }
         }
 
         var duplicate: String? { state.withLock { $0.duplicate } }
-    }
-
-    /// Opens every object and array so that every member passes through the key strategy.
-    private struct Walk: Decodable {
-        init(from decoder: any Decoder) throws {
-            if let object = try? decoder.container(keyedBy: MemberKey.self) {
-                for key in object.allKeys { _ = try object.decode(Walk.self, forKey: key) }
-            } else if var array = try? decoder.unkeyedContainer() {
-                while !array.isAtEnd { _ = try array.decode(Walk.self) }
-            }
-        }
-    }
-
-    private struct MemberKey: CodingKey {
-        let stringValue: String
-        let intValue: Int?
-        init(stringValue: String) { (self.stringValue, self.intValue) = (stringValue, nil) }
-        init?(intValue: Int) { (self.stringValue, self.intValue) = (String(intValue), intValue) }
     }
 }

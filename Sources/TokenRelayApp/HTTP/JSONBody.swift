@@ -21,7 +21,8 @@ struct JSONBody: Sendable {
 
     /// Parses `bytes` (the content type already checked).
     /// - Throws: `Problem` 400 naming `body` when they are empty or not a JSON object, and 400
-    ///   naming the member (its dotted path when nested) when an object names a member twice.
+    ///   naming the member (its dotted path when nested) when an object names a member twice or
+    ///   holds a number out of a Double's range (`1e400`).
     init(bytes: [UInt8]) throws(Problem) {
         guard !bytes.isEmpty else {
             throw Problem.invalidRequest(field: "body", "The request body is empty; a JSON object is required.")
@@ -32,6 +33,10 @@ struct JSONBody: Sendable {
             // Fragments allowed so a bare `3` is "not an object" rather than "not JSON", as before.
             object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
         } catch {
+            // `JSONSerialization` refuses a whole text for one number a Double cannot hold.
+            if let member = OutOfRangeNumbers.first(in: bytes) {
+                throw Problem.invalidRequest(field: member, "'\(member)' is a number out of range.")
+            }
             throw Problem.invalidRequest(field: "body", "The request body is not valid JSON.")
         }
         var tally = Tally()

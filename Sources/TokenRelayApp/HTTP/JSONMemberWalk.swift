@@ -1,0 +1,64 @@
+import Foundation
+
+/// Opens every object and array of a JSON text with Foundation's `JSONDecoder`, for the second
+/// looks `JSONBody` takes when `JSONSerialization` (our body reader, ADR 0013) read a text
+/// wrongly or refused it: every member passes through the decoder's key decoding strategy
+/// (``DuplicateMembers``), and with ``checksNumbers`` in the decoder's user info the walk stops
+/// at the first number a `Double` cannot hold (``OutOfRangeNumbers``). No parser of our own.
+/// Members are visited in sorted order, so that what is named does not depend on hashing.
+struct JSONMemberWalk: Decodable {
+    static let checksNumbers = CodingUserInfoKey(rawValue: "tokenrelay.checksNumbers")!
+
+    /// Thrown by a walk with ``checksNumbers`` at the first number out of range.
+    struct NumberOutOfRange: Error {
+        /// The member's dotted path (``dotted(_:)``).
+        let member: String
+    }
+
+    init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: MemberKey.self) {
+            for key in object.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) { _ = try object.decode(Self.self, forKey: key) }
+        } else if var array = try? decoder.unkeyedContainer() {
+            while !array.isAtEnd { _ = try array.decode(Self.self) }
+        } else if decoder.userInfo[Self.checksNumbers] != nil {
+            // Neither null, a Boolean nor a string is a number: out of range when no Double reads it.
+            let value = try decoder.singleValueContainer()
+            if !value.decodeNil(), (try? value.decode(Bool.self)) == nil, (try? value.decode(String.self)) == nil,
+                (try? value.decode(Double.self)) == nil
+            {
+                throw NumberOutOfRange(member: Self.dotted(decoder.codingPath))
+            }
+        }
+    }
+
+    /// A member's path with dots: `scopes`, `claims.access_token`, `items.0.name`.
+    static func dotted(_ path: [any CodingKey]) -> String {
+        path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+    }
+
+    struct MemberKey: CodingKey {
+        let stringValue: String
+        let intValue: Int?
+        init(stringValue: String) { (self.stringValue, self.intValue) = (stringValue, nil) }
+        init?(intValue: Int) { (self.stringValue, self.intValue) = (String(intValue), intValue) }
+    }
+}
+
+/// Finds a number too large for a `Double` (`1e400`, a 400-digit integer), for which
+/// `JSONSerialization` refuses the whole text, so that the answer names the member (behaviour
+/// §4.5) instead of calling the body "not valid JSON". `JSONBody` calls this only after such a refusal.
+enum OutOfRangeNumbers {
+    /// The dotted path (``JSONMemberWalk/dotted(_:)``) of the first member, in sorted order, whose
+    /// number is out of range; nil when there is none, when the number is the whole text, or
+    /// when `JSONDecoder` cannot read `bytes` either.
+    static func first(in bytes: [UInt8]) -> String? {
+        let decoder = JSONDecoder()
+        decoder.userInfo[JSONMemberWalk.checksNumbers] = true
+        do {
+            _ = try decoder.decode(JSONMemberWalk.self, from: Data(bytes))
+        } catch let error as JSONMemberWalk.NumberOutOfRange {
+            return error.member.isEmpty ? nil : error.member
+        } catch {}
+        return nil
+    }
+}
