@@ -2,7 +2,9 @@
 public struct HTTPRequest: Sendable {
     /// Upper-case method, e.g. `GET`.
     public var method: String
-    /// The path, percent-decoded by the server, without the query (`/v1/accounts/abc`).
+    /// The path without the query (`/v1/accounts/abc`), percent-decoded by the server except
+    /// `%2F`, `%25` and `%00`, which stay as sent (``pathKeepsEscaped(_:)``): every `/` in it
+    /// separates segments, and a segment is decoded by ``decodedSegment(_:)``.
     public var path: String
     /// Query parameters in order, percent-decoded (`?a=1&a=2` gives two entries).
     public var query: [(name: String, value: String)]
@@ -44,6 +46,39 @@ public struct HTTPRequest: Sendable {
         var count = 0
         for field in headers { count += field.name.utf8.count + field.value.utf8.count + 4 }
         return count
+    }
+
+    /// Whether the server leaves the escape of `byte` encoded in ``path``: `/` (a decoded one
+    /// would separate segments, RFC 3986 §2.2), `%` (a decoded one could then read as an escape)
+    /// and NUL (the path crosses the C boundary as a C string).
+    public static func pathKeepsEscaped(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "/") || byte == UInt8(ascii: "%") || byte == 0
+    }
+
+    /// One segment of ``path`` fully decoded: its `%2F` (either case) and `%25` as `/` and `%`.
+    /// `%00` stays three characters.
+    public static func decodedSegment(_ segment: Substring) -> String {
+        guard segment.utf8.contains(UInt8(ascii: "%")) else { return String(segment) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(segment.utf8.count)
+        var rest = segment.utf8[...]
+        while let byte = rest.popFirst() {
+            guard byte == UInt8(ascii: "%"), rest.count >= 2 else {
+                bytes.append(byte)
+                continue
+            }
+            let high = rest[rest.startIndex], low = rest[rest.index(after: rest.startIndex)]
+            if high == UInt8(ascii: "2"), low | 0x20 == UInt8(ascii: "f") {
+                bytes.append(UInt8(ascii: "/"))
+            } else if high == UInt8(ascii: "2"), low == UInt8(ascii: "5") {
+                bytes.append(UInt8(ascii: "%"))
+            } else {
+                bytes.append(byte)
+                continue
+            }
+            rest = rest.dropFirst(2)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The first value of query parameter `name`, or nil.

@@ -250,19 +250,23 @@ private func unreadContent(_ context: UnsafeMutableRawPointer?, _ position: UInt
 }
 
 /// MHD_UnescapeCallback: decodes `%XX` in the URL path and in query arguments in place, like
-/// libmicrohttpd's own `MHD_http_unescape`, except `%00` in the path, which stays as the three
-/// characters: libmicrohttpd hands the path to the access handler as a C string, so a decoded
-/// NUL would cut it short (`/v1/accounts/<id>%00anything` would name `<id>`). Query arguments
-/// reach the handler with their lengths, so a NUL there survives and is refused by the
-/// application, naming the field. The path is the one string that starts with `/` (origin form);
-/// a query value starting with `/` keeps a literal `%00` too, which is harmless. `+` in query
-/// arguments is turned into a space by libmicrohttpd before this runs.
+/// libmicrohttpd's own `MHD_http_unescape`, except three escapes in the path, which stay as they
+/// were sent (see ``HTTPRequest/path``):
+/// - `%2F` and `%25`: decoded, a slash would become a separator (`/v1%2Faccounts` routed as the
+///   account list, `users%2Falice` relayed as `users/alice`) and a decoded `%` could then read as
+///   an escape; the router decodes them per segment (``HTTPRequest/decodedSegment(_:)``).
+/// - `%00`: libmicrohttpd hands the path to the access handler as a C string, so a decoded NUL
+///   would cut it short (`/v1/accounts/<id>%00anything` would name `<id>`).
+/// Query arguments reach the handler with their lengths, so a NUL there survives and is refused
+/// by the application, naming the field. The path is the one string that starts with `/` (origin
+/// form) or `http(s)://` (absolute form); a query value starting so keeps those escapes too, which
+/// is harmless. `+` in query arguments is turned into a space by libmicrohttpd before this runs.
 /// - Returns: the decoded length (bytes), without the terminating NUL.
 func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ text: UnsafeMutablePointer<CChar>?) -> Int {
     guard let text else { return 0 }
     // The path: origin form (`/…`) or absolute form (`http://host/…`, RFC 9112 §3.2.2).
     // (A NUL ends the scheme comparison before any byte past it is read.)
-    let keepsNUL = text[0] == CChar(UInt8(ascii: "/")) || httpSchemeLength({ UInt8(bitPattern: text[$0]) }) != nil
+    let isPath = text[0] == CChar(UInt8(ascii: "/")) || httpSchemeLength({ UInt8(bitPattern: text[$0]) }) != nil
     func hexValue(_ character: CChar) -> UInt8? {
         switch UInt8(bitPattern: character) {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(bitPattern: character) - UInt8(ascii: "0")
@@ -275,7 +279,9 @@ func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePoin
     var write = 0
     while text[read] != 0 {
         // `text[read + 1]` is read only when it is not the terminator (hexValue(0) is nil).
-        if text[read] == CChar(UInt8(ascii: "%")), let high = hexValue(text[read + 1]), let low = hexValue(text[read + 2]), high | low != 0 || !keepsNUL {
+        if text[read] == CChar(UInt8(ascii: "%")), let high = hexValue(text[read + 1]), let low = hexValue(text[read + 2]),
+            !isPath || !HTTPRequest.pathKeepsEscaped(high << 4 | low)
+        {
             text[write] = CChar(bitPattern: high << 4 | low)
             read += 3
         } else {

@@ -144,7 +144,7 @@ enum GraphResource: Equatable {
         case (3, "me", "GET"), (3, "me", "HEAD"), (3, "me", "PATCH"), (3, "me", "DELETE"):
             guard segments[1] == "messages" else { return nil }
             self = .messages(segments[2])
-        case (2, "users", "GET"): self = .user(segments[1].removingPercentEncoding ?? segments[1])
+        case (2, "users", "GET"): self = .user(HTTPRequest.decodedSegment(segments[1][...]))
         default: return nil
         }
     }

@@ -90,6 +90,23 @@ struct HardeningTests {
         #expect(try await stack.emulatorCount("graph_requests") == before)
     }
 
+    @Test("An encoded '/' in a downstream path stays inside its segment on the way to the API (new-user attack: users%2Falice was relayed as users/alice)")
+    func downstreamEncodedSlash() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_encoded_slash")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        // Graph's `users/{id | userPrincipalName}`: the emulator decodes the one segment it got.
+        let user = try await stack.request("GET", "/v1/downstream/graph/users/alice%40contoso.example%2Fx%25y", headers: ["X-Account-Id": id])
+        #expect(user.status == 404, "\(user.text)")
+        let requests = try await stack.control("GET", "/_control/graph-requests").json["requests"] as? [[String: Any]] ?? []
+        #expect(requests.map { $0["path"] as? String } == ["/v1.0/users/alice@contoso.example%2Fx%25y"])
+        // Dot segments hidden behind an encoded '/' are refused like plain ones, before any call.
+        let hidden = try await stack.request("GET", "/v1/downstream/graph/me%2F..%2F..%2Fbeta%2Fme", headers: ["X-Account-Id": id])
+        #expect(hidden.status == 400, "\(hidden.text)")
+        #expect(hidden.json["field"] as? String == "path")
+        #expect(try await stack.emulatorCount("graph_requests") == 1)
+    }
+
     @Test("Another tenant's authority never gets the home tenant's cached token; another cloud is invalid_authority")
     func authorityPartitionsTheCache() async throws {
         let stack = try await TokenRelayStack(name: "e2e_realm")

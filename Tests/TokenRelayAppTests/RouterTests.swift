@@ -42,6 +42,33 @@ struct RouterTests {
         #expect(rest["path"]?.unicodeScalars.elementsEqual(("me/" + id).unicodeScalars) == true)
     }
 
+    @Test(
+        "An encoded '/' is part of its segment (new-user attack: %2F was decoded before routing, /v1%2Faccounts was the account list)"
+    )
+    func encodedSlashStaysInItsSegment() {
+        let router = Self.router()
+        for path in ["/v1%2Faccounts", "/v1%2faccounts/acc_1"] {
+            guard case .notFound = router.match(method: "GET", path: path) else {
+                Issue.record("\(path) matched a route")
+                continue
+            }
+        }
+        guard case .found(let route, let parameters) = router.match(method: "GET", path: "/v1/accounts/a%2Fb%252F") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(route.template == "/v1/accounts/{account_id}")
+        #expect(parameters == ["account_id": "a/b%2F"])
+        guard case .found(_, let rest) = router.match(method: "GET", path: "/v1/downstream/graph/users%2Falice/x%25y") else {
+            Issue.record("no match for the remainder")
+            return
+        }
+        // The remainder stays encoded: the relay decodes it segment by segment.
+        #expect(rest["path"] == "users%2Falice/x%25y")
+        #expect(HTTPRequest.decodedSegment("a%2fb%25%2Z%") == "a/b%%2Z%")
+        #expect(HTTPRequest.decodedSegment("%00%2") == "%00%2")
+    }
+
     @Test("A remainder parameter takes several segments")
     func remainder() {
         guard case .found(_, let parameters) = Self.router().match(method: "GET", path: "/v1/downstream/graph/me/messages/abc") else {

@@ -38,6 +38,8 @@ struct DownstreamService: Sendable {
 
     struct Call: Sendable {
         let api: String
+        /// The path below the API's base URL as the router gave it: segments separated by `/`,
+        /// each still holding its `%2F` and `%25` (``HTTPRequest/path``).
         let path: String
         let method: String
         let query: [(name: String, value: String)]
@@ -58,9 +60,11 @@ struct DownstreamService: Sendable {
         guard let api = apis[call.api] else {
             throw Problem(.notFound, "No downstream API named '\(call.api)' is configured.", extensions: ["field": .string("api")])
         }
-        // The call must stay below the API's base URL: no dot segments, no empty segments.
-        let segments = call.path.split(separator: "/", omittingEmptySubsequences: false)
-        guard !call.path.isEmpty, !segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
+        // The call must stay below the API's base URL: no dot segments, no empty segments, not
+        // even inside a segment's encoded `/` (`..%2F..%2Fv1.0`), which an API may decode.
+        let segments = call.path.split(separator: "/", omittingEmptySubsequences: false).map(HTTPRequest.decodedSegment)
+        let parts = segments.flatMap { $0.split(separator: "/", omittingEmptySubsequences: false) }
+        guard !call.path.isEmpty, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
             !call.path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw Problem.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
@@ -133,7 +137,8 @@ struct DownstreamService: Sendable {
         headers.set("Authorization", "Bearer " + token)
         if !headers.contains("client-request-id"), context.correlationIdIsGUID { headers.set("client-request-id", context.correlationId) }
         let query = call.query.isEmpty ? "" : "?" + FormEncoding.query(call.query.map { ($0.name, $0.value) })
-        let path = call.path.split(separator: "/").map { FormEncoding.pathEscape(String($0)) }.joined(separator: "/")
+        // Each segment as the caller encoded it: an encoded `/` stays inside its segment (`%2F`).
+        let path = call.path.split(separator: "/").map { FormEncoding.pathEscape(HTTPRequest.decodedSegment($0)) }.joined(separator: "/")
         let url = api.baseURL + "/" + path + query
         let idempotent = !Self.nonIdempotentMethods.contains(call.method.uppercased())
         let policy = RetryPolicy(target: .downstream(idempotent: idempotent), maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)

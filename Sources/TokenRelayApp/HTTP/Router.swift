@@ -184,16 +184,17 @@ struct Router: Sendable {
         if case .some(.remainder) = segments.last { true } else { false }
     }
 
-    /// The parameters of a template that ``fits(_:_:)`` the path. A remainder is the path as sent
-    /// after the segment before it and its `/`: empty segments and a trailing `/` stay in it, for
-    /// the route to judge (a downstream path may hold none, behaviour §6.2), where routing itself
-    /// reads `//` as `/`.
+    /// The parameters of a template that ``fits(_:_:)`` the path, each segment decoded (an encoded
+    /// `/` is part of its segment, ``HTTPRequest/path``). A remainder is the path as sent after
+    /// the segment before it and its `/`, with `%2F` and `%25` still encoded: empty segments and a
+    /// trailing `/` stay in it, for the route to judge (a downstream path may hold none,
+    /// behaviour §6.2), where routing itself reads `//` as `/`.
     private static func bind(_ segments: [Segment], to parts: [Substring], of path: String) -> [String: String] {
         var parameters: [String: String] = [:]
         for (index, segment) in segments.enumerated() {
             switch segment {
             case .literal: continue
-            case .parameter(let name): parameters[name] = String(parts[index])
+            case .parameter(let name): parameters[name] = HTTPRequest.decodedSegment(parts[index])
             case .remainder(let name):
                 let utf8 = path.utf8
                 var start = index == 0 ? utf8.startIndex : parts[index - 1].endIndex

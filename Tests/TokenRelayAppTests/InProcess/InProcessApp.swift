@@ -152,22 +152,23 @@ final class InProcessApp: Sendable {
     }
 
     /// The request `HTTPServer` would build for `target` (origin form): the path and the query's
-    /// names and values percent-decoded, `+` a space in the query, `%00` kept in the path.
+    /// names and values percent-decoded, `+` a space in the query, `%2F`, `%25` and `%00` kept in
+    /// the path.
     static func parse(method: String, target: String, headers: HTTPHeaders) -> HTTPRequest {
         let (path, queryText) =
             target.firstIndex(of: "?").map { (String(target[..<$0]), String(target[target.index(after: $0)...])) } ?? (target, "")
         var query: [(name: String, value: String)] = []
         for pair in queryText.split(separator: "&") {
             let (name, value) = pair.firstIndex(of: "=").map { (pair[..<$0], pair[pair.index(after: $0)...]) } ?? (pair[...], ""[...])
-            func decoded(_ text: Substring) -> String { percentDecoded(text.replacingOccurrences(of: "+", with: " "), keepingNUL: false) }
+            func decoded(_ text: Substring) -> String { percentDecoded(text.replacingOccurrences(of: "+", with: " "), keepingEscapes: false) }
             query.append((decoded(name), decoded(value)))
         }
         return HTTPRequest(
-            method: method, path: percentDecoded(path, keepingNUL: true), query: query, headers: headers, remoteAddress: "127.0.0.1")
+            method: method, path: percentDecoded(path, keepingEscapes: true), query: query, headers: headers, remoteAddress: "127.0.0.1")
     }
 
     /// `%XX` decoded, invalid escapes left as they are (like the server's unescape callback).
-    private static func percentDecoded(_ text: String, keepingNUL: Bool) -> String {
+    private static func percentDecoded(_ text: String, keepingEscapes: Bool) -> String {
         func hexValue(_ byte: UInt8) -> UInt8? {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
@@ -181,7 +182,7 @@ final class InProcessApp: Sendable {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]),
-                high | low != 0 || !keepingNUL
+                !keepingEscapes || !HTTPRequest.pathKeepsEscaped(high << 4 | low)
             {
                 let value = high << 4 | low
                 output.append(value)
