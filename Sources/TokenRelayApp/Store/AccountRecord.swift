@@ -8,28 +8,34 @@ struct AccountRecord: Sendable, Equatable {
         case interactionRequired = "interaction_required"
     }
 
-    let accountId: String
-    let clientId: String
-    let environment: String
-    let homeAccountId: String?
-    let realm: String
-    let localAccountId: String?
-    let username: String?
-    let name: String?
-    let authority: String
-    let authorityType: AuthorityType
-    let state: State
-    let idTokenClaims: String
-    let createdAt: String
-    let lastUsedAt: String?
+    // The fields live in one immutable object shared by every copy: an account is copied into
+    // and out of memory, the resolver and the answer on every cached silent request (behaviour
+    // §10), and a copy of seventeen strings, arrays and dictionaries cost as many reference
+    // count updates.
+    private let fields: Fields
+
+    var accountId: String { fields.accountId }
+    var clientId: String { fields.clientId }
+    var environment: String { fields.environment }
+    var homeAccountId: String? { fields.homeAccountId }
+    var realm: String { fields.realm }
+    var localAccountId: String? { fields.localAccountId }
+    var username: String? { fields.username }
+    var name: String? { fields.name }
+    var authority: String { fields.authority }
+    var authorityType: AuthorityType { fields.authorityType }
+    var state: State { fields.state }
+    var idTokenClaims: String { fields.idTokenClaims }
+    var createdAt: String { fields.createdAt }
+    var lastUsedAt: String? { fields.lastUsedAt }
     /// Every tenant the user signed into (behaviour §12 Accounts: a guest is one account with several
     /// profiles); empty for an import not yet redeemed.
-    let tenantProfiles: [TenantProfile]
+    var tenantProfiles: [TenantProfile] { fields.tenantProfiles }
     /// The account's external ids by owner (an API key's name, behaviour §3.7): at most one per
     /// owner, each unique within its owner. Shown only to callers of that owner.
-    let externalIds: [String: String]
+    var externalIds: [String: String] { fields.externalIds }
     /// `idTokenClaims` parsed once here rather than on every answer that shows the account.
-    let claims: JSONValue
+    var claims: JSONValue { fields.claims }
     /// `json(owner: nil)` encoded once: the account part of every cached token answer
     /// (behaviour §10), with `"external_id":null`; ``writeJSON(owner:into:)`` puts an owner's
     /// external id in its place.
@@ -42,28 +48,73 @@ struct AccountRecord: Sendable, Equatable {
         username: String?, name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String,
         createdAt: String, lastUsedAt: String?, tenantProfiles: [TenantProfile]? = nil, externalIds: [String: String] = [:]
     ) {
-        self.accountId = accountId
-        self.clientId = clientId
-        self.environment = environment
-        self.homeAccountId = homeAccountId
-        self.realm = realm
-        self.localAccountId = localAccountId
-        self.username = username
-        self.name = name
-        self.authority = authority
-        self.authorityType = authorityType
-        self.state = state
-        self.idTokenClaims = idTokenClaims
-        self.createdAt = createdAt
-        self.lastUsedAt = lastUsedAt
-        self.tenantProfiles =
-            tenantProfiles
-            ?? (homeAccountId == nil
-                ? [] : [TenantProfile(realm: realm, localAccountId: localAccountId, isHome: homeAccountId?.hasSuffix("." + realm) ?? true)])
-        self.externalIds = externalIds
-        self.claims = JSONValue.parse(idTokenClaims) ?? .object([:])
+        fields = Fields(
+            accountId: accountId, clientId: clientId, environment: environment, homeAccountId: homeAccountId, realm: realm,
+            localAccountId: localAccountId, username: username, name: name, authority: authority, authorityType: authorityType,
+            state: state, idTokenClaims: idTokenClaims, createdAt: createdAt, lastUsedAt: lastUsedAt,
+            tenantProfiles: tenantProfiles
+                ?? (homeAccountId == nil
+                    ? [] : [TenantProfile(realm: realm, localAccountId: localAccountId, isHome: homeAccountId?.hasSuffix("." + realm) ?? true)]),
+            externalIds: externalIds, claims: JSONValue.parse(idTokenClaims) ?? .object([:]))
         jsonBytes = JSONWriter.encode(json(owner: nil))
         externalIdNullOffset = Self.offset(of: Self.externalIdNullMember, in: jsonBytes).map { $0 + Self.externalIdNullMember.count - 4 } ?? 0
+    }
+
+    static func == (lhs: AccountRecord, rhs: AccountRecord) -> Bool {
+        lhs.fields === rhs.fields || lhs.fields == rhs.fields
+    }
+
+    /// The stored fields, as the initializer received them (`claims` parsed from `idTokenClaims`).
+    private final class Fields: Sendable, Equatable {
+        let accountId: String
+        let clientId: String
+        let environment: String
+        let homeAccountId: String?
+        let realm: String
+        let localAccountId: String?
+        let username: String?
+        let name: String?
+        let authority: String
+        let authorityType: AuthorityType
+        let state: State
+        let idTokenClaims: String
+        let createdAt: String
+        let lastUsedAt: String?
+        let tenantProfiles: [TenantProfile]
+        let externalIds: [String: String]
+        let claims: JSONValue
+
+        init(
+            accountId: String, clientId: String, environment: String, homeAccountId: String?, realm: String, localAccountId: String?, username: String?,
+            name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String, createdAt: String, lastUsedAt: String?,
+            tenantProfiles: [TenantProfile], externalIds: [String: String], claims: JSONValue
+        ) {
+            self.accountId = accountId
+            self.clientId = clientId
+            self.environment = environment
+            self.homeAccountId = homeAccountId
+            self.realm = realm
+            self.localAccountId = localAccountId
+            self.username = username
+            self.name = name
+            self.authority = authority
+            self.authorityType = authorityType
+            self.state = state
+            self.idTokenClaims = idTokenClaims
+            self.createdAt = createdAt
+            self.lastUsedAt = lastUsedAt
+            self.tenantProfiles = tenantProfiles
+            self.externalIds = externalIds
+            self.claims = claims
+        }
+
+        static func == (lhs: Fields, rhs: Fields) -> Bool {
+            lhs.accountId == rhs.accountId && lhs.clientId == rhs.clientId && lhs.environment == rhs.environment && lhs.homeAccountId == rhs.homeAccountId
+                && lhs.realm == rhs.realm && lhs.localAccountId == rhs.localAccountId && lhs.username == rhs.username && lhs.name == rhs.name
+                && lhs.authority == rhs.authority && lhs.authorityType == rhs.authorityType && lhs.state == rhs.state && lhs.idTokenClaims == rhs.idTokenClaims
+                && lhs.createdAt == rhs.createdAt && lhs.lastUsedAt == rhs.lastUsedAt && lhs.tenantProfiles == rhs.tenantProfiles
+                && lhs.externalIds == rhs.externalIds
+        }
     }
 
     /// The member as JSONWriter writes it. Inside a string value every `"` is escaped (`\"`),
