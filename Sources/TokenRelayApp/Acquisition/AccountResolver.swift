@@ -32,18 +32,37 @@ struct AccountResolver: Sendable {
     func resolve(_ selector: SilentTokenRequest.AccountSelector, owner: String? = nil) async throws -> AccountRecord {
         switch selector {
         case .accountId(let id):
-            if let cached = accountFromMemory(id, owner: owner) { return cached }
-            let mark = accounts.readMark
-            guard let account = try await store.account(id: id, owner: owner) else { throw Problem.accountNotFound() }
-            accounts.store(account, readMark: mark)
-            if let owner, account.accountId != id { accounts.remember(ExternalId(owner: owner, value: id), of: account) }
-            return account
+            return try await byAccountId(id, owner: owner, readingTokens: false).account
         case .homeAccountId(let home):
             // One home_account_id may be signed in through several clouds (environments).
             return try Self.single(try await store.accounts(homeAccountId: home), "home_account_id")
         case .username(let username, let tenantId):
             return try Self.single(try await store.accounts(username: username, tenantId: tenantId), "username; narrow by tenant_id")
         }
+    }
+
+    /// The account a value given as `account_id` names, from memory, else from PostgreSQL (then
+    /// remembered). With `readingTokens`, an account read from PostgreSQL comes with its stored
+    /// access tokens in its own environment and realm, read by the same statement
+    /// (``TokenStore/accountWithAccessTokens(id:owner:)``: one round trip for a token only
+    /// PostgreSQL holds, issue 13).
+    /// - Parameter owner: the caller's key name, whose external ids `id` may be; nil: none.
+    /// - Returns: the account, and its tokens when they were read (nil: memory gave the account,
+    ///   or the tokens were not read).
+    /// - Throws: `Problem` 404 `account_not_found`.
+    func byAccountId(_ id: String, owner: String?, readingTokens: Bool) async throws -> (account: AccountRecord, tokens: [StoredAccessToken]?) {
+        if let cached = accountFromMemory(id, owner: owner) { return (cached, nil) }
+        let mark = accounts.readMark
+        let read: (account: AccountRecord, accessTokens: [StoredAccessToken]?)?
+        if readingTokens {
+            read = try await store.accountWithAccessTokens(id: id, owner: owner)
+        } else {
+            read = try await store.account(id: id, owner: owner).map { ($0, nil) }
+        }
+        guard let (account, tokens) = read else { throw Problem.accountNotFound() }
+        accounts.store(account, readMark: mark)
+        if let owner, account.accountId != id { accounts.remember(ExternalId(owner: owner, value: id), of: account) }
+        return (account, tokens)
     }
 
     /// Finds the account named by `selector` among those the caller's key sees (an account

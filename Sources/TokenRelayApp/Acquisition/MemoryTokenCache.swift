@@ -114,6 +114,11 @@ final class MemoryTokenCache: Sendable {
         entries.removeValue(for: accountId)
     }
 
+    /// Whether any token of `accountId` is held; not a use (its recency is unchanged).
+    func holdsTokens(of accountId: String) -> Bool {
+        entries.peek(accountId) != nil
+    }
+
     /// Bytes and accounts held, and accounts dropped to make room (`/metrics`).
     var usage: MemoryUsage { entries.usage }
 

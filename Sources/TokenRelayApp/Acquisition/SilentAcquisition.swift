@@ -44,6 +44,13 @@ struct SilentAcquisition: Sendable {
     ///   Tenants), 429 `throttled`, 502, 503/504.
     func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
         try context.access.check(request)
+        if case .accountId(let id) = request.account, !request.bypassesCache, !memory.holdsTokens(of: id) {
+            // The cache will be read and memory holds none of the account's tokens: an account
+            // read from PostgreSQL brings its stored tokens in the same round trip (issue 13).
+            // Whether the key sees it is the first check of `acquire(_:for:context:)`.
+            let (account, tokens) = try await resolver.byAccountId(id, owner: context.owner, readingTokens: true)
+            return try await acquire(request, for: account, storedTokens: tokens, context: context)
+        }
         let account = try await resolver.resolve(request.account, visibleTo: context.access, owner: context.owner)
         return try await acquire(request, for: account, context: context)
     }
@@ -71,7 +78,12 @@ struct SilentAcquisition: Sendable {
     }
 
     /// Acquires a token for an account already resolved (downstream calls resolve once).
-    func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
+    /// - Parameter storedTokens: the account's stored access tokens in its own realm, when they
+    ///   were read with it (``AccountResolver/byAccountId(_:owner:readingTokens:)``); nil: read
+    ///   them if memory cannot answer.
+    func acquire(
+        _ request: SilentTokenRequest, for account: AccountRecord, storedTokens: [StoredAccessToken]? = nil, context: RequestContext
+    ) async throws -> SilentTokenResult {
         try context.access.check(request)
         guard context.access.sees(account) else { throw Problem.accountNotFound() }
         try suspensions.check(account)
@@ -91,7 +103,7 @@ struct SilentAcquisition: Sendable {
         // A key that sees a guest through another tenant's profile gets no home-tenant token.
         try context.access.check(realm: realm)
         let claims = try mergedClaims(request.claims)
-        let bypassCache = request.forceRefresh || ClaimsRequest.bypassesCache(claims: request.claims)
+        let bypassCache = request.bypassesCache
         let minTTL = request.minTTLSeconds
         let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
         if let replayed = uiRequired.recall(accountId: account.accountId, key: uiRequiredKey, now: now()) {
@@ -115,7 +127,9 @@ struct SilentAcquisition: Sendable {
                 }
                 exceedsKey = true
             }
-            if !exceedsKey, let (hit, layer) = try await cache.lookup(account: account, realm: realm, scopes: request.scopes, minTTL: minTTL) {
+            if !exceedsKey,
+                let (hit, layer) = try await cache.lookup(account: account, realm: realm, scopes: request.scopes, minTTL: minTTL, read: storedTokens)
+            {
                 if context.access.allows(hit) {
                     metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
                     served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)

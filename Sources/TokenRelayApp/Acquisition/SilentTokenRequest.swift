@@ -21,6 +21,10 @@ struct SilentTokenRequest: Sendable {
     /// The members the body chose the scopes and authority with, named by the STS's input
     /// refusals (behaviour §4.1, §4.3).
     var inputFields = Problem.InputFields()
+
+    /// Whether the access-token cache is skipped: `force_refresh`, or claims that are more than
+    /// capabilities (behaviour §1.7, §2.2 step 5).
+    var bypassesCache: Bool { forceRefresh || ClaimsRequest.bypassesCache(claims: claims) }
 }
 
 /// A token handed to the caller (never a refresh token).

@@ -29,12 +29,20 @@ struct TokenCacheReader: Sendable {
     }
 
     /// A servable token covering `scopes`, from memory or the database, or nil (a miss, counted).
+    /// - Parameter read: the account's stored tokens in its own environment and realm when they
+    ///   were read with the account (``AccountResolver/byAccountId(_:owner:readingTokens:)``):
+    ///   used instead of a second read for that realm; nil reads the database on a memory miss.
     /// - Throws: `Problem` 503 when the database is unreachable.
-    func lookup(account: AccountRecord, realm: String, scopes: ScopeSet, minTTL: Int) async throws -> (StoredAccessToken, Layer)? {
+    func lookup(
+        account: AccountRecord, realm: String, scopes: ScopeSet, minTTL: Int, read: [StoredAccessToken]? = nil
+    ) async throws -> (StoredAccessToken, Layer)? {
         if let hit = fromMemory(accountId: account.accountId, environment: account.environment, realm: realm, scopes: scopes, minTTL: minTTL) {
             return (hit, .memory)
         }
-        let stored = try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
+        let stored =
+            if let read, realm == account.realm { read } else {
+                try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
+            }
         if let hit = stored.best(covering: scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
             memory.store(hit, now: now())
             return (hit, .database)

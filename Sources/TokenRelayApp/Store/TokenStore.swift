@@ -45,10 +45,52 @@ struct TokenStore: Sendable {
     func account(id: String, owner: String? = nil) async throws -> AccountRecord? {
         let clientId = self.clientId
         return try await database.run { connection in
-            try connection.query(
-                "SELECT \(Self.accountColumns) FROM accounts WHERE account_id = \(Self.resolvedAccountIdOrExternalId(owner: "$3")) AND client_id = $2",
-                [.text(id), .text(clientId), Self.optional(owner)]
-            ).rows.first.map(Self.account(from:))
+            try connection.query(Self.accountById, [.text(id), .text(clientId), Self.optional(owner)]).rows.first.map(Self.account(from:))
+        }
+    }
+
+    /// The account `$1` names as an `account_id` (``resolvedAccountIdOrExternalId(owner:)``,
+    /// with the owner in `$3`) of client `$2`: at most one row of ``accountColumns``.
+    static let accountById =
+        "SELECT \(accountColumns) FROM accounts WHERE account_id = \(resolvedAccountIdOrExternalId(owner: "$3")) AND client_id = $2"
+
+    /// ``accountById``'s account once per access token of its own environment and realm (the
+    /// token columns null when it has none). The join names the token rows' owner as given (`$1`),
+    /// so that the statement stays on one shard (behaviour §8.7) on `access_tokens_pkey`: an
+    /// account `$1` names through an alias or an external id comes without tokens.
+    static let accountByIdWithAccessTokens = """
+        WITH account AS (\(accountById))
+        SELECT account.*, t.target, t.scopes, t.key_id, t.nonce, t.ciphertext, t.expires_on, t.ext_expires_on, t.refresh_on
+        FROM account LEFT JOIN access_tokens t ON t.account_id = $1 AND account.account_id = $1
+          AND t.environment = account.environment AND t.realm = account.realm AND t.client_id = $2
+        """
+
+    /// ``account(id:owner:)`` together with the account's stored access tokens in its own
+    /// environment and realm, in one statement: a silent request whose token only PostgreSQL
+    /// holds (after a restart, or dropped from memory) makes one round trip, not two (issue 13).
+    ///
+    /// The tokens are those ``accessTokens(accountId:environment:realm:)`` reads for
+    /// (`account.environment`, `account.realm`), rows that no longer open left out. They are nil
+    /// (not read) when `id` is an alias or an external id (``accountByIdWithAccessTokens``), and
+    /// when a row's data key is not in memory: the separate read loads it, as before, and no
+    /// error of loading it comes before the request's own checks.
+    /// - Returns: nil when no account has that id.
+    func accountWithAccessTokens(id: String, owner: String? = nil) async throws -> (account: AccountRecord, accessTokens: [StoredAccessToken]?)? {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            let rows = try connection.query(Self.accountByIdWithAccessTokens, [.text(id), .text(clientId), Self.optional(owner)]).rows
+            guard let first = rows.first else { return nil }
+            let account = Self.account(from: first)
+            guard account.accountId == id else { return (account, nil) }
+            do {
+                // A row with no token (the left join's nulls) has no target.
+                let tokens = try rows.filter { $0.string("target") != nil }.compactMap { row in
+                    try accessToken(in: row, owner: id, environment: account.environment, realm: account.realm)
+                }
+                return (account, tokens)
+            } catch is DataKeyNeeded {
+                return (account, nil)
+            }
         }
     }
 
