@@ -158,3 +158,45 @@ struct OutOfRangeNumberTests {
         #expect(DuplicateMemberTests.field(body) == field, "\(body)")
     }
 }
+
+/// A `\u` escape of half a surrogate pair makes `JSONSerialization` refuse the whole text, and the
+/// walk that names out-of-range numbers named the member as "a number out of range" (new-user
+/// attack: `{"account_id": "\ud800", ...}` on the silent route).
+@Suite("A string with a lone surrogate escape is named by its member, as not Unicode (behaviour §4.5)")
+struct LoneSurrogateTests {
+    @Test(
+        "Each member holding a lone surrogate is named, and the detail says what is wrong with it",
+        arguments: [
+            (#"{"account_id":"\ud800","scopes":["User.Read"]}"#, "account_id"),
+            (#"{"account_id":"a","scopes":["\udc00"]}"#, "scopes.0"),
+            (#"{"claims":{"x":"a\ud83dz"}}"#, "claims.x"),
+        ])
+    func named(_ body: String, _ field: String) {
+        do {
+            _ = try JSONBody(bytes: Array(body.utf8))
+            Issue.record("accepted: \(body)")
+        } catch {
+            #expect(error.extensions["field"] == .string(field), "\(body)")
+            #expect(!error.detail.contains("number"), "\(body): \(error.detail)")
+            #expect(error.detail.contains("surrogate"), "\(body): \(error.detail)")
+        }
+    }
+
+    @Test("A valid surrogate pair is read; a number out of range is still called one")
+    func pairsAndNumbers() throws {
+        let body = try JSONBody(bytes: Array(#"{"name":"\ud83d\ude00"}"#.utf8))
+        #expect(body.members["name"] == .string("\u{1F600}"))
+        do {
+            _ = try JSONBody(bytes: Array(#"{"a":"\ud800","b":1e400}"#.utf8))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.extensions["field"] == .string("a"))
+        }
+        do {
+            _ = try JSONBody(bytes: Array(#"{"min_ttl_s":1e400}"#.utf8))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.detail == "'min_ttl_s' is a number out of range.")
+        }
+    }
+}

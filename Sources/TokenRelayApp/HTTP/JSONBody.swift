@@ -33,9 +33,16 @@ struct JSONBody: Sendable {
             // Fragments allowed so a bare `3` is "not an object" rather than "not JSON", as before.
             object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
         } catch {
-            // `JSONSerialization` refuses a whole text for one number a Double cannot hold.
-            if let member = OutOfRangeNumbers.first(in: bytes) {
+            // `JSONSerialization` refuses a whole text for one number a Double cannot hold, or
+            // one string holding a lone surrogate escape.
+            switch OutOfRangeNumbers.firstFault(in: bytes) {
+            case (let member, .numberOutOfRange)?:
                 throw Problem.invalidRequest(field: member, "'\(member)' is a number out of range.")
+            case (let member, .stringNotUnicode)?:
+                throw Problem.invalidRequest(
+                    field: member, "'\(member)' is not Unicode text: a \\u escape names half of a surrogate pair (RFC 8259 §8.2).")
+            case nil:
+                break
             }
             throw Problem.invalidRequest(field: "body", "The request body is not valid JSON.")
         }

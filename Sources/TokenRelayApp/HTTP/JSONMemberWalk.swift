@@ -4,13 +4,22 @@ import Foundation
 /// looks `JSONBody` takes when `JSONSerialization` (our body reader, ADR 0013) read a text
 /// wrongly or refused it: every member passes through the decoder's key decoding strategy
 /// (``DuplicateMembers``), and with ``checksNumbers`` in the decoder's user info the walk stops
-/// at the first number a `Double` cannot hold (``OutOfRangeNumbers``). No parser of our own.
+/// at the first number a `Double` cannot hold, or the first string no Swift `String` holds (a
+/// `\u` escape of half a surrogate pair, `"\ud800"`) (``OutOfRangeNumbers``). No parser of our own.
 /// Members are visited in sorted order, so that what is named does not depend on hashing.
 struct JSONMemberWalk: Decodable {
     static let checksNumbers = CodingUserInfoKey(rawValue: "tokenrelay.checksNumbers")!
 
     /// Thrown by a walk with ``checksNumbers`` at the first number out of range.
     struct NumberOutOfRange: Error {
+        /// The member's dotted path (``dotted(_:)``).
+        let member: String
+    }
+
+    /// Thrown by a walk with ``checksNumbers`` at the first string that is not Unicode text: a
+    /// `\u` escape of a lone surrogate (RFC 8259 §8.2), which `JSONSerialization` also refuses
+    /// the whole text for.
+    struct StringNotUnicode: Error {
         /// The member's dotted path (``dotted(_:)``).
         let member: String
     }
@@ -22,10 +31,19 @@ struct JSONMemberWalk: Decodable {
             while !array.isAtEnd { _ = try array.decode(Self.self) }
         } else if decoder.userInfo[Self.checksNumbers] != nil {
             // Neither null, a Boolean nor a string is a number: out of range when no Double reads it.
+            // A string the decoder cannot read (a lone surrogate escape) is not a number: it is
+            // refused as a string, not a type mismatch.
             let value = try decoder.singleValueContainer()
-            if !value.decodeNil(), (try? value.decode(Bool.self)) == nil, (try? value.decode(String.self)) == nil,
-                (try? value.decode(Double.self)) == nil
-            {
+            guard !value.decodeNil(), (try? value.decode(Bool.self)) == nil else { return }
+            do {
+                _ = try value.decode(String.self)
+                return
+            } catch DecodingError.typeMismatch {
+                // Not a string: a number.
+            } catch {
+                throw StringNotUnicode(member: Self.dotted(decoder.codingPath))
+            }
+            if (try? value.decode(Double.self)) == nil {
                 throw NumberOutOfRange(member: Self.dotted(decoder.codingPath))
             }
         }
@@ -44,20 +62,33 @@ struct JSONMemberWalk: Decodable {
     }
 }
 
-/// Finds a number too large for a `Double` (`1e400`, a 400-digit integer), for which
-/// `JSONSerialization` refuses the whole text, so that the answer names the member (behaviour
-/// §4.5) instead of calling the body "not valid JSON". `JSONBody` calls this only after such a refusal.
+/// Finds a number too large for a `Double` (`1e400`, a 400-digit integer), or a string value
+/// holding a lone surrogate escape (`"\ud800"`), for which `JSONSerialization` refuses the whole
+/// text, so that the answer names the member (behaviour §4.5) instead of calling the body "not
+/// valid JSON". `JSONBody` calls this only after such a refusal.
 enum OutOfRangeNumbers {
+    /// What is wrong with the member ``first(in:)`` names.
+    enum Fault: Equatable {
+        case numberOutOfRange
+        case stringNotUnicode
+    }
+
     /// The dotted path (``JSONMemberWalk/dotted(_:)``) of the first member, in sorted order, whose
     /// number is out of range; nil when there is none, when the number is the whole text, or
     /// when `JSONDecoder` cannot read `bytes` either.
-    static func first(in bytes: [UInt8]) -> String? {
+    static func first(in bytes: [UInt8]) -> String? { firstFault(in: bytes)?.member }
+
+    /// The member ``first(in:)`` names, with what is wrong with it: a number out of range or a
+    /// string that is not Unicode text.
+    static func firstFault(in bytes: [UInt8]) -> (member: String, fault: Fault)? {
         let decoder = JSONDecoder()
         decoder.userInfo[JSONMemberWalk.checksNumbers] = true
         do {
             _ = try decoder.decode(JSONMemberWalk.self, from: Data(bytes))
         } catch let error as JSONMemberWalk.NumberOutOfRange {
-            return error.member.isEmpty ? nil : error.member
+            return error.member.isEmpty ? nil : (error.member, .numberOutOfRange)
+        } catch let error as JSONMemberWalk.StringNotUnicode {
+            return error.member.isEmpty ? nil : (error.member, .stringNotUnicode)
         } catch {}
         return nil
     }
