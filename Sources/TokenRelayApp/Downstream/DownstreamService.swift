@@ -64,8 +64,11 @@ struct DownstreamService: Sendable {
         // even inside a segment's encoded `/` (`..%2F..%2Fv1.0`), which an API may decode.
         let segments = call.path.split(separator: "/", omittingEmptySubsequences: false).map(HTTPRequest.decodedSegment)
         let parts = segments.flatMap { $0.split(separator: "/", omittingEmptySubsequences: false) }
+        // The bridge leaves an encoded NUL as the three characters `%00` (a `%` of the text is
+        // `%25`), and `decodedSegment` keeps them: unchecked, `me%00` was relayed as the literal
+        // `me%2500`, another resource than the one asked for. NUL is a control character.
         guard !call.path.isEmpty, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
-            !call.path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            !call.path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }), !call.path.contains("%00")
         else {
             throw Problem.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
         }
