@@ -75,7 +75,11 @@ enum AccountRoutes {
         static func encode(_ accountId: String) -> String { Base64URL.encode(Array(("a:" + accountId).utf8)) }
 
         static func decode(_ cursor: String) -> String? {
-            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("a:") else { return nil }
+            // A cursor this service issued holds an id, never a control character: a forged one
+            // with a NUL reached PostgreSQL and was answered naming the field `input`.
+            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("a:"),
+                !text.containsControlCharacter
+            else { return nil }
             return String(text.dropFirst(2))
         }
     }

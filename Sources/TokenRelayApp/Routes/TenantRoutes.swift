@@ -64,7 +64,11 @@ enum TenantRoutes {
         static func encode(_ tenantId: String) -> String { Base64URL.encode(Array(("t:" + tenantId).utf8)) }
 
         static func decode(_ cursor: String) -> String? {
-            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("t:") else { return nil }
+            // A cursor this service issued holds an id, never a control character: a forged one
+            // with a NUL reached PostgreSQL and was answered naming the field `input`.
+            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("t:"),
+                !text.containsControlCharacter
+            else { return nil }
             return String(text.dropFirst(2))
         }
     }
