@@ -20,4 +20,22 @@ struct AuthorizeCallbackErrorTests {
             #expect(forged.isEmpty || !problem.detail.contains(forged))
         }
     }
+
+    @Test("Scopes or an authority the authority refused are 400 invalid_scope / invalid_authority, as from the token endpoint (they were 502 upstream_error)")
+    func refusedScopesAndAuthority() {
+        let cases: [(error: String, description: String, code: ProblemCode)] = [
+            ("invalid_scope", "AADSTS70011: The provided value for the input parameter 'scope' is not valid.", .invalidScope),
+            ("invalid_scope", "", .invalidScope),
+            ("invalid_request", "AADSTS90002: Tenant 'nope' not found.", .invalidAuthority),
+            ("invalid_request", "AADSTS28000: Provide value for the input parameter scope.", .invalidScope),
+        ]
+        for (error, description, code) in cases {
+            let problem = SignInService.authorizeProblem(error: error, description: description)
+            #expect(problem.code == code, "\(error) \(description)")
+            #expect(problem.status == 400, "\(error) \(description)")
+        }
+        // What is not the request's fault stays a 502.
+        #expect(SignInService.authorizeProblem(error: "invalid_request", description: "AADSTS50011: redirect URI mismatch").status == 502)
+        #expect(SignInService.authorizeProblem(error: "unauthorized_client", description: "").status == 502)
+    }
 }

@@ -284,6 +284,18 @@ struct SignInService: Sendable {
             extensions["suberror"] = error == "consent_required" ? .string("consent_required") : nil
             return Problem(.interactionRequired, "The authority needs the user's interaction: \(error).", extensions: extensions)
         default:
+            // The scopes or authority the sign-in asked for, refused (AADSTS70011, 90002,
+            // `invalid_scope`, ...): the same table as a token-endpoint answer (behaviour §4.3), so
+            // a 400 `invalid_scope` / `invalid_authority` whose field the renderer names (the
+            // sign-in's `scopes` or `authority`), not a 502 that calls it the service's own fault.
+            let failure = STSErrorMapping.classify(
+                status: 400, headers: [], body: JSONWriter.encode(.object(["error": .string(error), "error_description": .string(description)])),
+                now: Date())
+            if failure.disposition == .badRequest, failure.problem == .invalidScope || failure.problem == .invalidAuthority {
+                let member = failure.problem == .invalidScope ? "scopes" : "authority"
+                return Problem(
+                    failure.problem, "The authority refused the sign-in's \(member): \(error).", status: 400, extensions: extensions)
+            }
             return Problem(.upstreamError, "The authority answered '\(error)'.", status: 502, extensions: extensions)
         }
     }
