@@ -52,47 +52,17 @@ struct OwnerKeyedQueryTests {
 
     @Test("a workload of every token path runs only owner-keyed statements on token tables, apart from the commented multi-shard ones")
     func everyTokenQueryIsKeyedByItsOwner() async throws {
-        let postgres = try await PrivatePostgres()
-        do {
-            try await check(on: postgres)
-            await postgres.destroy()
-        } catch {
-            await postgres.destroy()
-            throw error
+        try await StatementStatistics.withServer { statistics in
+            let stack = try await TokenRelayStack(name: "e2e_owner_keyed", databaseURL: statistics.postgres.url)
+            defer { stack.stop() }
+            // Migrations ran at start: only the workload from here on.
+            try await statistics.reset()
+            try await workload(stack, admin: statistics.admin)
+            try await check(try await statistics.serviceStatements())
         }
     }
 
-    private func check(on postgres: PrivatePostgres) async throws {
-        let admin = PostgresPool(url: postgres.superuserURL(), size: 1)
-        defer { admin.close() }
-        try await admin.withConnection { connection in
-            try connection.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
-        }
-        try await postgres.stop()
-        try await postgres.start()
-        // Its settings exist once the library is loaded; both take a reload.
-        try await admin.withConnection { connection in
-            try connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            try connection.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
-            try connection.execute("ALTER SYSTEM SET pg_stat_statements.track_utility = 'off'")
-            _ = try connection.query("SELECT pg_reload_conf()")
-        }
-
-        let stack = try await TokenRelayStack(name: "e2e_owner_keyed", databaseURL: postgres.url)
-        defer { stack.stop() }
-        // Migrations ran at start: only the workload from here on.
-        try await admin.withConnection { _ = try $0.query("SELECT pg_stat_statements_reset()") }
-        try await workload(stack, admin: admin)
-
-        // Only the service's own statements (the test's run as the superuser).
-        let statements = try await admin.withConnection { connection in
-            try connection.query(
-                """
-                SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid
-                WHERE r.rolname = 'tokenrelay' AND s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                """
-            ).rows.compactMap { row in row.string("query").map { ($0, row.int("calls") ?? 0) } }
-        }
+    private func check(_ statements: [(query: String, calls: Int64)]) async throws {
         var touched: Set<String> = []
         var unkeyed: [String] = []
         var allowed: [String: Int] = [:]

@@ -10,24 +10,11 @@ import TokenRelayTesting
 struct PostgresOnlySilentTests {
     @Test("After a restart, a silent request by account_id reads its account and cached token in one statement")
     func oneStatementAfterRestart() async throws {
-        let postgres = try await PrivatePostgres()
-        do {
-            try await check(on: postgres)
-            await postgres.destroy()
-        } catch {
-            await postgres.destroy()
-            throw error
-        }
+        try await StatementStatistics.withServer { try await check(on: $0) }
     }
 
-    private func check(on postgres: PrivatePostgres) async throws {
-        let admin = PostgresPool(url: postgres.superuserURL(), size: 1)
-        defer { admin.close() }
-        try await admin.withConnection { try $0.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'") }
-        try await postgres.stop()
-        try await postgres.start()
-        try await admin.withConnection { try $0.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements") }
-
+    private func check(on statistics: StatementStatistics) async throws {
+        let postgres = statistics.postgres
         // No keep-alive pass: it reads accounts in the background.
         let stack = try await TokenRelayStack(
             name: "e2e_pg_only_silent", environment: ["TOKENRELAY_KEEPALIVE_AFTER_DAYS": "0"], databaseURL: postgres.url)
@@ -43,25 +30,19 @@ struct PostgresOnlySilentTests {
         // of its own, and the token read again once the key is in memory): another account's.
         let first = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]])
         #expect(first.status == 200 && first.json["source"] as? String == "cache", "\(first.text)")
-        try await admin.withConnection { _ = try $0.query("SELECT pg_stat_statements_reset()") }
+        try await statistics.reset()
         let answer = try await stack.request("POST", "/v1/tokens/silent", json: body)
         #expect(answer.status == 200 && answer.json["source"] as? String == "cache", "\(answer.text)")
         #expect(answer.json["access_token"] as? String == cached.json["access_token"] as? String)
 
         // The service's reads of accounts and access tokens since the reset (its background
         // `last_used_at` write is not a read).
-        let reads = try await admin.withConnection { connection in
-            try connection.query(
-                """
-                SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid
-                WHERE r.rolname = 'tokenrelay' AND s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                """
-            ).rows.compactMap { row -> (String, Int64)? in
-                guard let query = row.string("query").map(OwnerKeyedQueryTests.normalised), query.hasPrefix("select") || query.hasPrefix("with"),
-                    OwnerKeyedQueryTests.mentions(query, "accounts") || OwnerKeyedQueryTests.mentions(query, "access_tokens")
-                else { return nil }
-                return (query, row.int("calls") ?? 0)
-            }
+        let reads = try await statistics.serviceStatements().compactMap { statement -> (String, Int64)? in
+            let query = OwnerKeyedQueryTests.normalised(statement.query)
+            guard query.hasPrefix("select") || query.hasPrefix("with"),
+                OwnerKeyedQueryTests.mentions(query, "accounts") || OwnerKeyedQueryTests.mentions(query, "access_tokens")
+            else { return nil }
+            return (query, statement.calls)
         }
         #expect(reads.map(\.1).reduce(0, +) == 1, "\(reads)")
         #expect(reads.allSatisfy { OwnerKeyedQueryTests.mentions($0.0, "access_tokens") }, "\(reads)")
