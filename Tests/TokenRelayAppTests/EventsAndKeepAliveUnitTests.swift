@@ -1,4 +1,5 @@
 import Foundation
+import CryptoBridge
 import Testing
 
 @testable import TokenRelayApp
@@ -60,5 +61,9 @@ struct EventsAndKeepAliveUnitTests {
         #expect(EventRoutes.Cursor.decode(EventRoutes.Cursor.encode(42)) == 42)
         #expect(EventRoutes.Cursor.decode(AccountRoutes.Cursor.encode("acc_1")) == nil)
         #expect(EventRoutes.Cursor.decode("%%") == nil)
+        // Only the form the service writes (new-user attack: `e:01` and `e:+1` were echoed back).
+        for forged in ["e:01", "e:+1", "e: 1", "e:-1"] {
+            #expect(EventRoutes.Cursor.decode(Base64URL.encode(Array(forged.utf8))) == nil, "\(forged)")
+        }
     }
 }

@@ -70,17 +70,9 @@ enum AccountRoutes {
         }
     }
 
-    /// Opaque page cursor: base64url of the last account id seen.
+    /// Opaque page cursor (``PageCursor``) of the last account id seen.
     enum Cursor {
-        static func encode(_ accountId: String) -> String { Base64URL.encode(Array(("a:" + accountId).utf8)) }
-
-        static func decode(_ cursor: String) -> String? {
-            // A cursor this service issued holds an id, never a control character: a forged one
-            // with a NUL reached PostgreSQL and was answered naming the field `input`.
-            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("a:"),
-                !text.containsControlCharacter
-            else { return nil }
-            return String(text.dropFirst(2))
-        }
+        static func encode(_ accountId: String) -> String { PageCursor.encode(accountId, prefix: "a:") }
+        static func decode(_ cursor: String) -> String? { PageCursor.decode(cursor, prefix: "a:") }
     }
 }

@@ -25,14 +25,14 @@ enum EventRoutes {
         }
     }
 
-    /// Opaque cursor: base64url of the last event position seen.
+    /// Opaque page cursor (``PageCursor``) of the last event position seen.
     enum Cursor {
-        static func encode(_ seq: Int64) -> String { Base64URL.encode(Array("e:\(seq)".utf8)) }
+        static func encode(_ seq: Int64) -> String { PageCursor.encode(String(seq), prefix: "e:") }
 
+        /// Only a position written as ``encode(_:)`` writes it: `e:01` and `e:+1` were taken and
+        /// echoed back as `next_cursor`.
         static func decode(_ cursor: String) -> Int64? {
-            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("e:"),
-                let seq = Int64(text.dropFirst(2)), seq >= 0
-            else { return nil }
+            guard let text = PageCursor.decode(cursor, prefix: "e:"), let seq = Int64(text), seq >= 0, String(seq) == text else { return nil }
             return seq
         }
     }

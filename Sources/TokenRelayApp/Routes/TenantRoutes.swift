@@ -59,17 +59,9 @@ enum TenantRoutes {
         return text.lowercased()
     }
 
-    /// Opaque page cursor: base64url of the last tenant id seen.
+    /// Opaque page cursor (``PageCursor``) of the last tenant id seen.
     enum Cursor {
-        static func encode(_ tenantId: String) -> String { Base64URL.encode(Array(("t:" + tenantId).utf8)) }
-
-        static func decode(_ cursor: String) -> String? {
-            // A cursor this service issued holds an id, never a control character: a forged one
-            // with a NUL reached PostgreSQL and was answered naming the field `input`.
-            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("t:"),
-                !text.containsControlCharacter
-            else { return nil }
-            return String(text.dropFirst(2))
-        }
+        static func encode(_ tenantId: String) -> String { PageCursor.encode(tenantId, prefix: "t:") }
+        static func decode(_ cursor: String) -> String? { PageCursor.decode(cursor, prefix: "t:") }
     }
 }
