@@ -1,5 +1,5 @@
-import Foundation
 import CryptoBridge
+import Foundation
 import Testing
 
 @testable import TokenRelayApp
