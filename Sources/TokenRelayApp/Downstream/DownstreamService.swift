@@ -48,6 +48,12 @@ struct DownstreamService: Sendable {
         /// Whose token; an `X-Account-Id` external id is replaced by its account id on arrival.
         var identity: DownstreamIdentity
 
+        /// ``path``'s segments, each decoded (an encoded `/` is part of its segment; `%00` stays
+        /// three characters), empty ones included.
+        var decodedSegments: [String] {
+            path.split(separator: "/", omittingEmptySubsequences: false).map(HTTPRequest.decodedSegment)
+        }
+
         /// The throttle-memory key: the API, whose token, and the path. Same path, same
         /// throttled resource (Graph throttles per resource and workload, not per URL query).
         var throttleKey: ThrottleMemory.Key {
@@ -62,8 +68,7 @@ struct DownstreamService: Sendable {
         }
         // The call must stay below the API's base URL: no dot segments, no empty segments, not
         // even inside a segment's encoded `/` (`..%2F..%2Fv1.0`), which an API may decode.
-        let segments = call.path.split(separator: "/", omittingEmptySubsequences: false).map(HTTPRequest.decodedSegment)
-        let parts = segments.flatMap { $0.split(separator: "/", omittingEmptySubsequences: false) }
+        let parts = call.decodedSegments.flatMap { $0.split(separator: "/", omittingEmptySubsequences: false) }
         // The bridge leaves an encoded NUL as the three characters `%00` (a `%` of the text is
         // `%25`), and `decodedSegment` keeps them: unchecked, `me%00` was relayed as the literal
         // `me%2500`, another resource than the one asked for. NUL is a control character.
@@ -141,7 +146,7 @@ struct DownstreamService: Sendable {
         if !headers.contains("client-request-id"), context.correlationIdIsGUID { headers.set("client-request-id", context.correlationId) }
         let query = call.query.isEmpty ? "" : "?" + FormEncoding.query(call.query.map { ($0.name, $0.value) })
         // Each segment as the caller encoded it: an encoded `/` stays inside its segment (`%2F`).
-        let path = call.path.split(separator: "/").map { FormEncoding.pathEscape(HTTPRequest.decodedSegment($0)) }.joined(separator: "/")
+        let path = call.decodedSegments.map(FormEncoding.pathEscape).joined(separator: "/")
         let url = api.baseURL + "/" + path + query
         let idempotent = !Self.nonIdempotentMethods.contains(call.method.uppercased())
         let policy = RetryPolicy(target: .downstream(idempotent: idempotent), maxAttempts: maxAttempts, maxRetryAfter: maxRetryAfterSeconds)

@@ -273,8 +273,12 @@ struct SignInService: Sendable {
         guard !error.isEmpty, error.utf8.count <= 64, error.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") }) else {
             return Problem.invalidRequest(field: "error", "The callback's 'error' is not an error code of the authorization protocol.")
         }
-        // The redirect carries the same fields as a token-endpoint error body; one parser reads both.
-        let codes = STSErrorResponse.parse(JSONWriter.encode(.object(["error": .string(error), "error_description": .string(description)]))).errorCodes
+        // The redirect carries the same fields as a token-endpoint error body: one parser and one
+        // table read both (behaviour §4.3).
+        let failure = STSErrorMapping.classify(
+            status: 400, headers: [], body: JSONWriter.encode(.object(["error": .string(error), "error_description": .string(description)])),
+            now: Date())
+        let codes = failure.stsErrorCodes
         var extensions: [String: JSONValue] = [:]
         if !codes.isEmpty { extensions["sts_error_codes"] = .array(codes.map { .number(Double($0)) }) }
         switch error {
@@ -285,12 +289,9 @@ struct SignInService: Sendable {
             return Problem(.interactionRequired, "The authority needs the user's interaction: \(error).", extensions: extensions)
         default:
             // The scopes or authority the sign-in asked for, refused (AADSTS70011, 90002,
-            // `invalid_scope`, ...): the same table as a token-endpoint answer (behaviour §4.3), so
-            // a 400 `invalid_scope` / `invalid_authority` whose field the renderer names (the
-            // sign-in's `scopes` or `authority`), not a 502 that calls it the service's own fault.
-            let failure = STSErrorMapping.classify(
-                status: 400, headers: [], body: JSONWriter.encode(.object(["error": .string(error), "error_description": .string(description)])),
-                now: Date())
+            // `invalid_scope`, ...): a 400 `invalid_scope` / `invalid_authority` whose field the
+            // renderer names (the sign-in's `scopes` or `authority`), not a 502 that calls it the
+            // service's own fault.
             if failure.disposition == .badRequest, failure.problem == .invalidScope || failure.problem == .invalidAuthority {
                 let member = failure.problem == .invalidScope ? "scopes" : "authority"
                 return Problem(
