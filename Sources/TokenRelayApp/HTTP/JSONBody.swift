@@ -35,7 +35,7 @@ struct JSONBody: Sendable {
         } catch {
             // `JSONSerialization` refuses a whole text for one number a Double cannot hold, or
             // one string holding a lone surrogate escape.
-            switch OutOfRangeNumbers.firstFault(in: bytes) {
+            switch UnreadableMembers.first(in: bytes) {
             case (let member, .numberOutOfRange)?:
                 throw Problem.invalidRequest(field: member, "'\(member)' is a number out of range.")
             case (let member, .stringNotUnicode)?:

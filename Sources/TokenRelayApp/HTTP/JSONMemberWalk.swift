@@ -5,7 +5,7 @@ import Foundation
 /// wrongly or refused it: every member passes through the decoder's key decoding strategy
 /// (``DuplicateMembers``), and with ``checksNumbers`` in the decoder's user info the walk stops
 /// at the first number a `Double` cannot hold, or the first string no Swift `String` holds (a
-/// `\u` escape of half a surrogate pair, `"\ud800"`) (``OutOfRangeNumbers``). No parser of our own.
+/// `\u` escape of half a surrogate pair, `"\ud800"`) (``UnreadableMembers``). No parser of our own.
 /// Members are visited in sorted order, so that what is named does not depend on hashing.
 struct JSONMemberWalk: Decodable {
     static let checksNumbers = CodingUserInfoKey(rawValue: "tokenrelay.checksNumbers")!
@@ -66,7 +66,7 @@ struct JSONMemberWalk: Decodable {
 /// holding a lone surrogate escape (`"\ud800"`), for which `JSONSerialization` refuses the whole
 /// text, so that the answer names the member (behaviour §4.5) instead of calling the body "not
 /// valid JSON". `JSONBody` calls this only after such a refusal.
-enum OutOfRangeNumbers {
+enum UnreadableMembers {
     /// What is wrong with the member ``first(in:)`` names.
     enum Fault: Equatable {
         case numberOutOfRange
@@ -74,13 +74,10 @@ enum OutOfRangeNumbers {
     }
 
     /// The dotted path (``JSONMemberWalk/dotted(_:)``) of the first member, in sorted order, whose
-    /// number is out of range; nil when there is none, when the number is the whole text, or
-    /// when `JSONDecoder` cannot read `bytes` either.
-    static func first(in bytes: [UInt8]) -> String? { firstFault(in: bytes)?.member }
-
-    /// The member ``first(in:)`` names, with what is wrong with it: a number out of range or a
-    /// string that is not Unicode text.
-    static func firstFault(in bytes: [UInt8]) -> (member: String, fault: Fault)? {
+    /// number is out of range or whose string is not Unicode text, with which of the two; nil
+    /// when there is none, when the value is the whole text, or when `JSONDecoder` cannot read
+    /// `bytes` either.
+    static func first(in bytes: [UInt8]) -> (member: String, fault: Fault)? {
         let decoder = JSONDecoder()
         decoder.userInfo[JSONMemberWalk.checksNumbers] = true
         do {
