@@ -11,9 +11,8 @@ import Foundation
 /// "retry policy" (retry 5xx once) and #3661; ADAL ObjC #321 (500 AADSTS90036 is
 /// non-retryable).
 ///
-/// Precedence in `classify`: HTTP 429 → `throttled`; a known code that has a row of its own
-/// when it comes with `invalid_grant` (the grant is unreadable, not our request); a known code
-/// (first code that has a row); for 5xx, the code decides only whether it is non-retryable, else `transient`;
+/// Precedence in `classify`: HTTP 429 → `throttled`; a known code (first code that has a
+/// row); for 5xx, the code decides only whether it is non-retryable, else `transient`;
 /// `invalid_client` → credential rejected; then the suberror; then the OAuth `error`.
 /// `invalid_grant` with no code and no suberror means the grant itself is rejected
 /// (refresh token dead); `invalid_grant` with an unknown code keeps the refresh token and
@@ -23,15 +22,12 @@ public enum STSErrorMapping {
     /// What a row matches.
     public enum Match: Sendable, Hashable, CustomStringConvertible {
         case code(STSErrorCode)
-        /// A code that means something else with `invalid_grant` than with any other `error`.
-        case grantCode(STSErrorCode)
         case suberror(String)
         case error(String)
 
         public var description: String {
             switch self {
             case .code(let code): "\(code)"
-            case .grantCode(let code): "invalid_grant \(code)"
             case .suberror(let value): "suberror=\(value)"
             case .error(let value): "error=\(value)"
             }
@@ -84,10 +80,6 @@ public enum STSErrorMapping {
         row(.code(.aadb2c(90080)), .refreshTokenDead, "B2C: the provided grant has expired"),
         row(.code(.aadb2c(90129)), .refreshTokenDead, "B2C: the provided grant has been revoked"),
         row(.code(.aadsts(50085)), .refreshTokenDead, "refresh token needs a new sign-in at the social identity provider"),
-        // "Request is malformed" about the grant itself (a stored or imported refresh token that is
-        // not one): it can never be redeemed (MSAL: invalid_grant is UI required). With any
-        // other error it is our request that was malformed, the `.code` row below.
-        row(.grantCode(.aadsts(9002313)), .refreshTokenDead, "the refresh token cannot be read (malformed or not a refresh token)"),
         // Policy for this resource: keep the refresh token.
         row(.code(.aadsts(50076)), .interactionRequired, "MFA required (configuration change or new location)"),
         row(.code(.aadsts(50079)), .interactionRequired, "MFA registration required"),
@@ -206,9 +198,8 @@ public enum STSErrorMapping {
             headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
         }
         let retryAfter = RetryAfter.seconds(header("Retry-After"), now: now)
+        let codeRule = response.codes.lazy.compactMap { byMatch[.code($0)] }.first
         let error = response.error?.lowercased()
-        let grantRule = error == "invalid_grant" ? response.codes.lazy.compactMap { byMatch[.grantCode($0)] }.first : nil
-        let codeRule = grantRule ?? response.codes.lazy.compactMap { byMatch[.code($0)] }.first
 
         var rule: Rule?
         var disposition: STSFailure.Disposition

@@ -113,8 +113,7 @@ struct STSErrorTableEndToEndTests {
 
     static let table: [Row] =
         rows(
-            // 9002313 with invalid_grant (a refresh token that is not one) is dead; with invalid_request, in .badRequest, it is not.
-            .dead, aadsts: [700082, 70008, 700081, 700084, 50173, 70043, 50089, 50133, 50132, 70000, 50057, 50034, 50085, 9002313],
+            .dead, aadsts: [700082, 70008, 700081, 700084, 50173, 70043, 50089, 50133, 50132, 70000, 50057, 50034, 50085],
             aadb2c: [90080, 90129], suberrors: ["bad_token", "token_expired"], errors: ["invalid_grant"])
         + rows(
             .policy,

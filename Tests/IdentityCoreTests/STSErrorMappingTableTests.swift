@@ -16,17 +16,15 @@ struct ExpectedRow: Sendable, CustomTestStringConvertible {
     /// A response that exercises exactly this row.
     var response: (status: Int, body: String) {
         switch match {
-        case .code(let code), .grantCode(let code):
+        case .code(let code):
             let httpStatus = disposition == .transient || disposition == .nonRetryableServer ? 500 : (disposition == .clientCredentialRejected ? 401 : 400)
-            // A code of a request the platform refused comes with invalid_request; the rest with invalid_grant.
-            let error = disposition == .badRequest ? "invalid_request" : "invalid_grant"
             switch code {
             case .aadsts(let n):
                 return (
-                    httpStatus, #"{"error":"\#(error)","error_description":"AADSTS\#(n): Text. Trace ID: t-1 Correlation ID: c-1","error_codes":[\#(n)]}"#
+                    httpStatus, #"{"error":"invalid_grant","error_description":"AADSTS\#(n): Text. Trace ID: t-1 Correlation ID: c-1","error_codes":[\#(n)]}"#
                 )
             case .aadb2c(let n):
-                return (httpStatus, #"{"error":"\#(error)","error_description":"AADB2C\#(n): Text.\r\nCorrelation ID: c-1"}"#)
+                return (httpStatus, #"{"error":"invalid_grant","error_description":"AADB2C\#(n): Text.\r\nCorrelation ID: c-1"}"#)
             }
         case .suberror(let suberror):
             return (400, #"{"error":"invalid_grant","error_description":"Text.","suberror":"\#(suberror)"}"#)
@@ -59,7 +57,6 @@ let expectedRows: [ExpectedRow] = [
     expect(.code(.aadsts(50089)), dead), expect(.code(.aadsts(50133)), dead), expect(.code(.aadsts(50132)), dead),
     expect(.code(.aadsts(70000)), dead), expect(.code(.aadsts(50057)), dead), expect(.code(.aadsts(50034)), dead),
     expect(.code(.aadb2c(90080)), dead), expect(.code(.aadb2c(90129)), dead), expect(.code(.aadsts(50085)), dead),
-    expect(.grantCode(.aadsts(9002313)), dead),
     expect(.code(.aadsts(50097)), policy), expect(.code(.aadsts(50199)), policy), expect(.code(.aadsts(50005)), policy),
     expect(.code(.aadsts(50129)), policy), expect(.code(.aadsts(50020)), policy), expect(.code(.aadsts(90072)), policy),
     expect(.code(.aadsts(50053)), policy), expect(.code(.aadsts(50140)), policy), expect(.code(.aadsts(50143)), policy),
@@ -115,14 +112,12 @@ struct STSErrorMappingTableTests {
         #expect(failure.problem == expected.problem)
         #expect(failure.status == expected.status)
         #expect(failure.refreshTokenIsDead == (expected.disposition == .refreshTokenDead))
-        switch expected.match {
-        case .code(let code), .grantCode(let code):
+        if case .code(let code) = expected.match {
             #expect(failure.stsErrorCodes == [code.number])
             #expect(failure.detail.hasPrefix("\(code):"))
-        case .suberror(let suberror):
+        }
+        if case .suberror(let suberror) = expected.match {
             #expect(failure.suberror == suberror)
-        case .error:
-            break
         }
     }
 
@@ -148,19 +143,6 @@ struct STSErrorPrecedenceTests {
         let failure = classify(400, #"{"error":"invalid_grant","error_description":"AADSTS123456: New policy.","error_codes":[123456]}"#)
         #expect(failure.disposition == .interactionRequired)
         #expect(!failure.refreshTokenIsDead)
-    }
-
-    @Test("AADSTS9002313 is a dead refresh token with invalid_grant, our malformed request with invalid_request")
-    func malformedDependsOnError() {
-        // The platform's answer to a refresh token that is not one (a 502 on every request before).
-        let description = #""error_description":"AADSTS9002313: Invalid request. Request is malformed or invalid.","error_codes":[9002313]"#
-        let grant = classify(400, #"{"error":"invalid_grant","# + description + "}")
-        #expect(grant.disposition == .refreshTokenDead)
-        #expect(grant.problem == .interactionRequired)
-        let request = classify(400, #"{"error":"invalid_request","# + description + "}")
-        #expect(request.disposition == .badRequest)
-        #expect(request.problem == .upstreamError)
-        #expect(!request.refreshTokenIsDead)
     }
 
     @Test("a known code wins over the suberror")
