@@ -13,7 +13,7 @@ deps:                      ## install the Debian packages (idempotent)
 
 build:                     ## the commit for releaseId (scripts/release-id), then the package and its tests
 	@scripts/release-id
-	swift build --build-tests
+	swift build --build-tests --explicit-target-dependency-import-check error
 
 test: deps build           ## install, build once, start PostgreSQL, run every test, scan the test logs
 	@scripts/pg-local start >/dev/null

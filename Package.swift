@@ -1,7 +1,11 @@
 // swift-tools-version:6.0
-// TokenRelay: layers point one way.
-//   C* system libraries → *Bridge modules (the only code that touches C) → IdentityCore (pure
-//   Swift, no I/O) → TokenRelayApp (acquisition, accounts, routes, store) → two executables.
+// TokenRelay: layers point one way, and the compiler holds them (a target may import only what
+// it depends on; docs/architecture.md draws this graph):
+//   C* system libraries → *Bridge modules (the only code that touches C)
+//   IdentityCore (pure rules, no I/O) → TokenRelayBase (errors, memory, lifecycle, logs, metrics,
+//   settings) → TokenRelayStore (SQL, sealing) → TokenRelayAcquisition (silent and grant flows,
+//   STS client, sign-in, downstream, background jobs) → TokenRelayHTTP (pipeline, routes, problem
+//   rendering) → TokenRelayServer (composition, lifecycle) → the token-relay executable (CLI).
 // The emulator uses the bridges but none of IdentityCore (behaviour §9).
 import Foundation
 import PackageDescription
@@ -9,7 +13,7 @@ import PackageDescription
 // The build's commit for `releaseId` (behaviour §8), compiled in from a file `make build` writes
 // (scripts/release-id). A plain `swift build` of a fresh checkout has no such file yet: it is
 // created here as `unknown`, so the build works and says it does not know its commit.
-let releaseIdFile = Context.packageDirectory + "/Sources/TokenRelayApp/Operations/release-id"
+let releaseIdFile = Context.packageDirectory + "/Sources/TokenRelayBase/Operations/release-id"
 if !FileManager.default.fileExists(atPath: releaseIdFile) {
     FileManager.default.createFile(atPath: releaseIdFile, contents: Data("unknown\n".utf8))
 }
@@ -40,13 +44,31 @@ let package = Package(
         // MARK: Identity core: authority, scopes, cache rules, error mapping, retry policy.
         .target(name: "IdentityCore"),
 
-        // MARK: Application and executables.
+        // MARK: The service, one layer a target; each depends only on the ones below it.
         .target(
-            name: "TokenRelayApp",
-            dependencies: ["IdentityCore", "HTTPCommon", "HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "PKCS11Bridge"],
-            resources: [.embedInCode("Operations/release-id")]
-        ),
-        .executableTarget(name: "TokenRelayCLI", dependencies: ["TokenRelayApp"]),
+            name: "TokenRelayBase", dependencies: ["IdentityCore", "CryptoBridge"],
+            resources: [.embedInCode("Operations/release-id")]),
+        .target(name: "TokenRelayStore", dependencies: ["TokenRelayBase", "IdentityCore", "PostgresBridge", "CryptoBridge", "PKCS11Bridge"]),
+        .target(
+            name: "TokenRelayAcquisition",
+            dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge"]),
+        .target(
+            name: "TokenRelayHTTP",
+            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPServerBridge", "CryptoBridge"]),
+        .target(
+            name: "TokenRelayServer",
+            dependencies: [
+                "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon",
+                "HTTPServerBridge", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
+            ]),
+        // Benchmark seeding (bench/scale, bench/rewrap): linked by the CLI's `bench-seed` only, never by the service's layers.
+        .target(name: "TokenRelayBenchSeed", dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "PostgresBridge", "CryptoBridge"]),
+        .executableTarget(
+            name: "TokenRelayCLI",
+            dependencies: [
+                "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase",
+                "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
+            ]),
         .target(name: "STSEmulator", dependencies: ["HTTPCommon", "HTTPServerBridge", "CryptoBridge"]),
         .executableTarget(name: "STSEmulatorMain", dependencies: ["STSEmulator"]),
 
@@ -60,7 +82,13 @@ let package = Package(
             dependencies: ["HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "PKCS11Bridge", "TokenRelayTesting"]
         ),
         .testTarget(name: "EmulatorTests", dependencies: ["STSEmulator", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]),
-        .testTarget(name: "TokenRelayAppTests", dependencies: ["TokenRelayApp", "IdentityCore", "TokenRelayTesting", "STSEmulator"]),
+        .testTarget(
+            name: "TokenRelayAppTests",
+            dependencies: [
+                "TokenRelayServer", "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "TokenRelayBenchSeed",
+                "IdentityCore", "TokenRelayTesting", "STSEmulator", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge",
+                "HTTPServerBridge", "PKCS11Bridge",
+            ]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["TokenRelayTesting", "HTTPClientBridge", "HTTPCommon", "PostgresBridge", "HTTPServerBridge", "CryptoBridge"]),
     ],

@@ -1,6 +1,5 @@
 import Foundation
-import TokenRelayApp
 
-// Thin entry point: everything lives in TokenRelayApp so tests can reach it.
+// The `token-relay` command: `serve` and the operators' commands (CommandLineTool).
 let status = await CommandLineTool.run(Array(CommandLine.arguments.dropFirst()))
 exit(status)

@@ -1,8 +1,12 @@
 import Foundation
 import IdentityCore
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 @Suite("API key limits: scope globs, tenants, rate buckets, the permission table")
 struct APIKeyLimitsTests {
@@ -30,7 +34,7 @@ struct APIKeyLimitsTests {
         #expect(access.allows(ScopeSet(normalizing: ["User.Read"])))
         #expect(access.allows(ScopeSet(normalizing: ["https://vault.azure.net/user_impersonation"])))
         #expect(!access.allows(ScopeSet(normalizing: ["User.Read", "Mail.Read"])))
-        #expect(throws: Problem.self) { try access.check(ScopeSet(normalizing: ["Mail.Read"]), field: "scopes") }
+        #expect(throws: RelayError.self) { try access.check(ScopeSet(normalizing: ["Mail.Read"]), field: "scopes") }
         #expect(KeyAccess.unrestricted.allows(ScopeSet(normalizing: ["Mail.Read"])))
     }
 

@@ -1,8 +1,13 @@
 import Foundation
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 @testable import IdentityCore
-@testable import TokenRelayApp
 
 /// The account object's guest and import fields (behaviour §3, §12 Accounts).
 @Suite("Account object: tenant profiles, imports")

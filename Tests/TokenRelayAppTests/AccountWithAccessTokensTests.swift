@@ -2,9 +2,13 @@ import Foundation
 import IdentityCore
 import PostgresBridge
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// ``TokenStore/accountWithAccessTokens(id:owner:)`` (issue 13: a silent request whose token only
 /// PostgreSQL holds reads account and tokens in one statement) reads what the two reads it stands

@@ -1,7 +1,11 @@
 import IdentityCore
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// What the sign-in callback answers for an `error` the browser brings back (RFC 6749 §4.1.2.1).
 @Suite("Sign-in callback errors")

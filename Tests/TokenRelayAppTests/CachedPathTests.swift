@@ -2,8 +2,12 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// The pieces that make the cached silent path fast (behaviour §10) must give the same bytes and
 /// the same decisions as the general code they stand in for.
@@ -87,8 +91,8 @@ struct CachedPathTests {
     static let authorities = try! AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
 
     /// The one reading of a silent body, or its problem.
-    static func read(_ body: String, contentType: String = "application/json") -> Result<(SilentTokenRequest, String?), Problem> {
-        Result { () throws(Problem) in try TokenRoutes.read(JSONBodyTests.request(body, contentType: contentType), authorities: authorities) }
+    static func read(_ body: String, contentType: String = "application/json") -> Result<(SilentTokenRequest, String?), RelayError> {
+        Result { () throws(RelayError) in try TokenRoutes.read(JSONBodyTests.request(body, contentType: contentType), authorities: authorities) }
     }
 
     static func same(_ lhs: SilentTokenRequest, _ rhs: SilentTokenRequest) -> Bool {
@@ -167,9 +171,9 @@ struct CachedPathTests {
     func invalidUTF8NotConflated() {
         let valid = Array(#"{"account_id":"x\#u{FFFD}","scopes":["User.Read"]}"#.utf8)
         var invalid = Array(#"{"account_id":"x"#.utf8) + [0xFF] + Array(#"","scopes":["User.Read"]}"#.utf8)
-        func reading(_ bytes: [UInt8]) -> Result<(SilentTokenRequest, String?), Problem> {
+        func reading(_ bytes: [UInt8]) -> Result<(SilentTokenRequest, String?), RelayError> {
             let request = HTTPRequest(method: "POST", path: "/v1/tokens/silent", headers: ["Content-Type": "application/json"], body: bytes)
-            return Result { () throws(Problem) in try TokenRoutes.read(request, authorities: Self.authorities) }
+            return Result { () throws(RelayError) in try TokenRoutes.read(request, authorities: Self.authorities) }
         }
         #expect((try? reading(valid).get()) != nil)
         #expect((try? reading(invalid).get()) == nil)
@@ -342,7 +346,7 @@ struct CachedPathTests {
         let authorities = try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
         var reads = 0
         func request(_ text: String) throws -> SilentTokenRequest {
-            try memo.request(body: Array(text.utf8)) { bytes throws(Problem) in
+            try memo.request(body: Array(text.utf8)) { bytes throws(RelayError) in
                 reads += 1
                 let body = try JSONBody(bytes: bytes)
                 return (try TokenRoutes.parseSilent(body, authorities: authorities), try body.correlationId())

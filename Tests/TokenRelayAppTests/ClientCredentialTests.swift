@@ -3,9 +3,13 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 @Suite("Client credential: secret, certificate assertion, federated assertion file")
 struct ClientCredentialTests {
@@ -77,7 +81,7 @@ struct ClientCredentialTests {
         try FileManager.default.removeItem(atPath: path)
         #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") == "second.assertion.value")
         let never = ClientCredential(clientId: Self.clientId, kind: .assertionFile(path: path))
-        #expect(throws: Problem.self) { try never.formFields(tokenEndpoint: Self.endpoint) }
+        #expect(throws: RelayError.self) { try never.formFields(tokenEndpoint: Self.endpoint) }
     }
 
     @Test("Start-up refuses two credentials, an unknown algorithm, a key that is not the certificate's, and an unreadable file")
@@ -126,7 +130,7 @@ struct DownstreamIdentityTests {
             [:], ["X-App-Only": "false"], ["X-Account-Id": ""], ["X-Account-Id": "a", "X-App-Only": "true"], ["X-On-Behalf-Of-Assertion": "Bearer "],
         ]
         for headers in bad {
-            #expect(throws: Problem.self) { try DownstreamIdentity.from(headers) }
+            #expect(throws: RelayError.self) { try DownstreamIdentity.from(headers) }
         }
     }
 
@@ -162,7 +166,7 @@ struct DownstreamIdentityTests {
             #expect {
                 try GrantTokenService.inspect(assertion: bad, now: 1000)
             } throws: { error in
-                (error as? Problem)?.extensions["field"] == .string("assertion") && (error as? Problem)?.status == 400
+                (error as? RelayError)?.extensions["field"] == .string("assertion") && (error as? RelayError)?.status == 400
             }
         }
         #expect(GrantTokenService.hex([0x00, 0xab, 0xff]) == "00abff")

@@ -1,6 +1,10 @@
 import Foundation
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 extension Configuration {
     /// A complete configuration that reaches nothing: a database no one listens on, a public

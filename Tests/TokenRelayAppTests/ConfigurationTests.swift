@@ -1,7 +1,11 @@
 import Foundation
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 @Suite("Configuration")
 struct ConfigurationTests {

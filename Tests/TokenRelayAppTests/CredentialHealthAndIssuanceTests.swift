@@ -3,9 +3,13 @@ import IdentityCore
 import PostgresBridge
 import Synchronization
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// The client credential's readiness warning and the issuance tally, on their own (behaviour §12
 /// Health, Audit); the whole-stack behaviour is in EndToEndTests.

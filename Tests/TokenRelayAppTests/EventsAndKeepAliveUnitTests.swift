@@ -1,8 +1,12 @@
 import CryptoBridge
 import Foundation
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// Settings of the keep-alive job and the webhook, the signature format, and the event cursor.
 @Suite("Keep-alive and webhook settings, signature, event cursor")

@@ -1,6 +1,10 @@
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// ExpiringMap: expiry, the bound and its eviction order, read-modify-write, removal by
 /// predicate, and the lock, with time passed in (no sleeping).

@@ -2,9 +2,13 @@ import Foundation
 import PostgresBridge
 import Synchronization
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// The memories rebuilt on ExpiringMap: what each keeps, how long, and what makes room.
 @Suite("Memories on the expiring map")
@@ -134,7 +138,7 @@ struct ExpiringMemoriesTests {
         let (_, apiKey) = try await APIKeyAuthenticator.create(name: "real", permissions: [.tokensAcquire], store: store)
         _ = try await authenticator.authenticate("Bearer " + apiKey)
         for index in 0..<10 {
-            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }
+            await #expect(throws: RelayError.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }
         }
         #expect(authenticator.cachedKeyCount == 3)
         #expect(
@@ -164,14 +168,14 @@ struct ExpiringMemoriesTests {
         otherSecret[otherSecret.count - 1] = otherSecret.last == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         for wrong in [String(decoding: otherSecret, as: UTF8.self), apiKey + "x", String(apiKey.dropLast()), "trk_\(keyId)_x"] {
             #expect(verdict(wrong) == "refused 401", "\(wrong.count) bytes")
-            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer " + wrong) }
+            await #expect(throws: RelayError.self) { try await authenticator.authenticate("Bearer " + wrong) }
         }
         // The right key is still known after the refusals.
         #expect(verdict(apiKey) == keyId)
         #expect(verdict(bootstrap) == "bootstrap")
         for wrong in [bootstrap + "b", String(bootstrap.dropLast())] {
             #expect(verdict(wrong) != "bootstrap")
-            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer " + wrong) }
+            await #expect(throws: RelayError.self) { try await authenticator.authenticate("Bearer " + wrong) }
         }
     }
 }

@@ -1,8 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// The rules of an external id (behaviour §3.7) and what a replica may believe of one from memory.
 @Suite("External id rules and memory")

@@ -3,9 +3,13 @@ import HTTPClientBridge
 import IdentityCore
 import PostgresBridge
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// The app and OBO token rows on real PostgreSQL: sealed per owner, shared between replicas
 /// (a replica with an empty memory serves another's token without the STS), purged after the

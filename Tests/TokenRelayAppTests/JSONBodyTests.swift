@@ -1,8 +1,12 @@
 import HTTPCommon
 import IdentityCore
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 @Suite("Request bodies name the offending field")
 struct JSONBodyTests {
@@ -10,13 +14,13 @@ struct JSONBodyTests {
         HTTPRequest(method: "POST", path: "/v1/tokens/silent", headers: ["Content-Type": contentType], body: Array(body.utf8))
     }
 
-    static func problem(_ body: String, contentType: String = "application/json") -> Problem? {
+    static func problem(_ body: String, contentType: String = "application/json") -> RelayError? {
         do {
             let parsed = try JSONBody(request(body, contentType: contentType))
             _ = try TokenRoutes.parseSilent(parsed, authorities: try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false))
             return nil
         } catch {
-            return error as? Problem
+            return error as? RelayError
         }
     }
 
@@ -31,7 +35,7 @@ struct JSONBodyTests {
     @Test("Bodies in UTF-16 or UTF-32, or with a comma before } or ], are 400 naming body; commas inside strings are fine")
     func strictText() throws {
         let duplicate = #"{"account_id":"carol","account_id":"alice","scopes":["User.Read"]}"#
-        func problem(_ bytes: [UInt8]) -> Problem? {
+        func problem(_ bytes: [UInt8]) -> RelayError? {
             do {
                 _ = try JSONBody(bytes: bytes)
                 return nil

@@ -1,9 +1,13 @@
 import Foundation
 import IdentityCore
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// `TOKENRELAY_MEMORY_CACHE_MB` bounds resident memory only if each entry's counted cost is what
 /// it really allocates (issue 13). These fill the caches with entries shaped like real ones and

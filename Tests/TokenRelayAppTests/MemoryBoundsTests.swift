@@ -2,9 +2,13 @@ import Foundation
 import IdentityCore
 import PostgresBridge
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// What this replica keeps in memory stays bounded by what is live.
 @Suite("Memory bounds")
@@ -148,7 +152,7 @@ struct MemoryBoundsTests {
         defer { pool.close() }
         let authenticator = APIKeyAuthenticator(bootstrapKey: nil, keys: APIKeyStore(database: Database(pool: pool)), cacheLimit: 3)
         for index in 0..<10 {
-            await #expect(throws: Problem.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }
+            await #expect(throws: RelayError.self) { try await authenticator.authenticate("Bearer trk_unknown\(index)a_secret") }
             #expect(authenticator.cachedKeyCount <= 3)
         }
     }

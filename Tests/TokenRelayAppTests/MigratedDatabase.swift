@@ -1,7 +1,11 @@
 import PostgresBridge
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// A new database with every migration applied, for tests that use one store directly.
 enum MigratedDatabase {

@@ -1,9 +1,13 @@
 import Foundation
 import PostgresBridge
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 @Suite("Migrations")
 struct MigratorTests {

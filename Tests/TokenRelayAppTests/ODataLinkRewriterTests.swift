@@ -1,8 +1,12 @@
 import Foundation
 import HTTPCommon
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// Top-level `@odata.nextLink` / `@odata.deltaLink` under the API's base URL point back at the
 /// relay; everything else is relayed byte for byte (behaviour §6.7).

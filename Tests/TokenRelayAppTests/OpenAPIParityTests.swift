@@ -1,8 +1,12 @@
 import Foundation
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// `openapi.yaml` is the integrators' contract: every route the router serves is documented,
 /// and every documented operation is served.

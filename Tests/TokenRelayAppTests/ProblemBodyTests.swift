@@ -2,15 +2,19 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// A problem's body is written member by member (behaviour §4, §10); it must be the bytes the
 /// general writer gives for the same members as one JSON object.
 @Suite("Problem bodies")
 struct ProblemBodyTests {
-    /// What `Problem.response` wrote before: the members as a dictionary through `JSONWriter`.
-    static func asObject(_ problem: Problem, correlationId: String) -> [UInt8] {
+    /// What `RelayError.response` wrote before: the members as a dictionary through `JSONWriter`.
+    static func asObject(_ problem: RelayError, correlationId: String) -> [UInt8] {
         var members = problem.extensions
         members["type"] = .string(problem.code.typeURI)
         members["title"] = .string(problem.code.title)
@@ -39,7 +43,7 @@ struct ProblemBodyTests {
 
     @Test("Written member by member, the body is byte for byte the object JSONWriter writes", arguments: extensionSets.indices)
     func sameBytes(index: Int) throws {
-        let problem = Problem(.invalidRequest, "A \"quoted\" detail\nover two lines.", extensions: Self.extensionSets[index])
+        let problem = RelayError(.invalidRequest, "A \"quoted\" detail\nover two lines.", extensions: Self.extensionSets[index])
         let body = problem.body(correlationId: "corr-\(index)")
         #expect(body == Self.asObject(problem, correlationId: "corr-\(index)"))
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
@@ -50,7 +54,7 @@ struct ProblemBodyTests {
 
     @Test("A non-finite number in an extension gives {} as the general writer does")
     func nonFinite() {
-        let problem = Problem(.internal, "x", extensions: ["bad": .number(.nan)])
+        let problem = RelayError(.internal, "x", extensions: ["bad": .number(.nan)])
         #expect(problem.body(correlationId: "c") == Array("{}".utf8))
         #expect(Self.asObject(problem, correlationId: "c") == Array("{}".utf8))
     }

@@ -1,8 +1,12 @@
 import Foundation
 import IdentityCore
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// behaviour §12 Problems: the STS's answer surfaced whole in the problem.
 @Suite("Problems from STS failures")
@@ -11,7 +15,7 @@ struct ProblemFromSTSFailureTests {
         STSErrorMapping.classify(status: status, headers: headers, body: Array(body.utf8), now: Date(timeIntervalSince1970: 1_790_000_000))
     }
 
-    static func rendered(_ problem: Problem) throws -> [String: Any] {
+    static func rendered(_ problem: RelayError) throws -> [String: Any] {
         let response = problem.response(correlationId: "c-1")
         return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
     }
@@ -22,7 +26,7 @@ struct ProblemFromSTSFailureTests {
             400,
             #"{"error":"invalid_grant","error_description":"AADSTS65001: No consent. Trace ID: t-1 Correlation ID: c-2","error_codes":[65001],"suberror":"consent_required","trace_id":"t-1","correlation_id":"c-2"}"#
         )
-        let problem = Problem(failure, requestedScopes: ScopeSet(normalizing: ["https://graph.microsoft.com/Mail.Read", "Calendars.ReadWrite"]))
+        let problem = RelayError(failure, requestedScopes: ScopeSet(normalizing: ["https://graph.microsoft.com/Mail.Read", "Calendars.ReadWrite"]))
         #expect(problem.replayable)
         let json = try Self.rendered(problem)
         #expect(json["type"] as? String == "urn:tokenrelay:problem:interaction_required")
@@ -37,7 +41,7 @@ struct ProblemFromSTSFailureTests {
 
     @Test("A dead refresh token says so; it is not replayed from memory (the account state is durable)")
     func dead() throws {
-        let problem = Problem(Self.failure(400, #"{"error":"invalid_grant","error_codes":[700082],"suberror":"bad_token"}"#))
+        let problem = RelayError(Self.failure(400, #"{"error":"invalid_grant","error_codes":[700082],"suberror":"bad_token"}"#))
         #expect(!problem.replayable)
         let json = try Self.rendered(problem)
         #expect(json["account_state"] as? String == "interaction_required")
@@ -47,7 +51,7 @@ struct ProblemFromSTSFailureTests {
     @Test("No suberror sent: none answered; claims arrive decoded")
     func noSuberrorAndClaims() throws {
         let claims = #"{"access_token":{"acrs":{"essential":true,"value":"c1"}}}"#
-        let problem = Problem(
+        let problem = RelayError(
             Self.failure(400, #"{"error":"interaction_required","claims":"\#(Data(claims.utf8).base64EncodedString())"}"#))
         let json = try Self.rendered(problem)
         #expect(json["suberror"] == nil)
@@ -59,7 +63,7 @@ struct ProblemFromSTSFailureTests {
     func transient() throws {
         let failure = Self.failure(
             503, #"{"error":"temporarily_unavailable","error_codes":[90033]}"#, headers: [("Retry-After", "7")])
-        let problem = Problem(failure)
+        let problem = RelayError(failure)
         #expect(problem.headers["Retry-After"] == "7")
         let json = try Self.rendered(problem)
         #expect(json["error"] as? String == "upstream_unavailable")

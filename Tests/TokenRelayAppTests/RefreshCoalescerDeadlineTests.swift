@@ -1,8 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// A caller's deadline bounds its wait for a coalesced refresh, never the refresh itself (behaviour §5
 /// deadlines): the caller gets 504 at its deadline while the work runs on and its result still
@@ -23,7 +27,7 @@ struct RefreshCoalescerDeadlineTests {
                 return 42
             }
         } throws: { error in
-            (error as? Problem)?.status == 504 && (error as? Problem)?.code == .upstreamUnavailable
+            (error as? RelayError)?.status == 504 && (error as? RelayError)?.code == .upstreamUnavailable
         }
         // Returned while the work still ran (before the fix the caller waited for the work, and
         // here the work never ends on its own).
@@ -44,8 +48,8 @@ struct RefreshCoalescerDeadlineTests {
         let (value, joined) = try await coalescer.run(key: "k", until: Date().addingTimeInterval(30)) { 7 }
         #expect(value == 7)
         #expect(!joined)
-        await #expect(throws: Problem.self) {
-            _ = try await coalescer.run(key: "other", until: Date().addingTimeInterval(30)) { throw Problem(.internal, "boom") }
+        await #expect(throws: RelayError.self) {
+            _ = try await coalescer.run(key: "other", until: Date().addingTimeInterval(30)) { throw RelayError(.internal, "boom") }
         }
     }
 }

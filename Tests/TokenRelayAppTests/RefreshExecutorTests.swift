@@ -3,9 +3,13 @@ import IdentityCore
 import PostgresBridge
 import Synchronization
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// The refresh engine (ADR 0012) on its real parts: a fresh PostgreSQL database with the
 /// migrations applied and the real `TokenStore`; only the STS is scripted, by an in-process
@@ -392,12 +396,12 @@ struct RefreshExecutorTests {
         }
     }
 
-    // MARK: 10. AcquisitionError → Problem, one test per row of the table
+    // MARK: 10. AcquisitionError → RelayError, one test per row of the table
 
     @Test("10. sts_rejected: the STS-error table's problem, STS codes kept")
     func problemSTSRejected() throws {
         let failure = Self.classify(Self.case02)
-        let problem = Problem(AcquisitionError.rejected(failure), requestedScopes: Self.scopes)
+        let problem = RelayError(AcquisitionError.rejected(failure), requestedScopes: Self.scopes)
         #expect(problem.status == 409)
         #expect(problem.code == .interactionRequired)
         #expect(problem.extensions["sts_error_codes"] == .array([.number(50076)]))
@@ -405,42 +409,43 @@ struct RefreshExecutorTests {
         #expect(problem.extensions["account_state"] == .string("active"))
         #expect(problem.replayable)
 
-        let dead = Problem(AcquisitionError.rejected(Self.classify(Self.case01)))
+        let dead = RelayError(AcquisitionError.rejected(Self.classify(Self.case01)))
         #expect(dead.status == 409)
         #expect(dead.extensions["sts_error_codes"] == .array([.number(700082)]))
         #expect(dead.extensions["account_state"] == .string("interaction_required"))
         #expect(!dead.replayable)
 
-        let lost = Problem(AcquisitionError(code: .stsRejected))
+        let lost = RelayError(AcquisitionError(code: .stsRejected))
         #expect(lost.status == 500)
         #expect(lost.code == .internal)
     }
 
     @Test("10. sts_unavailable: the STS client's problem as it made it")
     func problemSTSUnavailable() throws {
-        var made = Problem(
+        var made = RelayError(
             .upstreamUnavailable, "The identity provider answered 503.", status: 503,
-            extensions: ["sts_error_codes": .array([.number(90033)]), "retry_after_s": .number(7)], headers: ["Retry-After": "7"])
+            extensions: ["sts_error_codes": .array([.number(90033)]), "retry_after_s": .number(7)])
+        made.retryAfterSeconds = 7
         made.cause = "sts: 503"
-        let problem = Problem(AcquisitionError.unavailable(made))
+        let problem = RelayError(AcquisitionError.unavailable(made))
         #expect(problem.status == 503)
         #expect(problem.code == .upstreamUnavailable)
         #expect(problem.headers["Retry-After"] == "7")
         #expect(problem.extensions["sts_error_codes"] == .array([.number(90033)]))
         #expect(problem.detail == made.detail)
 
-        let timeout = Problem(AcquisitionError.unavailable(Problem.deadlinePassed(before: "identity provider")))
+        let timeout = RelayError(AcquisitionError.unavailable(RelayError.deadlinePassed(before: "identity provider")))
         #expect(timeout.status == 504)
         #expect(timeout.code == .upstreamUnavailable)
 
-        let lost = Problem(AcquisitionError(code: .stsUnavailable))
+        let lost = RelayError(AcquisitionError(code: .stsUnavailable))
         #expect(lost.status == 503)
         #expect(lost.headers["Retry-After"] == "1")
     }
 
     @Test("10. no_refresh_token: 409 interaction_required, account_state active")
     func problemNoRefreshToken() throws {
-        let problem = Problem(AcquisitionError.noRefreshToken)
+        let problem = RelayError(AcquisitionError.noRefreshToken)
         #expect(problem.status == 409)
         #expect(problem.code == .interactionRequired)
         #expect(problem.extensions["account_state"] == .string("active"))
@@ -451,22 +456,22 @@ struct RefreshExecutorTests {
 
     @Test("10. lease_wait_timeout: 503 upstream_unavailable, Retry-After 1")
     func problemLeaseWaitTimeout() throws {
-        try Self.expectUnavailable(Problem(AcquisitionError.leaseWaitTimeout), status: 503)
+        try Self.expectUnavailable(RelayError(AcquisitionError.leaseWaitTimeout), status: 503)
     }
 
     @Test("10. deadline_passed: 504 upstream_unavailable, Retry-After 1")
     func problemDeadlinePassed() throws {
-        try Self.expectUnavailable(Problem(AcquisitionError.deadlinePassed), status: 504)
+        try Self.expectUnavailable(RelayError(AcquisitionError.deadlinePassed), status: 504)
     }
 
     @Test("10. concurrency_limit: 503 upstream_unavailable, Retry-After 1")
     func problemConcurrencyLimit() throws {
-        try Self.expectUnavailable(Problem(AcquisitionError.concurrencyLimit), status: 503)
+        try Self.expectUnavailable(RelayError(AcquisitionError.concurrencyLimit), status: 503)
     }
 
     @Test("10. unexpected: 500 internal, the error only in the log cause")
     func problemUnexpected() throws {
-        let problem = Problem(AcquisitionError.unexpected)
+        let problem = RelayError(AcquisitionError.unexpected)
         #expect(problem.status == 500)
         #expect(problem.code == .internal)
         #expect(problem.cause == AcquisitionError.unexpected.description)
@@ -499,7 +504,7 @@ struct RefreshExecutorTests {
 
     // MARK: Helpers
 
-    static func expectUnavailable(_ problem: Problem, status: Int) throws {
+    static func expectUnavailable(_ problem: RelayError, status: Int) throws {
         #expect(problem.status == status)
         #expect(problem.code == .upstreamUnavailable)
         #expect(problem.headers["Retry-After"] == "1")
@@ -509,7 +514,7 @@ struct RefreshExecutorTests {
         #expect(json["status"] as? Int == status)
     }
 
-    static func rendered(_ problem: Problem) throws -> [String: Any] {
+    static func rendered(_ problem: RelayError) throws -> [String: Any] {
         let response = problem.response(correlationId: "c-1")
         return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
     }

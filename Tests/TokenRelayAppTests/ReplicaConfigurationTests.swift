@@ -1,7 +1,11 @@
 import Foundation
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// The replica and shutdown settings (behaviour §8, §11, §12).
 @Suite("Replica settings")

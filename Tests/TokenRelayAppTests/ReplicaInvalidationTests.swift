@@ -1,8 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// The invalidation messages and hooks of cross-replica invalidation (behaviour §12), without a database.
 @Suite("Replica invalidation")

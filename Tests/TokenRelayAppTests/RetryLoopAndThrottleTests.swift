@@ -5,8 +5,12 @@ import HTTPServerBridge
 import IdentityCore
 import Synchronization
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// A loopback HTTP peer that answers scripted responses in order (then a default) and counts
 /// what it receives: the real HTTP client and server, no mocked transport.
@@ -174,7 +178,7 @@ struct RetryLoopAndThrottleTests {
     func deadlineSpent() async throws {
         let peer = try ScriptedPeer([])
         let time = VirtualClock()
-        await #expect(throws: Problem.self) { _ = try await downstream(peer, time, deadline: 0.01) }
+        await #expect(throws: RelayError.self) { _ = try await downstream(peer, time, deadline: 0.01) }
         #expect(peer.requests == 0)
     }
 
@@ -232,7 +236,7 @@ struct RetryLoopAndThrottleTests {
         } catch let error as STSCallError {
             return .failure(error)
         } catch {
-            return .failure(.unavailable(Problem(.internal, "scopes")))
+            return .failure(.unavailable(RelayError(.internal, "scopes")))
         }
     }
 

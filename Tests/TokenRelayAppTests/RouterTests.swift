@@ -1,7 +1,11 @@
 import HTTPCommon
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 @Suite("Router")
 struct RouterTests {

@@ -2,9 +2,13 @@ import Foundation
 import IdentityCore
 import PostgresBridge
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// Seeds real accounts with bench-seed's own code (``BenchSeeder``) into a fresh database.
 enum ScaleFixture {

@@ -1,8 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// ``ServiceGroup``: order of shutdown, a failing service, cancellation; no sockets, no sleeps.
 @Suite("Service group")

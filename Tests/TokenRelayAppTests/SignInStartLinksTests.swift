@@ -1,8 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// behaviour §3 signed `GET /v1/sign-ins/start` links: HMAC over the canonical parameters, expiry
 /// within 10 minutes, tampering named by field. (Single use is in the database: end-to-end tests.)

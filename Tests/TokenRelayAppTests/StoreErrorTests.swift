@@ -1,18 +1,22 @@
 import HTTPCommon
 import PostgresBridge
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
-@testable import TokenRelayApp
-
-/// The store-error table (`Problem(_: StoreError)`): one test per row, and the one rendering
-/// of any error at the edge (`Problem(rendering:)`).
+/// The store-error table (`RelayError(_: StoreError)`): one test per row, and the one rendering
+/// of any error at the edge (`RelayError(rendering:)`).
 @Suite("Store errors rendered once, at the edge")
 struct StoreErrorTests {
     @Test("A lost or refused connection is 503 upstream_unavailable with Retry-After 2; the libpq cause is logged, not shown")
     func unavailable() {
         let error = StoreError(PostgresError(code: .connectionFailure, function: "PQconnectdb", serverMessage: "could not connect"))
         #expect(error.code == .unavailable)
-        let problem = Problem(error)
+        let problem = RelayError(error)
         #expect(problem.status == 503)
         #expect(problem.code == .upstreamUnavailable)
         #expect(problem.headers["Retry-After"] == "2")
@@ -23,7 +27,7 @@ struct StoreErrorTests {
 
     @Test("U+0000 in a parameter is 400 invalid_request naming field input")
     func invalidInput() {
-        let problem = Problem(StoreError(PostgresError(code: .invalidParameter, function: "PQexecParams")))
+        let problem = RelayError(StoreError(PostgresError(code: .invalidParameter, function: "PQexecParams")))
         #expect(problem.status == 400)
         #expect(problem.code == .invalidRequest)
         #expect(problem.extensions["field"] == .string("input"))
@@ -31,7 +35,7 @@ struct StoreErrorTests {
 
     @Test("Any other statement failure is 500 internal with the SQLSTATE kept for the log only")
     func failed() {
-        let problem = Problem(StoreError(PostgresError(code: .queryFailed, function: "PQexecParams", sqlState: "23505", serverMessage: "duplicate key")))
+        let problem = RelayError(StoreError(PostgresError(code: .queryFailed, function: "PQexecParams", sqlState: "23505", serverMessage: "duplicate key")))
         #expect(problem.status == 500)
         #expect(problem.code == .internal)
         #expect(problem.cause?.contains("23505") == true)
@@ -41,11 +45,11 @@ struct StoreErrorTests {
     @Test("Problem(rendering:) keeps problems, maps store and acquisition errors by their tables, anything else is 500")
     func rendering() {
         struct Unknown: Error {}
-        #expect(Problem(rendering: Problem.accountNotFound()).code == .accountNotFound)
-        #expect(Problem(rendering: StoreError(PostgresError(code: .connectionFailure, function: "PQexec"))).status == 503)
-        #expect(Problem(rendering: AcquisitionError.leaseWaitTimeout).status == 503)
-        #expect(Problem(rendering: AcquisitionError.noRefreshToken).code == .interactionRequired)
-        let other = Problem(rendering: Unknown())
+        #expect(RelayError(rendering: RelayError.accountNotFound()).code == .accountNotFound)
+        #expect(RelayError(rendering: StoreError(PostgresError(code: .connectionFailure, function: "PQexec"))).status == 503)
+        #expect(RelayError(rendering: AcquisitionError.leaseWaitTimeout).status == 503)
+        #expect(RelayError(rendering: AcquisitionError.noRefreshToken).code == .interactionRequired)
+        let other = RelayError(rendering: Unknown())
         #expect(other.status == 500)
         #expect(other.cause == "Unknown")
     }

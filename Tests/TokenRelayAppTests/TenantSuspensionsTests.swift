@@ -2,8 +2,12 @@ import Foundation
 import IdentityCore
 import Synchronization
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// This replica's suspended tenants (behaviour §12 Tenants), without a database: which accounts
 /// are of a tenant, case, the order of notifications and reloads, what memory drops.
@@ -38,7 +42,7 @@ struct TenantSuspensionsTests {
         #expect(suspensions.suspendedTenant(of: guestAccount) == Self.guest)
         #expect(suspensions.isSuspended(Self.guest))
         #expect(!suspensions.isSuspended(Self.home))
-        #expect(throws: Problem.self) { try suspensions.check(tenant: Self.guest.uppercased()) }
+        #expect(throws: RelayError.self) { try suspensions.check(tenant: Self.guest.uppercased()) }
         do {
             try suspensions.check(guestAccount)
             Issue.record("not refused")
@@ -106,7 +110,7 @@ struct TenantSuspensionsTests {
     func pathTenantIds() throws {
         #expect(try TenantRoutes.tenantId(Self.home.uppercased()) == Self.home)
         for bad in ["", "common", "contoso.onmicrosoft.com", "{11111111-1111-1111-1111-111111111111}", "11111111111111111111111111111111"] {
-            #expect(throws: Problem.self) { try TenantRoutes.tenantId(bad) }
+            #expect(throws: RelayError.self) { try TenantRoutes.tenantId(bad) }
             #expect((try? TenantRoutes.tenantId(bad)) == nil)
         }
         #expect(TenantRoutes.Cursor.decode(TenantRoutes.Cursor.encode(Self.home)) == Self.home)

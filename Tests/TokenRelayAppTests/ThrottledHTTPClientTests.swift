@@ -2,8 +2,12 @@ import Foundation
 import HTTPClientBridge
 import IdentityCore
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// The throttle layer on its own: a real loopback peer, virtual time.
 @Suite("Throttle layer around the retry loop (behaviour §5)")

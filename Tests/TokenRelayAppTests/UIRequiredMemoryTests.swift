@@ -1,12 +1,16 @@
 import Testing
-
-@testable import TokenRelayApp
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 
 /// behaviour §5 UI-required memory: replayed for its TTL, per (account, key), bounded, forgotten on sign-in.
 @Suite("UI-required memory")
 struct UIRequiredMemoryTests {
-    static func problem(_ detail: String = "MFA") -> Problem {
-        var problem = Problem(.interactionRequired, detail, extensions: ["suberror": .string("basic_action")])
+    static func problem(_ detail: String = "MFA") -> RelayError {
+        var problem = RelayError(.interactionRequired, detail, extensions: ["suberror": .string("basic_action")])
         problem.replayable = true
         return problem
     }

@@ -1,8 +1,12 @@
 import Foundation
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// API keys through the handler, in process (behaviour §7, §11, §12 Permissions): every route refuses
 /// a missing, malformed, revoked or under-privileged key; tenant and scope limits; the per-key

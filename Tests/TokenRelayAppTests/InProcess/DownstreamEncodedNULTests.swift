@@ -1,8 +1,12 @@
 import Foundation
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// An encoded NUL in a downstream path is a control character (behaviour §6.2): 400 naming `path`,
 /// before any call. Before, the bridge kept `%00` as three characters (so libmicrohttpd's C string

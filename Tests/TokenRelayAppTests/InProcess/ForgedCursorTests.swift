@@ -1,9 +1,13 @@
 import CryptoBridge
 import Foundation
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// A cursor is opaque, but its encoding is plain base64url of `a:<account id>` / `t:<tenant id>`,
 /// so a caller can forge one. Before, a forged cursor holding a NUL reached PostgreSQL and the

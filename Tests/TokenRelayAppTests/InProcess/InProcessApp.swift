@@ -3,10 +3,15 @@ import HTTPClientBridge
 import HTTPCommon
 import HTTPServerBridge
 import PostgresBridge
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
 
 @testable import STSEmulator
-@testable import TokenRelayApp
 
 /// TokenRelay in this process for route-level tests: a fresh database with the migrations
 /// applied, the identity-platform emulator on a loopback port (it is the STS, not our app), and

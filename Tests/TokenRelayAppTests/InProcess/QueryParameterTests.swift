@@ -1,9 +1,13 @@
 import Foundation
 import HTTPClientBridge
 import Testing
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayBenchSeed
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
 import TokenRelayTesting
-
-@testable import TokenRelayApp
 
 /// One rule for query parameters on every route (behaviour §7.4): a route takes the parameters it
 /// declares, and any other is 400 `invalid_request` naming it. Before, only the three list routes

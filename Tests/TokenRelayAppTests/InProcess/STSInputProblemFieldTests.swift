@@ -4,7 +4,7 @@ import TokenRelayTesting
 
 /// A 400 input problem the identity platform decides (AADSTS90002 tenant not found →
 /// `invalid_authority`, AADSTS70011 → `invalid_scope`) names the field the request chose it with,
-/// as TokenRelay's own refusals do (behaviour §4.1, §4.3; openapi `Problem`: invalid_authority has
+/// as TokenRelay's own refusals do (behaviour §4.1, §4.3; openapi `RelayError`: invalid_authority has
 /// `field`). It used to carry `sts_error_codes` and no `field`.
 @Suite("STS input refusals name their field, in process", .serialized)
 struct STSInputProblemFieldTests {

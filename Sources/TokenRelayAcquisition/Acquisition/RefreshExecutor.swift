@@ -1,0 +1,386 @@
+import Foundation
+import IdentityCore
+import TokenRelayBase
+import TokenRelayStore
+
+/// Performs what ``RefreshStateMachine`` decides (ADR 0012): claim the account's redemption
+/// lease in one statement, redeem the refresh token with nothing of PostgreSQL held, store the
+/// rotation with one fenced statement. Coalescing within the replica is the caller's
+/// (`RefreshCoalescer`); this type is one redemption chain's link.
+package struct RefreshExecutor: Sendable {
+    package let store: any RefreshTokenStore
+    package let endpoint: any TokenEndpoint
+    package let clientId: String
+    package let expirySkewSeconds: Int
+    package let limiter: RedemptionLimiter
+    package let waiters: LeaseWaiters
+    /// Rotations the STS returned that could not be stored yet (see ``persistAlone(_:)``).
+    package let pendingRotations: PendingRotations
+    package let metrics: Metrics
+    package let logger: Logger
+    package let now: @Sendable () -> Int
+    /// How long a lease holds, seconds (`TOKENRELAY_REFRESH_LEASE_S`, default 60).
+    package var leaseSeconds: Double = 60
+    /// The longest wait between two claims while another redemption holds the lease, seconds:
+    /// the fallback when its `refresh.released` notification does not arrive.
+    package var pollSeconds: Double = 0.25
+
+    package init(
+        store: any RefreshTokenStore, endpoint: any TokenEndpoint, clientId: String, expirySkewSeconds: Int, limiter: RedemptionLimiter, waiters: LeaseWaiters,
+        pendingRotations: PendingRotations, metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Int, leaseSeconds: Double = 60,
+        pollSeconds: Double = 0.25
+    ) {
+        self.store = store
+        self.endpoint = endpoint
+        self.clientId = clientId
+        self.expirySkewSeconds = expirySkewSeconds
+        self.limiter = limiter
+        self.waiters = waiters
+        self.pendingRotations = pendingRotations
+        self.metrics = metrics
+        self.logger = logger
+        self.now = now
+        self.leaseSeconds = leaseSeconds
+        self.pollSeconds = pollSeconds
+    }
+
+    /// The STS call is cut off at this share of the lease, so it can never still succeed when
+    /// the lease passes; the rest is the margin for storing the answer.
+    package static let redemptionShareOfLease = 0.75
+
+    /// TokenRelay's own waits (for a redemption slot, for another redemption's lease) end this
+    /// long before the caller's deadline, so the caller gets their 503 with Retry-After, which
+    /// says why, rather than the coalescer's 504 "deadline passed" that fires at the deadline.
+    package static let ownWaitMarginSeconds = 0.1
+
+    /// One refresh of one account's tokens for one scope set.
+    package struct Request: Sendable {
+        package let account: AccountRecord
+        package let authority: Authority
+        package let realm: String
+        package let scopes: ScopeSet
+        /// The merged claims sent to the STS (caller's challenge and client capabilities).
+        package let claims: String?
+        package let mode: RefreshStateMachine.Mode
+        /// `min_ttl_s` of the request, seconds.
+        package let minTTL: Int
+        /// The initiating request's context: its deadline bounds waiting (for a slot, for
+        /// another replica's lease), never the STS call once sent.
+        package let context: RequestContext
+
+        package init(
+            account: AccountRecord, authority: Authority, realm: String, scopes: ScopeSet, claims: String?, mode: RefreshStateMachine.Mode, minTTL: Int,
+            context: RequestContext
+        ) {
+            self.account = account
+            self.authority = authority
+            self.realm = realm
+            self.scopes = scopes
+            self.claims = claims
+            self.mode = mode
+            self.minTTL = minTTL
+            self.context = context
+        }
+    }
+
+    /// What one refresh produced, shared by every request that joined it.
+    package enum Outcome: Sendable {
+        case token(StoredAccessToken, declined: [String], source: SilentTokenResult.Source)
+        case failure(AcquisitionError)
+    }
+
+    /// Runs one refresh to its end.
+    /// - Throws: `RelayError` when the database fails before the STS is asked (503 while it is
+    ///   unreachable); after the STS answered, nothing is thrown: the rotation is kept (stored, or
+    ///   pending in this replica) and the token served.
+    package func run(_ request: Request) async throws -> Outcome {
+        guard await limiter.acquire(until: request.context.deadline.addingTimeInterval(-Self.ownWaitMarginSeconds)) else {
+            metrics.increment("tokenrelay_refresh_total", ["outcome": AcquisitionError.concurrencyLimit.refreshOutcome])
+            return .failure(.concurrencyLimit)
+        }
+        defer { limiter.release() }
+        let accountId = request.account.accountId
+        let owner = Self.newLeaseOwner()
+        var machine = RefreshStateMachine(mode: request.mode)
+        var action = machine.start()
+        var redeemed: (token: String, generation: Int64)?
+        var secondsLeftOnHeldLease = 0.0
+        var answer: (response: TokenResponse, token: StoredAccessToken, declined: [String])?
+        var failure = AcquisitionError.unexpected
+        var cached: StoredAccessToken?
+        var rotated = false
+        while true {
+            switch action {
+            case .claim(let checkCache):
+                guard request.context.remainingSeconds > 0 else {
+                    action = machine.deadlinePassed()
+                    continue
+                }
+                let claim = RefreshClaimRequest(
+                    accountId: accountId, environment: request.account.environment, realm: request.realm, scopes: request.scopes,
+                    checkCache: checkCache, acceptRefreshDue: request.mode == .cacheFirst,
+                    minimumExpiresOn: now() + max(expirySkewSeconds, request.minTTL), now: now(), owner: owner, leaseSeconds: leaseSeconds)
+                let claimResult: RefreshClaim
+                do {
+                    claimResult = try await store.claimRefresh(claim)
+                } catch let error as StoreError where error.outcomeUnknown {
+                    // The claim may have committed with its answer lost (the primary went away
+                    // mid-reply): free the lease it may hold once the database answers, rather
+                    // than leave the account blocked for the lease's length.
+                    releaseInBackground(accountId: accountId, owner: owner)
+                    throw error
+                }
+                metrics.increment("tokenrelay_refresh_claims_total", ["result": claimResult.metricLabel])
+                switch claimResult {
+                case .claimed(let token, let generation):
+                    redeemed = (token, generation)
+                    action = machine.claimed(generation: generation)
+                case .heldElsewhere(let secondsLeft):
+                    secondsLeftOnHeldLease = secondsLeft
+                    action = machine.heldElsewhere()
+                case .freshTokenStored:
+                    action = machine.freshTokenStored()
+                case .noRefreshToken:
+                    failure = .noRefreshToken
+                    action = machine.noRefreshToken()
+                }
+
+            case .readCache:
+                let stored = try await store.accessTokens(accountId: accountId, environment: request.account.environment, realm: request.realm)
+                cached = stored.best(
+                    covering: request.scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: request.minTTL,
+                    acceptRefreshDue: request.mode == .cacheFirst)
+                action = machine.cachedRead(usable: cached != nil)
+
+            case .wait:
+                let remaining = request.context.remainingSeconds - Self.ownWaitMarginSeconds
+                guard remaining > 0 else {
+                    failure = .leaseWaitTimeout
+                    action = machine.deadlinePassed()
+                    continue
+                }
+                // Woken by the holder's release; else poll, and at the latest when its lease ends.
+                await waitForHolder(
+                    accountId: accountId, secondsLeftOnLease: secondsLeftOnHeldLease,
+                    deadline: request.context.deadline.addingTimeInterval(-Self.ownWaitMarginSeconds))
+                metrics.increment("tokenrelay_refresh_lease_waits_total")
+                // The wait ends at the deadline at the latest: if it passed meanwhile, the lease was
+                // still held then (lease_wait_timeout; a claim would answer deadline_passed).
+                guard request.context.remainingSeconds > 0 else {
+                    failure = .leaseWaitTimeout
+                    action = machine.deadlinePassed()
+                    continue
+                }
+                action = machine.holderFinished()
+
+            case .redeem(let generation):
+                guard let (storedToken, _) = redeemed else { return .failure(.unexpected) }
+                // The stored token may have been superseded by a rotation this replica could not store yet.
+                let token = pendingRotations.token(for: accountId, replacing: generation) ?? storedToken
+                redeemed = (token, generation)
+                let context = redemptionContext(request.context)
+                let started = Date()
+                let result = await endpoint.redeem(
+                    refreshToken: token, authority: request.authority, scopes: request.scopes, claims: request.claims, context: context,
+                    account: accountId)
+                metrics.observe("tokenrelay_refresh_sts_seconds", seconds: Date().timeIntervalSince(started))
+                switch result {
+                case .success(let response):
+                    let granted = ScopeRules.granted(response.scope, requested: request.scopes)
+                    let token = StoredAccessToken(
+                        response, accountId: accountId, environment: request.account.environment, realm: request.realm, clientId: clientId,
+                        scopes: granted.canonical, issuedAt: now())
+                    answer = (response, token, ScopeRules.declined(requested: request.scopes, granted: granted))
+                    rotated = response.refreshToken.map { !$0.isEmpty } ?? false
+                    action = machine.stsAnswered()
+                case .failure(.rejected(let rejected)):
+                    failure = .rejected(rejected)
+                    action = machine.stsFailed(refreshTokenDead: rejected.disposition == .refreshTokenDead)
+                case .failure(.unavailable(let problem)):
+                    failure = .unavailable(problem)
+                    action = machine.stsFailed(refreshTokenDead: false)
+                }
+
+            case .storeRotation(let generation):
+                guard let answer, let redeemed else { return .failure(.unexpected) }
+                let write = rotationWrite(answer.response, generation: generation, redeemed: redeemed.token, accessToken: answer.token, request: request)
+                do {
+                    switch try await store.writeRotation(write) {
+                    case .stored, .alreadyStored: action = machine.stored()
+                    case .fencedOut:
+                        logger.warn("token.rotation_fenced_out", ["account.id": accountId, "refresh.generation": String(generation)])
+                        metrics.increment("tokenrelay_refresh_total", ["outcome": "fenced_conflict"])
+                        action = machine.fencedOut()
+                    }
+                } catch {
+                    logger.error("token.rotation_write_failed", ["account.id": accountId, "error": String(describing: error)])
+                    action = machine.commitFailed()
+                }
+
+            case .persistAlone(let generation):
+                guard let answer, let redeemed else { return .failure(.unexpected) }
+                let write = rotationWrite(answer.response, generation: generation, redeemed: redeemed.token, accessToken: nil, request: request)
+                switch await persistAlone(write) {
+                case true?: action = machine.stored()
+                case false?: action = machine.fencedOut()
+                case nil: action = machine.commitFailed()
+                }
+
+            case .markDead(let generation):
+                do {
+                    if try await store.markRefreshTokenDead(accountId: accountId, generation: generation, stsErrorCodes: failure.failure?.stsErrorCodes ?? []) {
+                        logger.info(
+                            "account.interaction_required",
+                            ["account.id": accountId, "sts.error_codes": (failure.failure?.stsErrorCodes ?? []).map(String.init).joined(separator: ",")])
+                    }
+                } catch {
+                    // The lease ends by itself; the next refresh meets the same answer and tries again.
+                    logger.error("token.mark_dead_failed", ["account.id": accountId, "error": String(describing: error)])
+                }
+                action = machine.deadMarked()
+
+            case .serve(let source, let releaseLease):
+                if releaseLease { await release(accountId: accountId, owner: owner) }
+                waiters.wake(accountId: accountId)
+                if source == .cache, let cached { return .token(cached, declined: [], source: .cache) }
+                guard let answer else { return .failure(.unexpected) }
+                if !releaseLease { metrics.increment("tokenrelay_refresh_total", ["outcome": rotated ? "rotated" : "no_rotation"]) }
+                return .token(answer.token, declined: answer.declined, source: .refresh)
+
+            case .answerProblem(let reason, let releaseLease):
+                if releaseLease { await release(accountId: accountId, owner: owner) }
+                waiters.wake(accountId: accountId)
+                let error: AcquisitionError
+                switch reason {
+                case .noRefreshToken: error = .noRefreshToken
+                case .stsFailed: error = failure
+                case .leaseWaitTimeout: error = .leaseWaitTimeout
+                case .deadlinePassed: error = .deadlinePassed
+                case .unexpectedEvent: error = .unexpected
+                }
+                metrics.increment("tokenrelay_refresh_total", ["outcome": error.refreshOutcome])
+                return .failure(error)
+
+            case .none:
+                return .failure(.unexpected)
+            }
+        }
+    }
+
+    private func rotationWrite(
+        _ response: TokenResponse, generation: Int64, redeemed: String, accessToken: StoredAccessToken?, request: Request
+    ) -> RotationWrite {
+        RotationWrite(
+            response, accountId: request.account.accountId, tenantId: request.account.realm, generation: generation, redeemed: redeemed,
+            accessToken: accessToken,
+            // A claims challenge met: other replicas must stop serving the token it rejected.
+            notifyAccessTokensReplaced: request.mode == .bypass && ClaimsRequest.bypassesCache(claims: request.claims))
+    }
+
+    /// A lease owner unique to one claim: this replica's origin and 72 random bits, so no one
+    /// can release a lease they do not hold.
+    package static func newLeaseOwner() -> String {
+        ReplicaInvalidation.origin + "." + RandomToken.make(bytes: 9)
+    }
+
+    /// The context a redemption is sent with: once sent it is not cut short by the caller's
+    /// deadline (the STS may rotate the token), but it always ends well before the lease does.
+    package func redemptionContext(_ caller: RequestContext) -> RequestContext {
+        var context = caller
+        context.minimumAttemptSeconds = 30
+        context.attemptCutoff = Date().addingTimeInterval(leaseSeconds * Self.redemptionShareOfLease)
+        return context
+    }
+
+    /// Waits until the account's lease holder releases it (this replica's wake-up or another's
+    /// `refresh.released`), the poll interval passes, or the lease runs out, never past `deadline`.
+    package func waitForHolder(accountId: String, secondsLeftOnLease: Double, deadline: Date) async {
+        let remaining = deadline.timeIntervalSinceNow
+        await waiters.wait(accountId: accountId, seconds: min(pollSeconds, max(0.01, secondsLeftOnLease + 0.01), remaining))
+    }
+
+    /// Releases this claim's lease. When the database is away (a restart, a failover), keeps
+    /// trying in the background until the lease would have ended: a lease left behind keeps
+    /// every replica from refreshing the account for the rest of `leaseSeconds` (60 s by
+    /// default), long after the database is back. Fenced on `owner`, unique to this claim, so a
+    /// late release never frees a lease someone else took.
+    private func release(accountId: String, owner: String) async {
+        do {
+            try await store.releaseRefreshLease(accountId: accountId, owner: owner)
+        } catch {
+            logger.warn("token.lease_release_failed", ["account.id": accountId, "error": String(describing: type(of: error))])
+            releaseInBackground(accountId: accountId, owner: owner)
+        }
+    }
+
+    /// Tries to release `owner`'s lease every 250 ms until the lease would have ended.
+    private func releaseInBackground(accountId: String, owner: String) {
+        let store = self.store
+        let waiters = self.waiters
+        let logger = self.logger
+        let until = Date().addingTimeInterval(leaseSeconds)
+        Task {
+            while Date() < until {
+                try? await Task.sleep(for: .milliseconds(250))
+                guard (try? await store.releaseRefreshLease(accountId: accountId, owner: owner)) != nil else { continue }
+                logger.info("token.lease_released_on_retry", ["account.id": accountId])
+                waiters.wake(accountId: accountId)
+                return
+            }
+        }
+    }
+
+    /// Stores a rotated refresh token whose fenced write failed after the STS answered (no
+    /// refresh token dropped on a transient failure): a few short tries of the same fenced write
+    /// without the access token; when the database stays away, the rotation is held in
+    /// ``pendingRotations`` (this replica's refreshes redeem it rather than the superseded
+    /// stored token) and a background task keeps trying for `persistWindowSeconds`.
+    /// - Returns: true when stored, false when fenced out (a newer token is stored, or the row
+    ///   is gone), nil when it is pending in memory.
+    package func persistAlone(_ write: RotationWrite) async -> Bool? {
+        guard let rotated = write.rotatedRefreshToken else { return true }
+        let store = self.store
+        @Sendable func tryStoring() async -> Bool? {
+            do {
+                switch try await store.writeRotation(write) {
+                case .stored, .alreadyStored: return true
+                case .fencedOut: return false
+                }
+            } catch {
+                return nil  // the database is still away (or the statement failed): try again
+            }
+        }
+        for delay in [0.1, 0.4, 1.0] {
+            switch await tryStoring() {
+            case true?:
+                logger.warn("token.rotation_stored_on_retry", ["account.id": write.accountId])
+                return true
+            case false?:
+                logger.error("token.rotation_superseded", ["account.id": write.accountId])
+                return false
+            case nil:
+                try? await Task.sleep(for: .seconds(delay))
+            }
+        }
+        let pending = pendingRotations
+        pending.hold(.init(token: rotated, replacing: write.generation), accountId: write.accountId)
+        logger.warn("token.rotation_pending", ["account.id": write.accountId])
+        let logger = self.logger
+        Task {
+            let until = Date().addingTimeInterval(pending.persistWindowSeconds)
+            var outcome: Bool?
+            while outcome == nil && Date() < until {
+                try? await Task.sleep(for: .milliseconds(250))
+                outcome = await tryStoring()
+            }
+            pending.release(accountId: write.accountId, replacing: write.generation)
+            switch outcome {
+            case true?: logger.warn("token.rotation_stored_on_retry", ["account.id": write.accountId])
+            // A refresh of this replica redeemed the held token and stored its successor.
+            case false?: logger.info("token.rotation_superseded", ["account.id": write.accountId])
+            case nil: logger.error("token.rotation_lost", ["account.id": write.accountId])
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,74 @@
+import IdentityCore
+import TokenRelayBase
+import TokenRelayStore
+
+/// A `POST /v1/tokens/silent` request after validation (behaviour §2, §12 Token requests).
+package struct SilentTokenRequest: Sendable {
+    package enum AccountSelector: Sendable, Equatable {
+        case accountId(String)
+        case homeAccountId(String)
+        case username(String, tenantId: String?)
+    }
+
+    package var account: AccountSelector
+    package var scopes: ScopeSet
+    /// An authority other than the account's own (must be valid and known).
+    package var authority: Authority?
+    /// The caller's claims request (JSON text), before capabilities are merged.
+    package var claims: String?
+    package var forceRefresh: Bool = false
+    /// Seconds the token must still be valid for; 0 = only the expiry skew applies.
+    package var minTTLSeconds: Int = 0
+    package var allowPartial: Bool = false
+    /// The members the body chose the scopes and authority with, named by the STS's input
+    /// refusals (behaviour §4.1, §4.3).
+    package var inputFields = RelayError.InputFields()
+
+    package init(
+        account: AccountSelector, scopes: ScopeSet, authority: Authority? = nil, claims: String? = nil, forceRefresh: Bool = false, minTTLSeconds: Int = 0,
+        allowPartial: Bool = false, inputFields: RelayError.InputFields = RelayError.InputFields()
+    ) {
+        self.account = account
+        self.scopes = scopes
+        self.authority = authority
+        self.claims = claims
+        self.forceRefresh = forceRefresh
+        self.minTTLSeconds = minTTLSeconds
+        self.allowPartial = allowPartial
+        self.inputFields = inputFields
+    }
+
+    /// Whether the access-token cache is skipped: `force_refresh`, or claims that are more than
+    /// capabilities (behaviour §1.7, §2.2 step 5).
+    package var bypassesCache: Bool { forceRefresh || ClaimsRequest.bypassesCache(claims: claims) }
+}
+
+/// A token handed to the caller (never a refresh token).
+package struct SilentTokenResult: Sendable {
+    package enum Source: String, Sendable {
+        case cache
+        case refresh
+        case identityProvider = "identity_provider"
+    }
+
+    package let token: StoredAccessToken
+    package let account: AccountRecord
+    package let source: Source
+    package let declinedScopes: [String]
+    /// Served past `expires_on` under the extended lifetime while the STS was unavailable (behaviour §5).
+    package var extendedLifetime = false
+    /// The answer's bytes memory made for `token` (`source: cache` only).
+    package var prebuiltAnswer: TokenAnswerBytes?
+
+    package init(
+        token: StoredAccessToken, account: AccountRecord, source: Source, declinedScopes: [String], extendedLifetime: Bool = false,
+        prebuiltAnswer: TokenAnswerBytes? = nil
+    ) {
+        self.token = token
+        self.account = account
+        self.source = source
+        self.declinedScopes = declinedScopes
+        self.extendedLifetime = extendedLifetime
+        self.prebuiltAnswer = prebuiltAnswer
+    }
+}

@@ -1,0 +1,348 @@
+import CryptoBridge
+import Foundation
+import IdentityCore
+import TokenRelayBase
+import TokenRelayStore
+
+/// Sign-in with the authorization code flow and PKCE (RFC 6749 §4.1, RFC 7636 S256, OpenID
+/// Connect Core §3.1): `start` mints state, nonce and verifier and returns the authorize URL;
+/// `complete` checks the state once, redeems the code, validates the id_token and stores the
+/// account with its tokens (behaviour §3).
+package struct SignInService: Sendable {
+    package let store: TokenStore
+    package let sts: STSClient
+    package let metadata: OpenIDMetadataCache
+    package let authorities: AuthorityValidator
+    package let defaultAuthority: Authority
+    package let clientId: String
+    package let urls: PublicURLs
+    package let redirectAfterOrigins: [String]
+    package let clientCapabilities: [String]
+    /// Drops what this replica remembers of an account (its tokens, account row, declined scopes).
+    package let forgetInMemory: @Sendable (String) -> Void
+    package let logger: Logger
+    package let now: @Sendable () -> Int
+    /// Mints and checks the signed `GET /v1/sign-ins/start` links problems carry as `sign_in_url`.
+    package var links: SignInStartLinks? = nil
+
+    package init(
+        store: TokenStore, sts: STSClient, metadata: OpenIDMetadataCache, authorities: AuthorityValidator, defaultAuthority: Authority, clientId: String,
+        urls: PublicURLs, redirectAfterOrigins: [String], clientCapabilities: [String], forgetInMemory: @escaping @Sendable (String) -> Void, logger: Logger,
+        now: @escaping @Sendable () -> Int, links: SignInStartLinks? = nil
+    ) {
+        self.store = store
+        self.sts = sts
+        self.metadata = metadata
+        self.authorities = authorities
+        self.defaultAuthority = defaultAuthority
+        self.clientId = clientId
+        self.urls = urls
+        self.redirectAfterOrigins = redirectAfterOrigins
+        self.clientCapabilities = clientCapabilities
+        self.forgetInMemory = forgetInMemory
+        self.logger = logger
+        self.now = now
+        self.links = links
+    }
+
+    /// A sign-in lives 10 minutes (behaviour §3).
+    package static let lifetimeSeconds = 600
+
+    package struct StartRequest: Sendable {
+        package var scopes: ScopeSet
+        package var authority: Authority?
+        package var loginHint: String?
+        package var prompt: String?
+        package var claims: String?
+        package var redirectAfter: String?
+        /// The API key id that starts it (``linkActor`` for a signed start link), named in the
+        /// audit row of its completion (behaviour §12 Audit).
+        package var startedBy: String? = nil
+        /// The external id the account gets when the sign-in completes (behaviour §3.7).
+        package var externalId: ExternalId? = nil
+
+        package init(
+            scopes: ScopeSet, authority: Authority? = nil, loginHint: String? = nil, prompt: String? = nil, claims: String? = nil, redirectAfter: String? = nil,
+            startedBy: String? = nil, externalId: ExternalId? = nil
+        ) {
+            self.scopes = scopes
+            self.authority = authority
+            self.loginHint = loginHint
+            self.prompt = prompt
+            self.claims = claims
+            self.redirectAfter = redirectAfter
+            self.startedBy = startedBy
+            self.externalId = externalId
+        }
+    }
+
+    /// The audit actor of a sign-in started by a signed `GET /v1/sign-ins/start` link: the link
+    /// carries no API key, its signature is the authority.
+    package static let linkActor = "sign-in-link"
+    /// The audit actor of a completed sign-in whose starter is not known (a row an older
+    /// replica wrote before migration 0011).
+    package static let unknownActor = "sign-in"
+
+    package struct Started: Sendable {
+        package let authorizeURL: String
+        package let signInId: String
+        /// Unix seconds.
+        package let expiresAt: Int
+    }
+
+    package enum Completion: Sendable {
+        /// The account, shown as a caller of `owner` sees it (the owner of the sign-in's
+        /// external id; nil without one).
+        case account(AccountRecord, owner: String?)
+        case redirect(String, AccountRecord)
+
+        package var account: AccountRecord {
+            switch self {
+            case .account(let account, _), .redirect(_, let account): account
+            }
+        }
+    }
+
+    /// Starts a sign-in.
+    /// - Throws: `RelayError` 400 `invalid_request` (`redirect_after`, `claims`), 409 `conflict`
+    ///   naming `external_id` when another account of its owner holds it already (to sign that
+    ///   account in again, leave `external_id` out: it keeps it); `StoreError`.
+    package func start(_ request: StartRequest) async throws -> Started {
+        if let redirectAfter = request.redirectAfter {
+            try checkRedirectAfter(redirectAfter)
+        }
+        if let externalId = request.externalId, try await store.holder(of: externalId) != nil {
+            throw ExternalId.conflict()
+        }
+        let authority = request.authority ?? defaultAuthority
+        let state = RandomToken.make(bytes: 32)
+        let nonce = RandomToken.make(bytes: 16)
+        let verifier = RandomToken.make(bytes: 32)  // 43 characters, RFC 7636 §4.1
+        let challenge = Base64URL.encode(SHA256.hash(Array(verifier.utf8)))
+        let signInId = "si_" + RandomToken.make(bytes: 16)
+        let expiresAt = now() + Self.lifetimeSeconds
+        let claims: String?
+        do {
+            claims = try ClaimsRequest.merged(claims: request.claims, capabilities: clientCapabilities)
+        } catch {
+            throw RelayError.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
+        }
+        try await store.savePendingSignIn(
+            PendingSignIn(
+                signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
+                redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy, claims: claims,
+                externalId: request.externalId, loginHint: request.loginHint),
+            stateHash: SHA256.hash(Array(state.utf8)))
+
+        var query: [(String, String)] = [
+            ("client_id", clientId), ("response_type", "code"), ("redirect_uri", urls.redirectURI), ("response_mode", "query"),
+            ("scope", request.scopes.wireValue), ("state", state), ("nonce", nonce),
+            ("code_challenge", challenge), ("code_challenge_method", "S256"), ("client_info", "1"),
+        ]
+        if let hint = request.loginHint { query.append(("login_hint", hint)) }
+        if let prompt = request.prompt { query.append(("prompt", prompt)) }
+        if let claims { query.append(("claims", claims)) }
+        return Started(authorizeURL: authority.authorizeEndpoint + "?" + FormEncoding.query(query), signInId: signInId, expiresAt: expiresAt)
+    }
+
+    /// Completes the sign-in the authority redirected back with.
+    /// - Throws: `RelayError`: 400 `invalid_request` (unknown, used or expired state; missing code),
+    ///   400 `user_canceled` (access_denied), 409 `interaction_required`, 502 `upstream_error`
+    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable`.
+    package func complete(query: [String: String], context: RequestContext) async throws -> Completion {
+        guard let state = query["state"], !state.isEmpty else {
+            throw RelayError.invalidRequest(field: "state", "The callback carries no 'state'.")
+        }
+        // Checked before the sign-in is used up: a stray or truncated callback (no code, no
+        // error) must leave the user's real one working.
+        let code = query["code"] ?? ""
+        guard query["error"] != nil || !code.isEmpty else {
+            throw RelayError.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
+        }
+        guard let pending = try await store.consumePendingSignIn(stateHash: SHA256.hash(Array(state.utf8))) else {
+            throw RelayError.invalidRequest(field: "state", "The sign-in is unknown, already completed, or expired; start a new one.")
+        }
+        do {
+            return try await complete(pending, query: query, code: code, context: context)
+        } catch let problem as RelayError {
+            var problem = problem
+            // No account is involved until the callback succeeds: no `account_state`, as for app
+            // and on-behalf-of grants (a refused code, AADSTS70000, said the account's died).
+            problem.extensions["account_state"] = nil
+            if problem.code == .interactionRequired { problem.signInHint = signInAgain(pending, after: problem) }
+            throw problem
+        }
+    }
+
+    /// The sign-in a callback's `interaction_required` sends the user to (behaviour §4.4): the
+    /// same authority (nil for the default one), scopes, `login_hint` and `redirect_after`, and the
+    /// claims the authorize request carried with any challenge the problem holds. Not the
+    /// `prompt`: `none` is what may just have failed, so the authority decides.
+    package func signInAgain(_ pending: PendingSignIn, after problem: RelayError) -> SignInHint {
+        SignInHint(
+            loginHint: pending.loginHint, scopes: pending.scopes, claims: SignInHint.claims(for: problem, requested: pending.claims),
+            authority: pending.authority == defaultAuthority.url ? nil : pending.authority, prompt: nil, redirectAfter: pending.redirectAfter)
+    }
+
+    /// The callback of `pending`, whose state is used up: the authority's error, or the code redeemed.
+    private func complete(_ pending: PendingSignIn, query: [String: String], code: String, context: RequestContext) async throws -> Completion {
+        if let error = query["error"] {
+            throw Self.authorizeProblem(error: error, description: query["error_description"] ?? "")
+        }
+        let authority: Authority
+        do {
+            authority = try authorities.validate(pending.authority)
+        } catch {
+            // The configuration changed while the user was at the authority.
+            throw RelayError(
+                .invalidAuthority, "The sign-in's authority is no longer accepted (\(error.detail)); start a new sign-in.",
+                extensions: ["field": .string("authority")])
+        }
+        let scopes = ScopeSet(normalizing: pending.scopes)
+        // The redemption asks for what the authorize request asked (behaviour §1: every token request
+        // carries the capabilities' xms_cc, merged with the challenge being satisfied; identity
+        // platform "Claims challenges, claims requests, and client capabilities"), so the first
+        // token a user gets is CAE-capable. A row from an older replica has none stored.
+        let redemptionClaims = pending.claims ?? (try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)) ?? nil
+
+        let response: TokenResponse
+        do {
+            response = try await sts.redeem(
+                grant: [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", urls.redirectURI), ("code_verifier", pending.codeVerifier)],
+                authority: authority, scopes: scopes, claims: redemptionClaims, context: context)
+        } catch .rejected(let failure) {
+            throw RelayError(failure, requestedScopes: scopes)
+        } catch .unavailable(let problem) {
+            throw problem
+        }
+
+        guard let idTokenText = response.idToken, let idToken = try? JWT.parse(idTokenText) else {
+            throw RelayError(.upstreamError, "The token response has no readable id_token.", status: 502)
+        }
+        let (openID, verifier) = try await metadata.verifier(for: authority, keyId: idToken.keyId)
+        let claims: IDTokenClaims
+        do {
+            claims = try IDTokenValidator(clientId: clientId).validate(
+                idToken, expectedIssuer: openID.issuer, nonce: pending.nonce, now: now(), verifier: verifier)
+        } catch {
+            logger.warn("sign_in.id_token_rejected", ["reason": String(describing: error), "correlation.id": context.correlationId])
+            throw RelayError(.upstreamError, "The id_token failed validation: \(error).", status: 502)
+        }
+        guard let clientInfoText = response.clientInfo, let clientInfo = try? ClientInfo.decode(clientInfoText) else {
+            throw RelayError(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502)
+        }
+
+        let issuedAt = now()
+        let realm = claims.tid ?? clientInfo.utid
+        let granted = ScopeRules.granted(response.scope, requested: scopes)
+        let accessToken = StoredAccessToken(
+            response, accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
+            issuedAt: issuedAt)
+        let (account, assignment) = try await store.saveSignIn(
+            SignedInAccount(
+                environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
+                username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
+            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor,
+            externalId: pending.externalId)
+        forgetInMemory(account.accountId)
+        if assignment == .heldByAnother {
+            // Another account of the owner took the external id while the user was at the
+            // authority: the sign-in stands, the account keeps what it had (behaviour §3.7).
+            logger.warn(
+                "sign_in.external_id_conflict",
+                ["account.id": account.accountId, "sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+        }
+        // The username is masked unless TOKENRELAY_LOG_PII is on (the logger decides, behaviour §7).
+        logger.info(
+            "sign_in.completed",
+            [
+                "account.id": account.accountId, "account.username": account.username ?? "", "sign_in.id": pending.signInId,
+                "correlation.id": context.correlationId,
+            ])
+
+        if let redirectAfter = pending.redirectAfter {
+            guard let location = Self.location(redirectAfter, accountId: account.accountId) else {
+                // Checked at the start; only a sign-in stored before that check can get here.
+                logger.warn("sign_in.redirect_after_unusable", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+                return .account(account, owner: pending.externalId?.owner)
+            }
+            return .redirect(location, account)
+        }
+        return .account(account, owner: pending.externalId?.owner)
+    }
+
+    /// `redirect_after` with `account_id` added to its query (joined by `&` when it has one,
+    /// before any fragment), built with `URLComponents` rather than by concatenation.
+    package static func location(_ redirectAfter: String, accountId: String) -> String? {
+        guard RedirectAfter.isWellFormed(redirectAfter), var components = URLComponents(string: redirectAfter) else { return nil }
+        let added = FormEncoding.query([("account_id", accountId)])
+        if let query = components.percentEncodedQuery, !query.isEmpty {
+            components.percentEncodedQuery = query + "&" + added
+        } else {
+            components.percentEncodedQuery = added
+        }
+        return components.string
+    }
+
+    /// `redirect_after` must be a well-formed absolute http(s) URL (RFC 3986 §4.3: only its
+    /// characters, no control character, space or raw non-ASCII) on an allowed origin: no open
+    /// redirect, and nothing the callback's `Location` header could not carry.
+    package func checkRedirectAfter(_ url: String) throws {
+        guard RedirectAfter.isWellFormed(url), let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            ["http", "https"].contains(scheme), let host = components.host?.lowercased(), !host.isEmpty
+        else {
+            throw RelayError.invalidRequest(
+                field: "redirect_after",
+                "'redirect_after' must be an absolute http(s) URL of RFC 3986 characters only (percent-encode spaces, control and non-ASCII characters).")
+        }
+        let origin = "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
+        guard redirectAfterOrigins.contains(where: { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == origin }) else {
+            throw RelayError.invalidRequest(field: "redirect_after", "'redirect_after' is not on an allowed origin (TOKENRELAY_REDIRECT_AFTER_ORIGINS).")
+        }
+    }
+
+    /// An error the authority sent to the redirect URI (RFC 6749 §4.1.2.1).
+    package static func authorizeProblem(error: String, description: String) -> RelayError {
+        // The browser brings these, not the authority. Every code RFC 6749 §4.1.2.1, OpenID
+        // Connect Core §3.1.2.6 and the identity platform send is a word of letters, digits and
+        // '_'; anything else (`<script>`) was a 502 echoing what the URL held.
+        guard !error.isEmpty, error.utf8.count <= 64, error.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") }) else {
+            return RelayError.invalidRequest(field: "error", "The callback's 'error' is not an error code of the authorization protocol.")
+        }
+        // The redirect carries the same fields as a token-endpoint error body: one parser and one
+        // table read both (behaviour §4.3).
+        let failure = STSErrorMapping.classify(
+            status: 400, headers: [], body: JSONWriter.encode(.object(["error": .string(error), "error_description": .string(description)])),
+            now: Date())
+        let codes = failure.stsErrorCodes
+        var extensions: [String: JSONValue] = [:]
+        if !codes.isEmpty { extensions["sts_error_codes"] = .array(codes.map { .number(Double($0)) }) }
+        switch error {
+        case "access_denied":
+            return RelayError(.userCanceled, "The user declined at the authority.", extensions: extensions)
+        case "interaction_required", "login_required", "consent_required":
+            extensions["suberror"] = error == "consent_required" ? .string("consent_required") : nil
+            return RelayError(.interactionRequired, "The authority needs the user's interaction: \(error).", extensions: extensions)
+        default:
+            // The scopes or authority the sign-in asked for, refused (AADSTS70011, 90002,
+            // `invalid_scope`, ...): a 400 `invalid_scope` / `invalid_authority` whose field the
+            // renderer names (the sign-in's `scopes` or `authority`), not a 502 that calls it the
+            // service's own fault.
+            if failure.disposition == .badRequest, failure.problem == .invalidScope || failure.problem == .invalidAuthority {
+                let member = failure.problem == .invalidScope ? "scopes" : "authority"
+                return RelayError(
+                    failure.problem, "The authority refused the sign-in's \(member): \(error).", status: 400, extensions: extensions)
+            }
+            return RelayError(.upstreamError, "The authority answered '\(error)'.", status: 502, extensions: extensions)
+        }
+    }
+
+    /// The non-secret standard claims kept with the account (behaviour §12 Accounts).
+    package static func publicClaims(_ claims: IDTokenClaims) -> String {
+        let keep: Set<String> = [
+            "iss", "tid", "oid", "sub", "preferred_username", "name", "emails", "email", "given_name", "family_name", "ver", "idp", "tfp", "acr", "iat",
+            "auth_time",
+        ]
+        return String(decoding: JSONWriter.encode(.object(claims.all.filter { keep.contains($0.key) })), as: UTF8.self)
+    }
+}

@@ -1,0 +1,121 @@
+import CryptoBridge
+import Foundation
+import TokenRelayBase
+import TokenRelayStore
+
+/// Signed `GET /v1/sign-ins/start` URLs (behaviour §3, §12 Problems: `sign_in_url`).
+///
+/// The query holds the sign-in parameters, `expires` (unix seconds, at most 10 minutes ahead),
+/// a random `nonce` (so two links minted in the same second differ) and `sig`: base64url
+/// HMAC-SHA256 over the canonical query (every other parameter, sorted by name, form-encoded,
+/// joined by `&`). The HMAC key is derived from each key of the encryption key ring as
+/// HMAC-SHA256(key, "sign-in-start"), so no new secret setting exists; links are signed with
+/// the first key and accepted under any key of the ring (a rotation does not break links in
+/// flight). Single use is enforced by the caller through the database (`TokenStore`).
+package struct SignInStartLinks: Sendable {
+    /// A link is valid this long (seconds), the lifetime of a sign-in (behaviour §3).
+    package static let lifetimeSeconds = 600
+    /// The parameters a link may carry besides `sig`.
+    package static let parameters: Set<String> = Set(queryParameters).subtracting(["sig"])
+    /// Every parameter of a link's query, `sig` included: what `GET /v1/sign-ins/start` takes.
+    package static let queryParameters = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "expires", "nonce", "sig"]
+
+    /// The key ring in use now (SIGHUP replaces it, behaviour §11): a key dropped from it stops
+    /// signing and verifying links at once.
+    private let ring: @Sendable () -> KeyRing
+    private let baseURL: @Sendable () -> String
+    private let now: @Sendable () -> Int
+
+    /// - Parameters:
+    ///   - ring: the encryption key ring in use; each key yields one link key.
+    ///   - baseURL: `TOKENRELAY_PUBLIC_BASE_URL` or the bound address, without a trailing slash.
+    ///   - now: unix seconds.
+    package init(ring: @escaping @Sendable () -> KeyRing, baseURL: @escaping @Sendable () -> String, now: @escaping @Sendable () -> Int) {
+        self.ring = ring
+        self.baseURL = baseURL
+        self.now = now
+    }
+
+    /// Links under a fixed ring.
+    package init(ring: KeyRing, baseURL: @escaping @Sendable () -> String, now: @escaping @Sendable () -> Int) {
+        self.init(ring: { ring }, baseURL: baseURL, now: now)
+    }
+
+    /// The derived HMAC keys of the current ring; the first signs.
+    private var keys: [[UInt8]] {
+        ring().keys.map { HMACSHA256.authenticationCode(for: Array("sign-in-start".utf8), key: $0.bytes) }
+    }
+
+    /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`.
+    package func mint(_ hint: SignInHint) -> String {
+        var query: [(String, String)] = [("scopes", hint.scopes.joined(separator: " "))]
+        if let value = hint.loginHint { query.append(("login_hint", value)) }
+        if let value = hint.claims { query.append(("claims", value)) }
+        if let value = hint.authority { query.append(("authority", value)) }
+        if let value = hint.prompt { query.append(("prompt", value)) }
+        if let value = hint.redirectAfter { query.append(("redirect_after", value)) }
+        query.append(("expires", String(now() + Self.lifetimeSeconds)))
+        query.append(("nonce", RandomToken.make(bytes: 12)))
+        let canonical = Self.canonical(query)
+        let signature = Base64URL.encode(HMACSHA256.authenticationCode(for: Array(canonical.utf8), key: keys[0]))
+        return baseURL() + "/v1/sign-ins/start?" + canonical + "&sig=" + signature
+    }
+
+    /// Why a link is refused: the field to name and whether it is 400 (malformed) or 403 (forged,
+    /// expired).
+    package struct Rejection: Error, Equatable {
+        package let status: Int
+        package let field: String
+        package let detail: String
+
+        package init(status: Int, field: String, detail: String) {
+            self.status = status
+            self.field = field
+            self.detail = detail
+        }
+    }
+
+    /// Checks the signature and the expiry of a link's query.
+    /// - Parameter query: the query items as received (repeated names are refused).
+    /// - Returns: the signed parameters by name, and the signature bytes (recorded for single use).
+    /// - Throws: `Rejection`: 400 for a missing or repeated parameter, an unknown name, a bad
+    ///   `expires`; 403 `sig` when the signature does not match, 403 `expires` when expired or
+    ///   further ahead than 10 minutes.
+    package func verify(_ query: [(name: String, value: String)]) throws(Rejection) -> (parameters: [String: String], signature: [UInt8]) {
+        var parameters: [String: String] = [:]
+        var signatureText: String?
+        for item in query {
+            if item.name == "sig" {
+                guard signatureText == nil else { throw Rejection(status: 400, field: "sig", detail: "'sig' appears twice.") }
+                signatureText = item.value
+                continue
+            }
+            guard Self.parameters.contains(item.name) else {
+                throw Rejection(status: 400, field: item.name, detail: "'\(item.name)' is not a sign-in link parameter.")
+            }
+            guard parameters[item.name] == nil else { throw Rejection(status: 400, field: item.name, detail: "'\(item.name)' appears twice.") }
+            parameters[item.name] = item.value
+        }
+        guard let signatureText, let signature = Base64URL.decode(signatureText), signature.count == SHA256.byteCount else {
+            throw Rejection(status: 400, field: "sig", detail: "The link carries no valid 'sig'.")
+        }
+        guard let expiresText = parameters["expires"], let expires = Int(expiresText) else {
+            throw Rejection(status: 400, field: "expires", detail: "The link carries no valid 'expires'.")
+        }
+        let canonical = Array(Self.canonical(parameters.map { ($0.key, $0.value) }).utf8)
+        guard keys.contains(where: { ConstantTime.equals(HMACSHA256.authenticationCode(for: canonical, key: $0), signature) }) else {
+            throw Rejection(status: 403, field: "sig", detail: "The link's signature does not match its parameters.")
+        }
+        let current = now()
+        guard expires >= current else { throw Rejection(status: 403, field: "expires", detail: "The link has expired; ask for a new one.") }
+        guard expires <= current + Self.lifetimeSeconds + 5 else {
+            throw Rejection(status: 403, field: "expires", detail: "'expires' may be at most 10 minutes ahead.")
+        }
+        return (parameters, signature)
+    }
+
+    /// Every parameter sorted by name (then value), form-encoded, joined by `&`.
+    package static func canonical(_ items: [(String, String)]) -> String {
+        FormEncoding.query(items.sorted { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 })
+    }
+}

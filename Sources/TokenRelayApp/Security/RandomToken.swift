@@ -1,9 +1,0 @@
-import CryptoBridge
-
-/// Unguessable values for identifiers, `state`, `nonce` and PKCE verifiers.
-enum RandomToken {
-    /// `bytes` random bytes from OpenSSL's CSPRNG, base64url without padding.
-    static func make(bytes: Int) -> String {
-        Base64URL.encode(SecureRandom.bytes(bytes))
-    }
-}

@@ -1,0 +1,147 @@
+import Foundation
+import TokenRelayBase
+
+/// `--help` on every command and sub-command (usage on standard output, exit 0), and unknown
+/// options refused before a command runs (usage on standard error, exit 2).
+extension CommandLineTool {
+    package struct CommandHelp: Sendable {
+        /// The command words, e.g. `["accounts", "list"]`.
+        package let path: [String]
+        package let usage: String
+        /// Options accepted; nil when the command checks its own.
+        package let options: Set<String>?
+        /// The options among `options` that take a value.
+        package let valued: Set<String>
+
+        package init(_ path: [String], _ usage: String, options: Set<String>? = [], valued: Set<String> = []) {
+            self.path = path
+            self.usage = usage
+            self.options = options.map { $0.union(valued) }
+            self.valued = valued
+        }
+    }
+
+    package static let commandHelp: [CommandHelp] = [
+        CommandHelp(["serve"], "usage: token-relay serve\n  Serves HTTP on TOKENRELAY_LISTEN; runs the keep-alive and webhook jobs."),
+        CommandHelp(["migrate"], "usage: token-relay migrate\n  Applies pending migrations (TOKENRELAY_DATABASE_URL) and exits."),
+        CommandHelp(
+            ["check-config"], "usage: token-relay check-config\n  Validates the configuration; prints {\"status\":\"ok\"} or names the bad setting (exit 2)."),
+        CommandHelp(["healthcheck"], "usage: token-relay healthcheck\n  Exits 0 when the local /healthz passes, else 1."),
+        CommandHelp(
+            ["api-keys"], "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2] | list | revoke KEY_ID"),
+        CommandHelp(
+            ["api-keys", "create"],
+            "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes \"User.*,https://vault.azure.net/*\"]\n"
+                + "  Prints the new key once, as JSON (api_key). --tenants and --scopes limit what the key may touch.",
+            valued: ["--name", "--permissions", "--tenants", "--scopes"]),
+        CommandHelp(["api-keys", "list"], "usage: token-relay api-keys list\n  Prints one JSON object per key (never the secret)."),
+        CommandHelp(["api-keys", "revoke"], "usage: token-relay api-keys revoke KEY_ID"),
+        CommandHelp(["encryption"], "usage: token-relay encryption generate-key [--id ID] | rotate", options: nil),
+        CommandHelp(
+            ["encryption", "generate-key"], "usage: token-relay encryption generate-key [--id ID]\n  Prints a key ring entry id:base64key.", valued: ["--id"]),
+        CommandHelp(
+            ["encryption", "rotate"], "usage: token-relay encryption rotate\n  Re-encrypts every stored secret under the ring's first key.", options: nil),
+        CommandHelp(
+            ["accounts"],
+            "usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T] | show ACCOUNT_ID | delete ACCOUNT_ID"),
+        CommandHelp(
+            ["accounts", "list"],
+            """
+            usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T]
+              Prints {"accounts": [...], "next_cursor": ...} as GET /v1/accounts does (limit 1-200, default 50).
+            """,
+            valued: ["--limit", "--cursor", "--username", "--tenant-id"]),
+        CommandHelp(
+            ["accounts", "show"],
+            """
+            usage: token-relay accounts show ACCOUNT_ID
+              Prints the account object with its token issuance counts and refresh_token: generation, rotated_at,
+              family_id, lease ({"state": "held", "expires_at"} or null) and lineage, the chain's last links newest
+              first (fingerprints, never a token); refresh_token is null without one. Exit 1 when there is no account.
+            """),
+        CommandHelp(
+            ["accounts", "delete"],
+            """
+            usage: token-relay accounts delete ACCOUNT_ID
+              Signs the account out of TokenRelay (nothing is revoked at Microsoft): deletes it and its tokens,
+              writes an audit row and an account.deleted event; prints {"account_id", "deleted"}.
+            """),
+        CommandHelp(
+            ["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | forget TENANT_ID --yes | list [--limit N] [--cursor C]"),
+        CommandHelp(
+            ["tenants", "suspend"],
+            """
+            usage: token-relay tenants suspend TENANT_ID
+              Suspends the tenant (a GUID): its accounts, app and on-behalf-of tokens are refused with 403
+              tenant_suspended on every replica within 2 s; nothing is deleted. Audited (actor cli). Prints the
+              tenant as GET /v1/tenants shows it, with "changed" (false when it already was suspended).
+            """),
+        CommandHelp(
+            ["tenants", "resume"],
+            """
+            usage: token-relay tenants resume TENANT_ID
+              Resumes the tenant: served again with the refresh tokens it had, no sign-in needed. Audited (actor cli).
+              Prints the tenant with "changed" (false when it was not suspended).
+            """),
+        CommandHelp(
+            ["tenants", "forget"],
+            """
+            usage: token-relay tenants forget TENANT_ID --yes
+              Offboards the tenant for good (crypto-shredding): deletes every account of it (realm, home tenant or
+              tenant profile) and every token of its realm, then destroys its data key, so that nothing of it left
+              in the database or a later dump opens again. Every replica drops the key within 2 s. Not reversible:
+              --yes is required. Audited (actor cli). Prints {"tenant_id", "accounts_deleted",
+              "token_rows_deleted", "data_key_destroyed"}. Dumps taken before keep the wrapped key: rewrap under
+              a new key-encryption key and destroy the old one to make them unreadable too (ADR 0017).
+            """,
+            options: ["--yes"]),
+        CommandHelp(
+            ["tenants", "list"],
+            """
+            usage: token-relay tenants list [--limit N] [--cursor C]
+              Prints {"tenants": [...], "next_cursor": ...} as GET /v1/tenants does (limit 1-200, default 50).
+            """,
+            valued: ["--limit", "--cursor"]),
+        CommandHelp(
+            ["keepalive"],
+            """
+            usage: token-relay keepalive --once
+              Runs one refresh-token keep-alive pass (accounts idle TOKENRELAY_KEEPALIVE_AFTER_DAYS days), which first
+              deletes events older than TOKENRELAY_EVENTS_RETENTION_DAYS, and prints
+              {"ran", "refreshed", "failed", "deferred", "pruned_events"}.
+            """,
+            options: ["--once"]),
+        CommandHelp(
+            ["bench-seed"], benchSeedUsage, valued: ["--accounts", "--batch", "--second-tenant", "--scopes", "--valid-seconds", "--data-keys"]),
+    ]
+
+    /// Answers `--help` and refuses unknown options before any command runs.
+    /// - Returns: the exit status when the command must not run, else nil.
+    package static func preflight(_ arguments: [String]) -> Int32? {
+        guard let help = commandHelp.filter({ arguments.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
+            return nil  // an unknown command: the dispatcher says so
+        }
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(help.usage)
+            return 0
+        }
+        guard let options = help.options else { return nil }
+        var index = help.path.count
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument.hasPrefix("-") {
+                guard options.contains(argument) else { return usageError("unknown option '\(argument)'", help: help.path) }
+                if help.valued.contains(argument) { index += 1 }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Writes `message` and the command's usage to standard error; returns 2.
+    package static func usageError(_ message: String, help path: [String]) -> Int32 {
+        let usage = commandHelp.first { $0.path == path }?.usage ?? "usage: token-relay --help"
+        FileHandle.standardError.write(Data("token-relay: \(message)\n\(usage)\n".utf8))
+        return 2
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import HTTPClientBridge
+import IdentityCore
+import PostgresBridge
+import TokenRelayBase
+import TokenRelayHTTP
+import TokenRelayServer
+import TokenRelayStore
+
+/// `token-relay` sub-commands (behaviour §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
+/// `api-keys create|list|revoke`, `encryption generate-key|rotate`, `accounts list|show|delete`,
+/// `tenants suspend|resume|list`, `keepalive --once`. Exit codes: 0 success, 1 failure,
+/// 2 usage or configuration error (one clear line on standard error).
+public enum CommandLineTool {
+    public static func run(_ arguments: [String]) async -> Int32 {
+        let loader = ConfigurationLoader()
+        if let status = preflight(arguments) { return status }
+        do {
+            switch arguments.first {
+            case "serve", nil:
+                return try await serve(loader.load())
+            case "migrate":
+                return try await migrate(loader.load(requireIdentity: false))
+            case "check-config":
+                _ = try loader.load()
+                print(#"{"status":"ok"}"#)
+                return 0
+            case "healthcheck":
+                return await healthcheck(try loader.load(requireIdentity: false))
+            case "api-keys":
+                return try await apiKeys(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "encryption":
+                switch arguments.dropFirst().first {
+                case "generate-key":
+                    let id = option("--id", in: arguments) ?? "k" + String(Int(Date().timeIntervalSince1970))
+                    print(KeyRing.generateEntry(id: id))
+                    return 0
+                case "rotate":
+                    return try await rotateEncryption(Array(arguments.dropFirst(2)), loader.load(requireIdentity: false))
+                case "rewrap":
+                    return try await rewrapDataKeys(Array(arguments.dropFirst(2)), loader.load(requireIdentity: false))
+                case "create-kek":
+                    return try createKeyEncryptionKey(loader.load(requireIdentity: false))
+                default:
+                    return usage("encryption generate-key [--id ID] | rotate [--batch-size N] | rewrap [--batch-size N] | create-kek")
+                }
+            case "accounts":
+                return try await accounts(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "tenants":
+                return try await tenants(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "keepalive":
+                return try await keepAlive(Array(arguments.dropFirst()), loader.load())
+            case "bench-seed":
+                return try await benchSeed(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "--help", "-h", "help":
+                printUsage()
+                return 0
+            default:
+                return usage("unknown command '\(arguments[0])'")
+            }
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("token-relay: \(error.description)\n".utf8))
+            return 2
+        } catch let problem as RelayError {
+            FileHandle.standardError.write(Data("token-relay: \(problem.detail)\n".utf8))
+            return 1
+        } catch let error as StoreError {
+            FileHandle.standardError.write(Data("token-relay: \(RelayError(error).detail) (\(error.cause))\n".utf8))
+            return 1
+        } catch {
+            FileHandle.standardError.write(Data("token-relay: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    private static func serve(_ configuration: Configuration) async throws -> Int32 {
+        let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
+        let service = try TokenRelayService(configuration: configuration, logger: logger)
+        let host = configuration.http.listenHost
+        // Serves until SIGTERM, then stops accepting, lets requests in flight finish, flushes
+        // the counts and closes the pool; SIGHUP re-reads the key ring and the credential.
+        try await service.run { port in
+            // One machine-readable line for scripts and tests that start the binary on port 0.
+            FileHandle.standardOutput.write(Data(#"{"event":"listening","port":\#(port),"base_url":"http://\#(host):\#(port)"}"#.utf8 + [10]))
+        }
+        return 0
+    }
+
+    private static func migrate(_ configuration: Configuration) async throws -> Int32 {
+        guard !configuration.database.url.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
+        }
+        guard let directory = Migrator.locateDirectory(configured: configuration.database.migrationsDirectory) else {
+            throw ConfigurationError(setting: "TOKENRELAY_MIGRATIONS_DIR", reason: "no migrations directory found; set it")
+        }
+        let migrator = try Migrator(directory: directory)
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
+        defer { pool.close() }
+        let applied = try await migrator.apply(on: pool)
+        print(#"{"applied":[\#(applied.map { "\"\($0)\"" }.joined(separator: ","))],"total":\#(migrator.migrations.count)}"#)
+        return 0
+    }
+
+    private static func healthcheck(_ configuration: Configuration) async -> Int32 {
+        let host = configuration.http.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.http.listenHost
+        let client = HTTPClient()
+        defer { client.shutdown() }
+        guard
+            let response = try? await client.execute(
+                HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.http.listenPort)/healthz", timeout: 5))
+        else {
+            return 1
+        }
+        return response.status == 200 ? 0 : 1
+    }
+
+    private static func apiKeys(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
+        guard !configuration.database.url.isEmpty else {
+            throw ConfigurationError(setting: "TOKENRELAY_DATABASE_URL", reason: "is required")
+        }
+        let pool = PostgresPool(url: configuration.database.url, size: 1)
+        defer { pool.close() }
+        let store = APIKeyStore(database: Database(pool: pool))
+        switch arguments.first {
+        case "create":
+            guard let name = option("--name", in: arguments), !name.isEmpty else {
+                return usage("api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2]")
+            }
+            let requested = (option("--permissions", in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            var permissions: [Permission] = []
+            for text in requested {
+                guard let permission = Permission(rawValue: text) else {
+                    return usage("unknown permission '\(text)'; use \(Permission.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                permissions.append(permission)
+            }
+            guard !permissions.isEmpty else { return usage("api-keys create needs --permissions") }
+            let tenants = listOption("--tenants", in: arguments)
+            let scopePatterns = listOption("--scopes", in: arguments)
+            // An empty list means "no limit": `--tenants "$UNSET"` must not create an unrestricted key.
+            for (flag, values) in [("--tenants", tenants), ("--scopes", scopePatterns)] where arguments.contains(flag) && values.isEmpty {
+                return usage("\(flag) names no value; leave the option out for a key without that limit")
+            }
+            if let bad = (tenants + scopePatterns).first(where: {
+                $0.utf8.count > 256 || $0.containsControlCharacter
+            }) {
+                return usage("'\(bad.prefix(40))' is not a tenant or scope pattern")
+            }
+            let created = try await APIKeyAuthenticator.create(
+                name: name, permissions: permissions, tenants: tenants, scopePatterns: scopePatterns, store: store)
+            try await AuditStore(database: Database(pool: pool)).record(
+                .apiKeyCreated, actor: "cli", accountId: nil, outcome: "success",
+                detail: [
+                    "key_id": .string(created.keyId), "permissions": .array(permissions.map { .string($0.rawValue) }),
+                    "tenants": .array(tenants.map(JSONValue.string)), "scopes": .array(scopePatterns.map(JSONValue.string)),
+                ])
+            let object: [String: Any] = [
+                "key_id": created.keyId, "name": name, "permissions": permissions.map(\.rawValue), "tenants": tenants, "scopes": scopePatterns,
+                "api_key": created.apiKey,
+            ]
+            print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+            return 0
+        case "list":
+            for key in try await store.all() {
+                let object: [String: Any] = [
+                    "key_id": key.keyId, "name": key.name, "permissions": key.permissions.map(\.rawValue), "tenants": key.tenants,
+                    "scopes": key.scopePatterns, "created_at": key.createdAt,
+                    "revoked_at": key.revokedAt ?? NSNull(),
+                ]
+                print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+            }
+            return 0
+        case "revoke":
+            guard arguments.count >= 2 else { return usage("api-keys revoke KEY_ID") }
+            let revoked = try await store.revoke(arguments[1])
+            try await AuditStore(database: Database(pool: pool)).record(
+                .apiKeyRevoked, actor: "cli", accountId: nil, outcome: revoked ? "revoked" : "absent", detail: ["key_id": .string(arguments[1])])
+            print(#"{"key_id":"\#(arguments[1])","revoked":\#(revoked)}"#)
+            return revoked ? 0 : 1
+        default:
+            return usage("api-keys create|list|revoke")
+        }
+    }
+
+    /// The value after the option `name` (`--name VALUE`), or nil.
+    package static func option(_ name: String, in arguments: [String]) -> String? {
+        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+        return arguments[index + 1]
+    }
+
+    /// A comma-separated option as trimmed, non-empty items; empty when absent.
+    package static func listOption(_ name: String, in arguments: [String]) -> [String] {
+        (option(name, in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    package static func usage(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("token-relay: \(message)\n".utf8))
+        return 2
+    }
+
+    private static func printUsage() {
+        print(
+            """
+            usage: token-relay <command>
+              serve                      serve HTTP (default)
+              migrate                    apply pending migrations and exit
+              check-config               validate the configuration and exit
+              healthcheck                exit 0 when /healthz passes
+              api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes "User.*,https://vault.azure.net/*"]
+                                         | list | revoke KEY_ID
+              encryption generate-key [--id ID]
+              encryption rotate [--batch-size N]   rewrap data keys, re-encrypt rows still under a ring key
+              encryption rewrap [--batch-size N]   wrap every tenant's data key under the primary KEK
+              encryption create-kek                make the AES key TOKENRELAY_PKCS11_KEY_LABEL names in the token
+              accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
+              tenants suspend TENANT_ID | resume TENANT_ID | list [--limit N] [--cursor C]
+              keepalive --once           run one refresh-token keep-alive pass and exit
+              bench-seed --accounts N    benchmark tool (bench/scale): seed N accounts with cached tokens
+            every command and sub-command takes --help
+            configuration: TOKENRELAY_* environment variables (see README.md)
+            """)
+    }
+}

@@ -1,0 +1,249 @@
+import CryptoBridge
+import Foundation
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayStore
+
+/// The authenticated caller of a request: its key id, permissions, tenant and scope limits, and
+/// its request budget in this replica.
+package struct Caller: Sendable {
+    package let keyId: String
+    /// Whose external ids the caller sees and sets (behaviour §3.7): the key's `name`
+    /// (`api_keys.name`), shared by every key of that name, so a rotated key keeps them;
+    /// ``APIKeyAuthenticator/bootstrapOwner`` for the bootstrap key.
+    package var owner: String
+    package let permissions: Set<Permission>
+    /// Tenants and scope patterns the key is limited to (behaviour §12 Permissions).
+    package var access: KeyAccess = .unrestricted
+    /// The key's token bucket when `TOKENRELAY_RATE_LIMIT_PER_KEY` is set.
+    package var bucket: RateBucket?
+
+    package func may(_ permission: Permission) -> Bool {
+        permissions.contains(permission) || permissions.contains(.admin)
+    }
+
+    /// Takes one request from the key's budget.
+    /// - Throws: 429 `rate_limited` with `Retry-After` when the budget is spent.
+    package func takeRequest(now: Double = RateBucket.monotonicNow()) throws(RelayError) {
+        if let bucket, let wait = bucket.take(now: now) { throw RateBucket.rateLimited(wait: wait) }
+    }
+}
+
+/// Checks `Authorization: Bearer trk_<keyid>_<secret>` (behaviour §7, §12): keys are stored as the
+/// SHA-256 of the secret and compared in constant time. The bootstrap key
+/// (`TOKENRELAY_BOOTSTRAP_API_KEY`) is an admin key held only in memory. Looked-up keys are
+/// remembered for a short time so a hot caller costs no database round trip.
+package final class APIKeyAuthenticator: Sendable {
+    private struct CachedKey {
+        let secretHash: [UInt8]?
+        let caller: Caller?
+        let fetchedAt: Date
+        /// The whole `trk_<keyid>_<secret>` last verified against `secretHash`, compared in
+        /// constant time: the same bytes are the same secret, so a hot key costs no SHA-256 (about
+        /// a twentieth of a cached silent request, behaviour §10). Memory only, for at most twice
+        /// `cacheTTL`; the process holds the encryption key ring and the cached access tokens the
+        /// key unlocks, so a key it has just verified adds nothing a memory disclosure would not
+        /// already give. The database keeps only the hash.
+        var verifiedKey: [UInt8]? = nil
+    }
+
+    /// `TOKENRELAY_BOOTSTRAP_API_KEY`'s bytes (the configuration holds it too), compared in constant time.
+    private let bootstrapKey: [UInt8]?
+    private let keys: APIKeyStore
+    /// Key ids → what the database said, on `Date.timeIntervalSinceReferenceDate`. An entry is
+    /// trusted for `cacheTTL` after `fetchedAt`, and held as ``heldSeconds(_:)`` says.
+    private let cache: ExpiringMap<String, CachedKey>
+    /// Seconds a looked-up key (or its absence) is trusted before the database is asked again
+    /// (`TOKENRELAY_CACHE_TTL_S`); a revocation notification drops it sooner (``forget(keyId:)``).
+    package let cacheTTL: TimeInterval
+    private let bootstrapCaller: Caller
+
+    /// The owner of the bootstrap key's external ids (behaviour §3.7).
+    package static let bootstrapOwner = "bootstrap"
+
+    /// Most key ids remembered at once (found or not).
+    package let cacheLimit: Int
+    /// Requests per second per key in this replica; 0 = no limit.
+    package let rateLimitPerKey: Double
+
+    /// - Parameters:
+    ///   - bootstrapKey: `TOKENRELAY_BOOTSTRAP_API_KEY`, an admin key held only in memory.
+    ///   - keys: the stored keys.
+    ///   - cacheLimit: most key ids remembered at once (also bounds the rate buckets).
+    ///   - rateLimitPerKey: `TOKENRELAY_RATE_LIMIT_PER_KEY`, requests per second; 0 = no limit.
+    ///   - cacheTTL: `TOKENRELAY_CACHE_TTL_S`, seconds a looked-up key is trusted. Default 30.
+    package init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30) {
+        self.cacheLimit = cacheLimit
+        cache = ExpiringMap(capacity: max(1, cacheLimit))
+        self.rateLimitPerKey = rateLimitPerKey
+        self.cacheTTL = cacheTTL
+        self.bootstrapKey = bootstrapKey.map { Array($0.utf8) }
+        bootstrapCaller = Caller(
+            keyId: "bootstrap", owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
+            bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
+        self.keys = keys
+    }
+
+    /// The caller for `authorization`, or a 401 problem.
+    package func authenticate(_ authorization: String?) async throws -> Caller {
+        guard let presented = Self.bearerToken(authorization) else {
+            throw Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'.")
+        }
+        if let bootstrapKey, ConstantTime.equals(Array(presented.utf8), bootstrapKey) {
+            return bootstrapCaller
+        }
+        guard let (keyId, secret) = Self.split(presented) else {
+            throw Self.unauthenticated("The API key is not valid.")
+        }
+        let entry = try await lookup(keyId)
+        guard let storedHash = entry.secretHash, let caller = entry.caller,
+            ConstantTime.equals(SHA256.hash(utf8: secret), storedHash)
+        else {
+            throw Self.unauthenticated("The API key is not valid.")
+        }
+        return caller
+    }
+
+    /// What memory alone says of an `Authorization` header.
+    package enum MemoryVerdict: Sendable {
+        /// The bootstrap key, or a key looked up less than `cacheTTL` ago whose secret matches.
+        case caller(Caller)
+        /// 401 without I/O: no bearer token, not a well-formed key, a key id remembered as
+        /// unknown, or a remembered key whose secret does not match.
+        case refused(RelayError)
+        /// The database must be asked (``authenticate(_:)``).
+        case unknown
+    }
+
+    /// The caller when memory alone can tell; the 401 ``authenticate(_:)`` would give when memory
+    /// already knows it; else `.unknown`.
+    package func authenticateFromMemory(_ authorization: String?) -> MemoryVerdict {
+        guard let presented = Self.bearerToken(authorization) else {
+            return .refused(Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'."))
+        }
+        let presentedBytes = Array(presented.utf8)
+        if let bootstrapKey, ConstantTime.equals(presentedBytes, bootstrapKey) {
+            return .caller(bootstrapCaller)
+        }
+        guard let (keyId, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        let now = Date()
+        guard let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate), now.timeIntervalSince(cached.fetchedAt) < cacheTTL else {
+            return .unknown
+        }
+        guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        if let verified = cached.verifiedKey, ConstantTime.equals(presentedBytes, verified) { return .caller(caller) }
+        guard ConstantTime.equals(SHA256.hash(utf8: secret), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { entry in
+            // Only onto the entry just checked: a re-read row starts unverified.
+            if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedKey = presentedBytes }
+        }
+        return .caller(caller)
+    }
+
+    private func lookup(_ keyId: String) async throws -> CachedKey {
+        let checked = Date()
+        if let cached = cache.value(for: keyId, now: checked.timeIntervalSinceReferenceDate), checked.timeIntervalSince(cached.fetchedAt) < cacheTTL {
+            return cached
+        }
+        let record = try await keys.activeKey(keyId)
+        let now = Date()
+        // Bounded: well-formed but unknown key ids must not grow memory without limit.
+        return cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { held in
+            // A key looked up again keeps its bucket: re-reading the row must not refill it.
+            let bucket =
+                held?.value.caller?.bucket
+                ?? (rateLimitPerKey > 0 && record != nil ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
+            let entry = CachedKey(
+                secretHash: record?.secretHash,
+                caller: record.map {
+                    Caller(
+                        keyId: $0.keyId, owner: $0.name, permissions: Set($0.permissions),
+                        access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns), bucket: bucket)
+                }, fetchedAt: now)
+            held = .init(value: entry, expiresAt: now.timeIntervalSinceReferenceDate + heldSeconds(entry))
+            return entry
+        }
+    }
+
+    /// Seconds past `fetchedAt` an entry is held, which also orders what makes room when the cache
+    /// is full (the entries ending soonest go): an unknown key id for `cacheTTL`; a key for
+    /// `cacheTTL` more, so that every trusted key outlasts every unknown id (made-up ids cannot
+    /// push real keys out), and a rate-limited key until its bucket, idle since the entry stopped
+    /// being trusted, has refilled: re-reading the row keeps the bucket rather than refilling it
+    /// early (one second more for a request that took its caller just before then).
+    private func heldSeconds(_ entry: CachedKey) -> TimeInterval {
+        guard let caller = entry.caller else { return cacheTTL }
+        return 2 * cacheTTL + (caller.bucket.map { $0.capacity / $0.rate + 1 } ?? 0)
+    }
+
+    /// Forgets what this replica remembers of `keyId`, so its next use asks the database: call it
+    /// when the key is revoked or changed (e.g. on a notification from another replica).
+    package func forget(keyId: String) {
+        cache.removeValue(for: keyId)
+    }
+
+    /// Drops every remembered key (invalidation notifications may have been missed).
+    package func forgetAll() {
+        cache.removeAll()
+    }
+
+    /// Key ids remembered now (tests and metrics).
+    package var cachedKeyCount: Int { cache.count }
+
+    private static let bearer = Array("bearer".utf8)
+
+    package static func bearerToken(_ authorization: String?) -> String? {
+        guard let authorization else { return nil }
+        // The usual `Bearer <token>` without stray whitespace, read without allocating
+        // (the cached token path, behaviour §10); any other spelling takes the general rule below.
+        let utf8 = authorization.utf8
+        let bytes = utf8.span
+        if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == Self.bearer[$0] }),
+            bytes[7] > 0x20 && bytes[7] < 0x7F, bytes[bytes.count - 1] > 0x20 && bytes[bytes.count - 1] < 0x7F
+        {
+            return String(authorization[utf8.index(utf8.startIndex, offsetBy: 7)...])
+        }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    /// `trk_<keyid>_<secret>`: split at the first two underscores; the secret may contain `_`.
+    package static func split(_ key: String) -> (keyId: String, secret: String)? {
+        // On UTF-8 bytes (the separators are ASCII, so every cut is at a scalar boundary):
+        // `hasPrefix` and `firstIndex(of:)` on Characters were most of a 401's cost (behaviour §10).
+        let utf8 = key.utf8
+        guard utf8.starts(with: "trk_".utf8) else { return nil }
+        let keyIdStart = utf8.index(utf8.startIndex, offsetBy: 4)
+        guard let underscore = utf8[keyIdStart...].firstIndex(of: UInt8(ascii: "_")) else { return nil }
+        let keyIdBytes = utf8[keyIdStart..<underscore]
+        guard keyIdBytes.count >= 8,
+            keyIdBytes.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }),
+            utf8.index(after: underscore) != utf8.endIndex
+        else { return nil }
+        return (String(Substring(keyIdBytes)), String(Substring(utf8[utf8.index(after: underscore)...])))
+    }
+
+    package static func unauthenticated(_ detail: String) -> RelayError {
+        var error = RelayError(.unauthenticated, detail)
+        error.challenge = #"Bearer realm="tokenrelay""#
+        return error
+    }
+
+    /// Creates a key and returns the full `trk_<keyid>_<secret>` (shown once); only its hash is stored.
+    /// - Parameters:
+    ///   - tenants: allowed tenant ids or domains; empty = every tenant.
+    ///   - scopePatterns: allowed scope globs (case-insensitive); empty = every scope.
+    package static func create(
+        name: String, permissions: [Permission], tenants: [String] = [], scopePatterns: [String] = [], store: APIKeyStore
+    ) async throws -> (keyId: String, apiKey: String) {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        let keyId = String(decoding: SecureRandom.bytes(12).map { alphabet[Int($0) % alphabet.count] }, as: UTF8.self)
+        let secret = RandomToken.make(bytes: 32)
+        try await store.insert(
+            keyId: keyId, name: name, secretHash: SHA256.hash(utf8: secret), permissions: permissions, tenants: tenants,
+            scopePatterns: scopePatterns)
+        return (keyId, "trk_\(keyId)_\(secret)")
+    }
+}

@@ -1,0 +1,243 @@
+import CryptoBridge
+import Foundation
+import HTTPCommon
+import HTTPServerBridge
+import IdentityCore
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayStore
+
+/// The request pipeline (ADR 0013): every request is prepared once — correlation id, head
+/// limits (414/431), deadline, route (404/405), body limit (413), API key from memory (401), rate budget (429), permission
+/// (403), the route's query parameters and JSON body (415/400) and its own preparation (the silent route's scopes and
+/// key limits) — and answered on the server thread when memory can; otherwise the prepared
+/// request is handed to the suspended step, which continues from it (looking the key up in the
+/// store when memory did not know it, then the handler). One rendering maps any error to a
+/// problem+json answer (unknown errors become 500 and are logged, never shown); one epilogue
+/// counts, times and logs every answer of both steps.
+package final class AppHTTPHandler: HTTPHandler {
+    package typealias Prepared = PreparedRequest
+
+    private let router: Router
+    private let authenticator: APIKeyAuthenticator
+    private let services: AppServices
+    private let logger: Logger
+    /// `tokenrelay_http_requests_total` and the duration histogram of the answers memory gives
+    /// most, resolved once (behaviour §10).
+    private let silentOK: Metrics.Counter
+    private let silentDuration: Metrics.HistogramSeries
+    private let routeMetrics: RouteMetrics
+    private let logsRequests: Bool
+
+    package init(router: Router, authenticator: APIKeyAuthenticator, services: AppServices, logger: Logger) {
+        self.router = router
+        self.authenticator = authenticator
+        self.services = services
+        self.logger = logger
+        silentOK = services.metrics.counter("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"])
+        silentDuration = services.metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"])
+        routeMetrics = RouteMetrics(metrics: services.metrics, routeLabels: router.routes.map(\.template) + [PreparedRequest.unmatchedRoute])
+        logsRequests = logger.level == .debug
+    }
+
+    /// The server-thread step: prepares the request and answers it when memory can.
+    package func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<PreparedRequest> {
+        var prepared = PreparedRequest(http: request, correlationId: Self.correlationId(request.headers))
+        let response: HTTPResponse
+        do {
+            guard let answered = try prepare(&prepared) else { return .suspend(prepared) }
+            response = answered
+        } catch {
+            response = render(error, prepared)
+        }
+        return .respond(finish(response, prepared, suspended: false))
+    }
+
+    /// The suspended step: continues from what the server-thread step prepared.
+    package func respond(to prepared: PreparedRequest) async -> HTTPResponse {
+        var prepared = prepared
+        let response: HTTPResponse
+        do {
+            response = try await run(&prepared)
+        } catch {
+            response = render(error, prepared)
+        }
+        return finish(response, prepared, suspended: true)
+    }
+
+    /// Everything memory can do for the request, in the order the answers take precedence.
+    /// - Returns: the answer, or nil to suspend (the key must be looked up, or the handler run).
+    private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
+        let http = prepared.http
+        try RequestHeadLimits.check(http)
+        let timeout = try Self.requestTimeout(http.headers, default: services.configuration.limits.requestTimeoutSeconds)
+        switch router.match(method: http.method, path: http.path) {
+        case .notFound:
+            throw RelayError(.notFound, "No route matches \(http.method) \(http.path).")
+        case .methodNotAllowed(let allowed):
+            var error = RelayError(.methodNotAllowed, "\(http.method) is not allowed here; use \(allowed.joined(separator: ", ")).")
+            error.allowedMethods = allowed
+            throw error
+        case .found(let route, let parameters):
+            prepared.routeLabel = route.template
+            prepared.route = route
+            if http.bodyExceededLimit {
+                throw RelayError(
+                    .payloadTooLarge, "The request body exceeds \(services.configuration.limits.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
+            }
+            var request = RouteRequest(
+                http: http, parameters: parameters,
+                context: RequestContext(correlationId: prepared.correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil, access: .unrestricted)
+            )
+            if case .requires(let permission) = route.access {
+                switch authenticator.authenticateFromMemory(try http.headers.only("Authorization")) {
+                case .caller(let caller):
+                    try Self.admit(caller, permission, &request.context)
+                case .refused(let problem):
+                    throw problem
+                case .unknown:
+                    prepared.pendingPermission = permission
+                    prepared.request = request
+                    return nil
+                }
+            }
+            let answered = try Self.prepareRoute(route, &request)
+            prepared.request = request
+            return answered
+        }
+    }
+
+    /// The rest of the request after suspension: the key looked up in the store when memory did
+    /// not know it (then the route's preparation, which could not run before), then the handler.
+    private func run(_ prepared: inout PreparedRequest) async throws -> HTTPResponse {
+        guard let route = prepared.route, var request = prepared.request else {
+            throw RelayError(.internal, "The request was not prepared.")
+        }
+        if let permission = prepared.pendingPermission {
+            let caller = try await authenticator.authenticate(request.http.headers["Authorization"])
+            try Self.admit(caller, permission, &request.context)
+            prepared.pendingPermission = nil
+            if let answered = try Self.prepareRoute(route, &request) { return answered }
+            prepared.request = request
+        }
+        return try await route.handler(request)
+    }
+
+    /// Takes the request from the caller's budget (429) and checks its permission (403): once
+    /// per request, in whichever step the caller became known.
+    private static func admit(_ caller: Caller, _ permission: Permission, _ context: inout RequestContext) throws(RelayError) {
+        try caller.takeRequest()
+        guard caller.may(permission) else {
+            throw RelayError(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
+        }
+        context.caller = caller.keyId
+        context.owner = caller.owner
+        context.access = caller.access
+    }
+
+    /// The route's query parameters (400 naming one it does not take), its JSON body and its own
+    /// preparation, run exactly once per request.
+    private static func prepareRoute(_ route: Router.Route, _ request: inout RouteRequest) throws -> HTTPResponse? {
+        try route.query.check(request.http.query)
+        if route.body == .json { request.body = try JSONBody(request.http) }
+        guard let prepare = route.prepare else { return nil }
+        return try prepare(&request)
+    }
+
+    /// The one rendering of every error (problems, store and acquisition errors; anything else 500).
+    private func render(_ error: any Error, _ prepared: PreparedRequest) -> HTTPResponse {
+        var problem = RelayError(rendering: error)
+        // Routes name what their request chose; elsewhere (the sign-in callback, downstream
+        // calls) the platform refused the scopes or authority the request led to.
+        problem.nameInput()
+        let named = problem.correlationId ?? prepared.correlationId
+        if let hint = problem.signInHint, let links = services.signIns.links {
+            problem.extensions["sign_in_url"] = .string(links.mint(hint))
+        }
+        if problem.code == .internal, !(error is RelayError), !(error is StoreError), !(error is AcquisitionError) {
+            problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."
+        }
+        var response = problem.response(correlationId: named)
+        response.headers.set("client-request-id", named)
+        if problem.code == .internal || problem.cause != nil {
+            var fields = ["request.route": prepared.routeLabel, "error": problem.detail, "correlation.id": named, "response.status": String(problem.status)]
+            fields["error.cause"] = problem.cause
+            fields["trace.parent"] = Self.traceparent(prepared.http.headers)
+            logger.error("request.failed", fields)
+        }
+        return response
+    }
+
+    /// The one epilogue of both steps: `client-request-id`, `tokenrelay_http_requests_total`,
+    /// the duration histogram and the request log.
+    private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool) -> HTTPResponse {
+        var response = response
+        if response.headers["client-request-id"] == nil {
+            response.headers.set("client-request-id", prepared.correlationId)
+        }
+        let elapsed = prepared.started.duration(to: .now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let route = prepared.routeLabel
+        if response.status == 200 && route == "/v1/tokens/silent" {
+            silentOK.increment()
+            silentDuration.observe(seconds)
+        } else {
+            routeMetrics.record(route: route, status: response.status, seconds: seconds)
+        }
+        if logsRequests {
+            var fields = [
+                "request.method": prepared.http.method, "request.route": route, "response.status": String(response.status),
+                "correlation.id": prepared.correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
+                "request.step": suspended ? "suspended" : "server_thread",
+            ]
+            fields["trace.parent"] = Self.traceparent(prepared.http.headers)
+            logger.debug("request.completed", fields)
+        }
+        return response
+    }
+
+    /// The request's W3C `traceparent` when it is well formed (`00-` 32 hex `-` 16 hex `-` 2 hex,
+    /// W3C Trace Context §3.2), for the request's log lines; anything else is not logged.
+    package static func traceparent(_ headers: HTTPHeaders) -> String? {
+        guard let value = headers["traceparent"]?.lowercased(), value.utf8.count == 55 else { return nil }
+        let parts = value.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.map(\.count) == [2, 32, 16, 2], parts[0] != "ff",
+            parts.allSatisfy({ $0.allSatisfy(\.isHexDigit) })
+        else { return nil }
+        return value
+    }
+
+    /// `client-request-id`, else `X-Correlation-ID`, else a new UUID (behaviour §8, §12). The body's
+    /// `correlation_id` takes precedence where a route reads one.
+    package static func correlationId(_ headers: HTTPHeaders) -> String {
+        // Most requests carry neither header: a length check per field settles that cheaply.
+        guard headers.contains(where: { $0.name.utf8.count == 17 || $0.name.utf8.count == 16 }) else { return newCorrelationId() }
+        for name in ["client-request-id", "X-Correlation-ID"] {
+            // The body's rule (printable ASCII, at most 128): a header value's control characters
+            // were echoed in `client-request-id` and written to the log.
+            if let value = headers[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty, JSONBody.isUsableCorrelationId(value) {
+                return value
+            }
+        }
+        return newCorrelationId()
+    }
+
+    /// A new correlation id (``CorrelationId/make()``).
+    package static func newCorrelationId() -> String { CorrelationId.make() }
+
+    /// The request budget in seconds: `Request-Timeout` (decimals allowed, at most 120) or the default.
+    package static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws -> Double {
+        guard let text = try headers.only("Request-Timeout") else { return seconds }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // Decimal digits and one point only: `Double` also reads hexadecimal (`0x10` is 16) and exponents.
+        guard trimmed.utf8.allSatisfy({ $0.isASCIIDigit || $0 == UInt8(ascii: ".") }),
+            let value = Double(trimmed), value > 0, value.isFinite
+        else {
+            throw RelayError.invalidRequest(field: "Request-Timeout", "'Request-Timeout' must be a positive number of seconds.")
+        }
+        guard value <= 120 else {
+            throw RelayError.invalidRequest(field: "Request-Timeout", "'Request-Timeout' may be at most 120 seconds.")
+        }
+        return value
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import HTTPCommon
+import IdentityCore
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayStore
+
+/// The one render step of the service's errors (behaviour §4, §12): a ``RelayError`` decided by
+/// any layer becomes the RFC 9457 problem a caller sees (`application/problem+json`).
+///
+/// `type` is `urn:tokenrelay:problem:{error}` and `error` the stable machine code. Extra members
+/// (`field`, `suberror`, `sts_error_codes`, ...) come from `extensions`.
+extension RelayError {
+    /// Any error as the problem the caller sees: a problem as it is, the typed domain errors
+    /// through their tables, anything else 500 (logged by the handler).
+    package init(rendering error: any Error) {
+        switch error {
+        case let problem as RelayError: self = problem
+        case let error as StoreError: self.init(error)
+        case let error as AcquisitionError: self.init(error)
+        default:
+            self.init(.internal, "An unexpected error occurred.")
+            cause = String(describing: type(of: error))
+        }
+    }
+
+    /// The headers the error's facts make: `Retry-After`, `WWW-Authenticate`, `Allow`, `Connection`.
+    package var headers: HTTPHeaders {
+        var headers = HTTPHeaders()
+        if let retryAfterSeconds { headers.set("Retry-After", String(retryAfterSeconds)) }
+        if let challenge { headers.set("WWW-Authenticate", challenge) }
+        if let allowedMethods { headers.set("Allow", allowedMethods.joined(separator: ", ")) }
+        if closesConnection { headers.set("Connection", "close") }
+        return headers
+    }
+
+    package func response(correlationId: String) -> HTTPResponse {
+        // Sized once, with room for the `client-request-id` the pipeline adds.
+        var headers = HTTPHeaders(minimumCapacity: 4)
+        headers.add("Content-Type", "application/problem+json")
+        for (name, value) in self.headers { headers.add(name, value) }
+        return HTTPResponse(status: status, headers: headers, body: body(correlationId: correlationId))
+    }
+
+    /// The RFC 9457 members, in UTF-8 key order as ``JSONWriter`` writes every object, and the
+    /// extensions merged in: written straight into bytes, the standard members without a
+    /// `JSONValue` each (hashing and sorting them was a fifth of a 401's cost, building them a
+    /// tenth of a 404's; behaviour §10). The standard members win over an extension of the same name.
+    package func body(correlationId: String) -> [UInt8] {
+        let extra = extensions.isEmpty ? [] : JSONWriter.sortedKeys(extensions).filter { key in !Self.standardMembers.contains(key) }
+        var out: [UInt8] = []
+        out.reserveCapacity(320)
+        out.append(UInt8(ascii: "{"))
+        var nextExtra = 0
+        var writable = true
+        func name(_ key: String) {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.writeString(key, into: &out)
+            out.append(UInt8(ascii: ":"))
+        }
+        /// The extensions whose names sort before `key` (all that are left when nil).
+        func extras(before key: String?) {
+            while nextExtra < extra.count, key.map({ extra[nextExtra].utf8.lexicographicallyPrecedes($0.utf8) }) ?? true {
+                let key = extra[nextExtra]
+                nextExtra += 1
+                name(key)
+                // A non-finite number has no JSON form: the whole body becomes "{}", as JSONWriter does.
+                if !JSONWriter.write(extensions[key]!, into: &out) { writable = false }
+            }
+        }
+        /// A standard member's name, made once as bytes (`"detail":`), after the extensions before it.
+        func member(_ key: String, _ bytes: [UInt8]) {
+            extras(before: key)
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: bytes)
+        }
+        let texts = Self.codeTexts[code]!
+        member("correlation_id", Self.memberNames.correlationId)
+        JSONWriter.writeString(correlationId, into: &out)
+        member("detail", Self.memberNames.detail)
+        JSONWriter.writeString(detail, into: &out)
+        member("error", Self.memberNames.error)
+        out.append(contentsOf: texts.error)
+        member("status", Self.memberNames.status)
+        out.append(contentsOf: String(status).utf8)
+        member("title", Self.memberNames.title)
+        out.append(contentsOf: texts.title)
+        member("type", Self.memberNames.type)
+        out.append(contentsOf: texts.type)
+        extras(before: nil)
+        out.append(UInt8(ascii: "}"))
+        return writable ? out : Array("{}".utf8)
+    }
+
+    private static let standardMembers: Set<String> = ["correlation_id", "detail", "error", "status", "title", "type"]
+
+    /// The standard members' names as JSON bytes with their colon, made once.
+    private static let memberNames = (
+        correlationId: encodedName("correlation_id"), detail: encodedName("detail"), error: encodedName("error"),
+        status: encodedName("status"), title: encodedName("title"), type: encodedName("type")
+    )
+
+    /// Each code's `error`, `title` and `type` values as JSON strings, made once.
+    private static let codeTexts: [ProblemCode: (error: [UInt8], title: [UInt8], type: [UInt8])] = Dictionary(
+        uniqueKeysWithValues: ProblemCode.allCases.map { code in (code, (encoded(code.rawValue), encoded(code.title), encoded(code.typeURI))) })
+
+    private static func encoded(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        JSONWriter.writeString(text, into: &bytes)
+        return bytes
+    }
+
+    private static func encodedName(_ name: String) -> [UInt8] { encoded(name) + [UInt8(ascii: ":")] }
+}

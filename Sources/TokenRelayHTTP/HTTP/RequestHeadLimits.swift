@@ -1,0 +1,74 @@
+import HTTPCommon
+import IdentityCore
+import TokenRelayBase
+
+/// TokenRelay's own rules and limits on a request's head, checked first for every request: field
+/// names are tokens, one `Host`, `Content-Length`s that agree (RFC 9112 §3.2, §5.1, §6.3), and a
+/// request target or header section too large is a problem+json answer (414 `uri_too_long`,
+/// 431 `header_fields_too_large`; behaviour §7.4, RFC 9110 §15.5.15, RFC 6585 §5) rather than
+/// libmicrohttpd's bare page or a closed connection.
+///
+/// Both limits together stay well under the connection's 24 KiB memory
+/// (``HTTPServerConfiguration/connectionMemoryLimitBytes``): a head within them always leaves
+/// libmicrohttpd room to send the answer, and a head past them up to about 23 KiB still reaches
+/// this check. The target's limit is nginx's request line (8 KiB); the header fields' 12 KiB is
+/// what fits beside it (libmicrohttpd zeroes all of it after every request: see
+/// ``HTTPServerConfiguration/connectionMemoryLimitBytes``).
+package enum RequestHeadLimits {
+    /// Most bytes of the request target, path and query as decoded (``HTTPRequest/targetBytes``).
+    package static let maxTargetBytes = 8192
+    /// Most bytes of the header section (``HTTPRequest/headerFieldBytes``).
+    package static let maxHeaderFieldBytes = 12288
+
+    /// - Throws: `RelayError` 400 `invalid_request` naming a field whose name is not a token (e.g.
+    ///   whitespace before the colon), naming `Host` when an HTTP/1.1 request has none or any
+    ///   request has two (RFC 9112 §3.2), or naming `Content-Length` when two of them disagree
+    ///   (the connection is then closed); 414 `uri_too_long`, or 431 `header_fields_too_large`
+    ///   naming the largest header field in `field`.
+    package static func check(_ request: HTTPRequest) throws(RelayError) {
+        // Checked for every request: one pass over the fields, no allocation unless one is wrong.
+        var length: String?
+        var hosts = 0
+        for field in request.headers {
+            guard isToken(field.name) else {
+                // `Name : value` reached us as the field `Name ` (RFC 9112 §5.1: MUST be 400).
+                let name = field.name.trimmingCharacters(in: .whitespaces)
+                throw RelayError.invalidRequest(field: name, "The header field name '\(name)' holds whitespace or a delimiter (RFC 9112 §5.1).")
+            }
+            if field.name.caseInsensitiveEquals("Host") {
+                hosts += 1
+                continue
+            }
+            // libmicrohttpd 0.9.75 frames the body by one Content-Length and passes both on: a
+            // proxy in front that used the other would see a different request (RFC 9112 §6.3).
+            guard field.name.caseInsensitiveEquals("Content-Length") else { continue }
+            if let length, length.trimmingCharacters(in: .whitespaces) != field.value.trimmingCharacters(in: .whitespaces) {
+                var problem = RelayError.invalidRequest(field: "Content-Length", "The request has Content-Length fields that disagree.")
+                problem.closesConnection = true
+                throw problem
+            }
+            length = field.value
+        }
+        if request.targetBytes > maxTargetBytes {
+            throw RelayError(.uriTooLong, "The request target (path and query) exceeds \(maxTargetBytes) bytes.")
+        }
+        if request.headerFieldBytes > maxHeaderFieldBytes {
+            let largest = request.headers.max { $0.name.utf8.count + $0.value.utf8.count < $1.name.utf8.count + $1.value.utf8.count }
+            throw RelayError(
+                .headerFieldsTooLarge, "The request's header fields exceed \(maxHeaderFieldBytes) bytes.",
+                extensions: largest.map { ["field": .string($0.name)] } ?? [:])
+        }
+        // libmicrohttpd refuses two Host fields only in its strict mode, and a missing one never.
+        if hosts > 1 || (hosts == 0 && request.version == "HTTP/1.1") {
+            throw RelayError.invalidRequest(field: "Host", "An HTTP/1.1 request must carry one Host header, and no request two.")
+        }
+    }
+
+    /// Whether `name` is a non-empty token (RFC 9110 §5.6.2), read byte by byte from its span.
+    private static func isToken(_ name: String) -> Bool {
+        let bytes = name.utf8.span
+        guard !bytes.isEmpty else { return false }
+        for index in bytes.indices where !bytes[index].isHTTPTokenCharacter { return false }
+        return true
+    }
+}

@@ -1,0 +1,47 @@
+import TokenRelayBase
+
+/// The request counter and duration histogram handles of every route, resolved when the handler
+/// is built, so the epilogue of any answer (a cache hit, a 401, a 404) bumps atomics instead of
+/// rendering labels and taking the metrics lock (behaviour §8, §10). Immutable after `init`:
+/// read from every server thread without a lock.
+package struct RouteMetrics: Sendable {
+    private struct Series: Sendable {
+        let duration: Metrics.HistogramSeries
+        let byStatus: [Int: Metrics.Counter]
+    }
+
+    /// The statuses the service answers with (openapi.yaml); any other goes through the slow path.
+    package static let statuses = [200, 201, 202, 204, 302, 400, 401, 403, 404, 405, 409, 410, 413, 414, 415, 422, 429, 431, 500, 502, 503, 504]
+
+    private let metrics: Metrics
+    private let routes: [String: Series]
+
+    /// - Parameter routeLabels: every route template, plus the label of unmatched requests.
+    package init(metrics: Metrics, routeLabels: [String]) {
+        self.metrics = metrics
+        var routes: [String: Series] = [:]
+        for route in routeLabels where routes[route] == nil {
+            var byStatus: [Int: Metrics.Counter] = [:]
+            for status in Self.statuses {
+                byStatus[status] = metrics.counter("tokenrelay_http_requests_total", ["route": route, "status": String(status)])
+            }
+            routes[route] = Series(duration: metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": route]), byStatus: byStatus)
+        }
+        self.routes = routes
+    }
+
+    /// Counts one answer of `status` on `route` and observes its duration in seconds.
+    package func record(route: String, status: Int, seconds: Double) {
+        guard let series = routes[route] else {
+            metrics.increment("tokenrelay_http_requests_total", ["route": route, "status": String(status)])
+            metrics.observe("tokenrelay_http_request_duration_seconds", ["route": route], seconds: seconds)
+            return
+        }
+        if let counter = series.byStatus[status] {
+            counter.increment()
+        } else {
+            metrics.increment("tokenrelay_http_requests_total", ["route": route, "status": String(status)])
+        }
+        series.duration.observe(seconds)
+    }
+}

@@ -1,0 +1,283 @@
+import HTTPCommon
+import TokenRelayAcquisition
+import TokenRelayBase
+import TokenRelayStore
+
+/// Matches a method and path against route templates such as `/v1/accounts/{account_id}` and
+/// `/v1/downstream/{api}/{path...}` (the last form takes the rest of the path, several segments).
+///
+/// Unknown paths are 404 `not_found`; a known path with another method is 405 with `Allow`
+/// (behaviour §12 Problems).
+package struct Router: Sendable {
+    package enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+        case remainder(String)
+    }
+
+    /// A registered route. A class: a matched route is handed through the prepared request to
+    /// the suspended step, and a struct of eight members cost a retain and a release of each at
+    /// every hand-over (behaviour §10).
+    package final class Route: Sendable {
+        package let method: String
+        package let template: String
+        package let segments: [Segment]
+        package let access: RouteAccess
+        /// Whether the request pipeline reads a JSON body for the handler (``RouteRequest/body``).
+        package let body: RouteBody
+        /// The query parameters the route takes; the pipeline refuses any other (``RouteQuery``).
+        package let query: RouteQuery
+        /// Route-specific preparation run once the caller is known (see ``RoutePreparation``).
+        package let prepare: RoutePreparation?
+        package let handler: RouteHandler
+        /// Literal segments of the template: the more, the more specific.
+        package let literalCount: Int
+
+        package init(
+            method: String, template: String, segments: [Segment], access: RouteAccess, body: RouteBody, query: RouteQuery,
+            prepare: RoutePreparation?, handler: @escaping RouteHandler, literalCount: Int
+        ) {
+            self.method = method
+            self.template = template
+            self.segments = segments
+            self.access = access
+            self.body = body
+            self.query = query
+            self.prepare = prepare
+            self.handler = handler
+            self.literalCount = literalCount
+        }
+    }
+
+    package enum Match {
+        case found(Route, [String: String])
+        case methodNotAllowed(allowed: [String])
+        case notFound
+    }
+
+    package private(set) var routes: [Route] = []
+
+    package init(routes: [Route] = []) {
+        self.routes = routes
+    }
+    /// Templates without parameters, as (path, method, index into ``routes``): ``match(method:path:)``
+    /// finds them by comparing lengths, then strings, without splitting the path and binding every template (a
+    /// tenth of a cached silent request, behaviour §10) or hashing it (a scan of a dozen entries
+    /// that mostly differ in length costs less). Every other request takes the general walk,
+    /// with the same result.
+    private var exact: [(path: String, method: String, index: Int)] = []
+    /// Indices into ``routes``, in registration order, of the templates a path of `n` segments can
+    /// fit by its length (`n` segments, or a remainder starting at or before segment `n`); the
+    /// last entry serves every longer path. An unknown path (404) tests these few instead of
+    /// every template.
+    private var candidatesBySegmentCount: [[Int]] = [[]]
+
+    /// Registers `handler` for `method` on `template`.
+    /// - Parameters:
+    ///   - body: `.json` to have the pipeline read the body once (415/400 before the handler runs).
+    ///   - query: the query parameters the route takes (none unless given); the pipeline answers
+    ///     any other with 400 naming it before the handler runs.
+    ///   - prepare: memory-only work run before the handler, on the server thread when the
+    ///     caller is known there; it may answer by itself.
+    package mutating func add(
+        _ method: String, _ template: String, access: RouteAccess, body: RouteBody = .none, query: RouteQuery = .none,
+        prepare: RoutePreparation? = nil, _ handler: @escaping RouteHandler
+    ) {
+        let segments = Self.parse(template)
+        let route = Route(
+            method: method, template: template, segments: segments, access: access, body: body, query: query, prepare: prepare,
+            handler: handler, literalCount: segments.count { if case .literal = $0 { true } else { false } })
+        // A template of literals only is the most specific match of its path: looked up directly.
+        if route.literalCount == route.segments.count {
+            let path = "/" + Self.split(template).joined(separator: "/")
+            exact.removeAll { $0.path == path && $0.method == method }
+            exact.append((path, method, routes.count))
+        }
+        routes.append(route)
+        let longest = routes.map(\.segments.count).max() ?? 0
+        candidatesBySegmentCount = (0...longest + 1).map { count in
+            routes.indices.filter { index in
+                let segments = routes[index].segments
+                return segments.count == count || (Self.endsInRemainder(segments) && count >= segments.count)
+            }
+        }
+    }
+
+    /// The same handler for several methods (e.g. every method a relay passes through).
+    package mutating func add(_ methods: [String], _ template: String, access: RouteAccess, query: RouteQuery = .none, _ handler: @escaping RouteHandler) {
+        for method in methods { add(method, template, access: access, query: query, handler) }
+    }
+
+    package func match(method: String, path: String) -> Match {
+        let length = path.utf8.count
+        for entry in exact where entry.path.utf8.count == length && entry.method == method && entry.path == path {
+            return .found(routes[entry.index], [:])
+        }
+        let parts = Self.split(path)
+        // Only the templates with the most literal segments that fit the path decide, as in
+        // OpenAPI path matching: `/v1/accounts/import` is that route (405 for GET), never the
+        // account `import` of `/v1/accounts/{account_id}`. Templates are tested in place and
+        // only the chosen one binds its parameters: an unknown path (404) walks every template,
+        // and copying each route and binding a dictionary per template was most of a 404's cost.
+        var mostLiterals = -1
+        var found: Int?
+        var allowed: [String] = []
+        for index in candidatesBySegmentCount[min(parts.count, candidatesBySegmentCount.count - 1)] {
+            guard routes[index].literalCount >= mostLiterals, Self.fits(routes[index].segments, parts) else { continue }
+            if routes[index].literalCount > mostLiterals {
+                mostLiterals = routes[index].literalCount
+                found = nil
+                allowed.removeAll(keepingCapacity: true)
+            }
+            let routeMethod = routes[index].method
+            if found == nil, routeMethod == method || (method == "HEAD" && routeMethod == "GET") {
+                found = index
+            }
+            allowed.append(routeMethod)
+        }
+        if let found { return .found(routes[found], Self.bind(routes[found].segments, to: parts, of: path)) }
+        // A GET route answers HEAD too (RFC 9110 §9.3.2): `Allow` lists every method served (§10.2.1).
+        if allowed.contains("GET") && !allowed.contains("HEAD") { allowed.append("HEAD") }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+    }
+
+    /// The templates in OpenAPI form (`{path}` for a remainder), for the route-parity test.
+    package var openAPIOperations: [(method: String, path: String)] {
+        routes.map { route in
+            (route.method, route.template.replacingOccurrences(of: "...}", with: "}"))
+        }
+    }
+
+    private static func parse(_ template: String) -> [Segment] {
+        split(template).map { part in
+            if part.hasPrefix("{") && part.hasSuffix("...}") {
+                return .remainder(String(part.dropFirst().dropLast(4)))
+            }
+            if part.hasPrefix("{") && part.hasSuffix("}") {
+                return .parameter(String(part.dropFirst().dropLast()))
+            }
+            return .literal(String(part))
+        }
+    }
+
+    /// Splits on the byte `/`, not on Characters: a combining mark or an emoji skin-tone modifier
+    /// right after `/` joins it into one grapheme cluster, which hid the separator (found by
+    /// schemathesis: `DELETE /v1/accounts/🏻` answered 404 "no route").
+    private static func split(_ path: String) -> [Substring] {
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map { Substring($0) }
+    }
+
+    /// Whether `segments` match `parts`: literals equal, parameters non-empty, a remainder takes
+    /// one segment or more.
+    private static func fits(_ segments: [Segment], _ parts: [Substring]) -> Bool {
+        guard segments.count == parts.count || endsInRemainder(segments) else { return false }
+        for (index, segment) in segments.enumerated() {
+            guard index < parts.count else { return false }
+            switch segment {
+            case .literal(let text):
+                // Bytes, as RFC 3986 compares paths (a String comparison is canonical equivalence,
+                // several times the cost).
+                guard parts[index].utf8.count == text.utf8.count, parts[index].utf8.elementsEqual(text.utf8) else { return false }
+            case .parameter:
+                guard !parts[index].isEmpty else { return false }
+            case .remainder:
+                return true
+            }
+        }
+        return segments.count == parts.count
+    }
+
+    private static func endsInRemainder(_ segments: [Segment]) -> Bool {
+        if case .some(.remainder) = segments.last { true } else { false }
+    }
+
+    /// The parameters of a template that ``fits(_:_:)`` the path, each segment decoded (an encoded
+    /// `/` is part of its segment, ``HTTPRequest/path``). A remainder is the path as sent after
+    /// the segment before it and its `/`, with `%2F` and `%25` still encoded: empty segments and a
+    /// trailing `/` stay in it, for the route to judge (a downstream path may hold none,
+    /// behaviour §6.2), where routing itself reads `//` as `/`.
+    private static func bind(_ segments: [Segment], to parts: [Substring], of path: String) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for (index, segment) in segments.enumerated() {
+            switch segment {
+            case .literal: continue
+            case .parameter(let name): parameters[name] = HTTPRequest.decodedSegment(parts[index])
+            case .remainder(let name):
+                let utf8 = path.utf8
+                var start = index == 0 ? utf8.startIndex : parts[index - 1].endIndex
+                if start < utf8.endIndex && utf8[start] == UInt8(ascii: "/") { start = utf8.index(after: start) }
+                parameters[name] = String(Substring(utf8[start...]))
+                return parameters
+            }
+        }
+        return parameters
+    }
+}
+
+/// What the request pipeline reads for a route before its handler runs.
+package enum RouteBody: Sendable, Equatable {
+    /// Nothing: the handler reads the request itself (query, raw body to relay).
+    case none
+    /// A JSON object body, read once by ``JSONBody`` (415, 400 `field: body`).
+    case json
+}
+
+/// Which query parameters a route takes (behaviour §7.4): one rule for every route, checked by
+/// the request pipeline once the caller is known (``AppHTTPHandler``), so that a misspelt or
+/// misplaced parameter is a 400 naming it rather than silently ignored. Values, and a parameter
+/// sent twice, are the route's to judge.
+package enum RouteQuery: Sendable, Equatable {
+    /// No query parameter at all (most routes).
+    case none
+    /// These names only, in the order the problem's `detail` lists them.
+    case only([String])
+    /// Any: the downstream relay passes the query on as sent, and the sign-in callback ignores
+    /// what the identity platform adds to its own (`session_state`, `client_info`, ...;
+    /// RFC 6749 §4.1.2: a client ignores unrecognized response parameters).
+    case any
+
+    /// - Throws: `RelayError` 400 `invalid_request` naming the first parameter the route does not take.
+    package func check(_ query: [(name: String, value: String)]) throws(RelayError) {
+        switch self {
+        case .any:
+            return
+        case .none:
+            guard let item = query.first else { return }
+            throw RelayError.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; this route takes none.")
+        case .only(let names):
+            for item in query where !names.contains(item.name) {
+                let choices = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
+                throw RelayError.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use \(choices).")
+            }
+        }
+    }
+}
+
+/// The route-specific part of preparing a request, run once per request after authentication
+/// and body reading and before the handler, on the server thread when the caller was known in
+/// memory, else in the suspended step. It must not block (no I/O). It may refine the request
+/// (e.g. the silent route's parsed request and body correlation id), answer it (a response),
+/// or throw a problem; nil hands the request on to the handler.
+package typealias RoutePreparation = @Sendable (inout RouteRequest) throws -> HTTPResponse?
+
+package typealias RouteHandler = @Sendable (RouteRequest) async throws -> HTTPResponse
+
+/// What a route handler gets: the request, its path parameters, its per-request context, and
+/// what the pipeline prepared (the JSON body, the route's own reading), never derived twice.
+package struct RouteRequest: Sendable {
+    package let http: HTTPRequest
+    package let parameters: [String: String]
+    package var context: RequestContext
+    /// The JSON body for routes declared `body: .json`; empty for the others.
+    package var body = JSONBody(members: [:])
+    /// The silent-token request read (scopes canonical) by the silent route's preparation.
+    package var silent: SilentTokenRequest?
+
+    package init(http: HTTPRequest, parameters: [String: String], context: RequestContext) {
+        self.http = http
+        self.parameters = parameters
+        self.context = context
+    }
+
+    package func parameter(_ name: String) -> String { parameters[name] ?? "" }
+}

@@ -1,0 +1,79 @@
+import CryptoBridge
+import Foundation
+import HTTPCommon
+import IdentityCore
+import TokenRelayBase
+
+/// `GET /v1/accounts`, `GET /v1/accounts/{account_id}`, `DELETE /v1/accounts/{account_id}` (behaviour §3).
+package enum AccountRoutes {
+    package static func register(on router: inout Router, _ services: AppServices) {
+        ImportRoutes.register(on: &router, services)
+        router.add("GET", "/v1/accounts", access: .requires(.accountsRead), query: .only(["username", "tenant_id", "cursor", "limit"])) { request in
+            for item in request.http.query {
+                guard item.value.utf8.count <= 512, !item.value.containsControlCharacter else {
+                    throw RelayError.invalidRequest(field: item.name, "'\(item.name)' must be at most 512 bytes without control characters.")
+                }
+            }
+            let limit = try request.http.pageLimit()
+            var after: String?
+            if let cursor = try request.http.onlyQueryValue("cursor"), !cursor.isEmpty {
+                guard let decoded = Cursor.decode(cursor) else {
+                    throw RelayError.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
+                }
+                after = decoded
+            }
+            let username = try request.http.onlyQueryValue("username").flatMap { $0.isEmpty ? nil : $0 }
+            let tenantId = try request.http.onlyQueryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
+            let access = request.context.access
+            if let tenantId { try access.check(tenant: tenantId, field: "tenant_id") }
+            // One row more than asked tells whether another page exists.
+            var page = try await services.store.listAccounts(
+                username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1,
+                visibleTenants: access.visibleTenants)
+            var next: JSONValue = .null
+            if page.count > limit {
+                page.removeLast()
+                next = .string(Cursor.encode(page.last!.accountId))
+            }
+            let owner = request.context.owner
+            return .json(200, .object(["accounts": .array(page.map { $0.json(owner: owner) }), "next_cursor": next]))
+        }
+
+        // `{account_id}` is an account id, an import alias or the caller's owner's external id
+        // (behaviour §3.7), resolved in that order.
+        router.add("GET", "/v1/accounts/{account_id}", access: .requires(.accountsRead)) { request in
+            let owner = request.context.owner
+            guard let account = try await services.store.account(id: request.parameter("account_id"), owner: owner), request.context.access.sees(account)
+            else {
+                throw RelayError.accountNotFound()
+            }
+            return .json(200, account.json(owner: owner))
+        }
+
+        router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
+            // An imported account's id may be an alias of the account it merged into, and the
+            // value may be the caller's owner's external id (behaviour §3.7); deleting the account
+            // frees its external ids.
+            let accountId = try await services.store.canonicalAccountId(request.parameter("account_id"), owner: request.context.owner)
+            // An account outside the key's tenants is invisible: 204 without touching it.
+            if request.context.access.limitsTenants {
+                guard let account = try await services.store.account(id: accountId), request.context.access.sees(account) else {
+                    return HTTPResponse(status: 204)
+                }
+            }
+            // Signs out in TokenRelay only; nothing is revoked at Microsoft (behaviour §12 Accounts).
+            let deleted = try await services.store.deleteAccount(id: accountId, actor: request.context.caller)
+            // Forgotten before anything else can fail, so this replica never serves a deleted account.
+            services.tokens.forgetInMemory(accountId)
+            try await services.audit.record(
+                .accountDeleted, actor: request.context.caller ?? "unknown", accountId: accountId, outcome: deleted ? "deleted" : "absent")
+            return HTTPResponse(status: 204)
+        }
+    }
+
+    /// Opaque page cursor (``PageCursor``) of the last account id seen.
+    package enum Cursor {
+        package static func encode(_ accountId: String) -> String { PageCursor.encode(accountId, prefix: "a:") }
+        package static func decode(_ cursor: String) -> String? { PageCursor.decode(cursor, prefix: "a:") }
+    }
+}

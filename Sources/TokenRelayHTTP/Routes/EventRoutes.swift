@@ -1,0 +1,40 @@
+import CryptoBridge
+import HTTPCommon
+import IdentityCore
+import TokenRelayBase
+
+/// `GET /v1/events?cursor=&limit=` (behaviour §12 Webhooks and events): account events in the order
+/// they happened, paged by an opaque cursor.
+package enum EventRoutes {
+    package static func register(on router: inout Router, _ services: AppServices) {
+        router.add("GET", "/v1/events", access: .requires(.accountsRead), query: .only(["cursor", "limit"])) { request in
+            let limit = try request.http.pageLimit()
+            var after: Int64 = 0
+            let cursor = try request.http.onlyQueryValue("cursor").flatMap { $0.isEmpty ? nil : $0 }
+            if let cursor {
+                guard let decoded = Cursor.decode(cursor) else {
+                    throw RelayError.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
+                }
+                after = decoded
+            }
+            let page = try await services.events.page(
+                afterSeq: after, limit: limit, visibleTenants: request.context.access.visibleTenants)
+            // The position after the last event returned: polling with it yields only newer events,
+            // so a consumer keeps it even when a page comes back empty.
+            let next: JSONValue = page.last.map { .string(Cursor.encode($0.seq)) } ?? cursor.map(JSONValue.string) ?? .null
+            return .json(200, .object(["events": .array(page.map(\.json)), "next_cursor": next]))
+        }
+    }
+
+    /// Opaque page cursor (``PageCursor``) of the last event position seen.
+    package enum Cursor {
+        package static func encode(_ seq: Int64) -> String { PageCursor.encode(String(seq), prefix: "e:") }
+
+        /// Only a position written as ``encode(_:)`` writes it: `e:01` and `e:+1` were taken and
+        /// echoed back as `next_cursor`.
+        package static func decode(_ cursor: String) -> Int64? {
+            guard let text = PageCursor.decode(cursor, prefix: "e:"), let seq = Int64(text), seq >= 0, String(seq) == text else { return nil }
+            return seq
+        }
+    }
+}

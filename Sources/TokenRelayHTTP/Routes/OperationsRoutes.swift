@@ -1,0 +1,21 @@
+import HTTPCommon
+import IdentityCore
+import TokenRelayBase
+
+/// `/healthz`, `/readyz`, `/metrics` (behaviour §8); no API key.
+package enum OperationsRoutes {
+    package static func register(on router: inout Router, _ services: AppServices) {
+        // Answered by its preparation, on the server thread (the handler is never reached).
+        router.add("GET", "/healthz", access: .open, prepare: { _ in services.health.liveness() }) { _ in
+            services.health.liveness()
+        }
+        router.add("GET", "/readyz", access: .open) { _ in
+            let response = await services.health.readiness()
+            services.metrics.set("tokenrelay_ready", value: response.status == 200 ? 1 : 0)
+            return response
+        }
+        router.add("GET", "/metrics", access: .open) { _ in
+            HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(services.metrics.render().utf8))
+        }
+    }
+}

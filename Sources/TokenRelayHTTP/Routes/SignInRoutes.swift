@@ -1,0 +1,61 @@
+import Foundation
+import HTTPCommon
+import IdentityCore
+import TokenRelayAcquisition
+import TokenRelayBase
+
+/// `POST /v1/sign-ins` and `GET /v1/sign-ins/callback` (behaviour §3).
+package enum SignInRoutes {
+    package static let startFields: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "external_id"]
+    package static let prompts: Set<String> = ["select_account", "login", "consent", "none"]
+
+    package static func register(on router: inout Router, _ services: AppServices) {
+        router.add("POST", "/v1/sign-ins", access: .requires(.accountsWrite), body: .json) { request in
+            let body = request.body
+            try body.rejectUnknown(allowed: startFields)
+            let scopes = try TokenRoutes.requestedScopes(body)
+            try request.context.access.check(scopes, field: "scopes")
+            let authority = try body.string("authority").map { text throws(RelayError) in try services.authorities.validate(text, field: "authority") }
+            // The authority the user will sign in at, the default one included: a tenant-limited
+            // key could otherwise sign a user of another tenant in (and replace that account's
+            // refresh token) by naming none. `common` or `organizations` is no tenant of a key's.
+            try request.context.access.check(authority: authority ?? services.signIns.defaultAuthority)
+            let prompt = try body.string("prompt")
+            if let prompt, !prompts.contains(prompt) {
+                throw RelayError.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
+            }
+            let loginHint = try body.string("login_hint")
+            if let loginHint, loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
+                throw RelayError.invalidRequest(field: "login_hint", "'login_hint' must be at most 256 bytes without control characters.")
+            }
+            let externalId = try body.externalId(owner: request.context.owner)
+            let started = try await services.signIns.start(
+                SignInService.StartRequest(
+                    scopes: scopes, authority: authority, loginHint: loginHint, prompt: prompt,
+                    claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after"), startedBy: request.context.caller,
+                    externalId: externalId))
+            let expiresAt = Date(timeIntervalSince1970: TimeInterval(started.expiresAt))
+            return .json(
+                201,
+                .object([
+                    "authorize_url": .string(started.authorizeURL),
+                    "sign_in_id": .string(started.signInId),
+                    "expires_at": .string(expiresAt.formatted(.iso8601)),
+                ]))
+        }
+
+        // The identity platform adds parameters of its own to `code` and `state` (`session_state`,
+        // `client_info`, `cloud_instance_name`, `iss`, ...): ignored, as RFC 6749 §4.1.2 asks.
+        router.add("GET", "/v1/sign-ins/callback", access: .open, query: .any) { request in
+            // RFC 6749 §3.1: a parameter given twice (two `code`s, two `state`s) is refused.
+            let query = try request.http.uniqueQuery()
+            let completion = try await services.signIns.complete(query: query, context: request.context)
+            switch completion {
+            case .account(let account, let owner):
+                return .json(200, .object(["account": account.json(owner: owner)]))
+            case .redirect(let location, _):
+                return HTTPResponse(status: 303, headers: ["Location": location, "Cache-Control": "no-store"])
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import PostgresBridge
+import TokenRelayBase
+
+/// The SQL side of cross-replica invalidation (behaviour §8, §12 Memories and replicas): every write
+/// that makes what other replicas hold in memory stale sends a `NOTIFY` inside its own
+/// transaction, so it is delivered at COMMIT and only then (PostgreSQL docs, NOTIFY).
+package enum ReplicaNotifications {
+    /// The channel every replica listens on.
+    package static let channel = "tokenrelay_invalidation"
+
+    /// This process's name in payloads (`kind:id origin`): a replica skips its own messages, whose
+    /// hooks it already ran (re-running them would drop the token it just stored).
+    package static let origin = String(UUID().uuidString.prefix(8)).lowercased()
+
+    /// One invalidation, as carried in a NOTIFY payload (`kind:id origin`, well under the 8000-byte limit).
+    package enum Message: Sendable, Equatable {
+        case accountDeleted(String)
+        case accountSignedIn(String)
+        /// Account state changed (refresh token dead).
+        case accountChanged(String)
+        case accessTokensReplaced(String)
+        case apiKeyRevoked(String)
+        /// A redemption of the account's refresh token ended and its lease is free: waiters on
+        /// other replicas claim again at once instead of at their next poll (ADR 0012).
+        case refreshReleased(String)
+        /// A tenant (lower-cased GUID) was suspended or resumed (behaviour §12 Tenants).
+        case tenantSuspended(String)
+        case tenantResumed(String)
+        /// A tenant was forgotten (`token-relay tenants forget`): drop its data key and memories.
+        case tenantForgotten(String)
+
+        package static let accountDeletedPrefix = "account.deleted:"
+        package static let apiKeyRevokedPrefix = "api_key.revoked:"
+
+        /// The payload sent, naming this process as the origin.
+        package var payload: String { body + " " + ReplicaNotifications.origin }
+
+        private var body: String {
+            switch self {
+            case .accountDeleted(let id): Self.accountDeletedPrefix + id
+            case .accountSignedIn(let id): "account.signed_in:" + id
+            case .accountChanged(let id): "account.changed:" + id
+            case .accessTokensReplaced(let id): "tokens.replaced:" + id
+            case .apiKeyRevoked(let id): Self.apiKeyRevokedPrefix + id
+            case .refreshReleased(let id): "refresh.released:" + id
+            case .tenantSuspended(let id): "tenant.suspended:" + id
+            case .tenantResumed(let id): "tenant.resumed:" + id
+            case .tenantForgotten(let id): "tenant.forgotten:" + id
+            }
+        }
+
+        /// The metric label of the message kind.
+        package var kind: String { String(body.prefix { $0 != ":" }) }
+
+        /// The origin named by `payload`, nil when it names none.
+        package static func origin(of payload: String) -> String? {
+            let parts = payload.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 ? String(parts[1]) : nil
+        }
+
+        /// Parses a payload (its origin dropped); nil for one this version does not know (a newer replica's).
+        package init?(payload: String) {
+            let payload = payload.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
+            guard let colon = payload.firstIndex(of: ":") else { return nil }
+            let id = String(payload[payload.index(after: colon)...])
+            guard !id.isEmpty else { return nil }
+            switch payload[..<colon] {
+            case "account.deleted": self = .accountDeleted(id)
+            case "account.signed_in": self = .accountSignedIn(id)
+            case "account.changed": self = .accountChanged(id)
+            case "tokens.replaced": self = .accessTokensReplaced(id)
+            case "api_key.revoked": self = .apiKeyRevoked(id)
+            case "refresh.released": self = .refreshReleased(id)
+            case "tenant.suspended": self = .tenantSuspended(id)
+            case "tenant.resumed": self = .tenantResumed(id)
+            case "tenant.forgotten": self = .tenantForgotten(id)
+            default: return nil
+            }
+        }
+    }
+
+    /// Queues `message` for delivery when the caller's transaction commits.
+    package static func send(_ message: ReplicaNotifications.Message, in connection: PostgresConnection) throws {
+        _ = try connection.query("SELECT pg_notify($1, $2)", [.text(channel), .text(message.payload)])
+    }
+}

@@ -1,0 +1,8 @@
+import TokenRelayBase
+
+extension SignInHint {
+    /// The sign-in that lets `account` get `scopes` (with `claims`) silently again.
+    package init(account: AccountRecord, scopes: [String], claims: String?, authority: String? = nil, prompt: String? = nil) {
+        self.init(loginHint: account.username, scopes: scopes, claims: claims, authority: authority ?? account.authority, prompt: prompt)
+    }
+}
