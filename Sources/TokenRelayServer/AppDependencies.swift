@@ -45,6 +45,9 @@ package struct AppDependencies: Sendable {
     package let webhooks: WebhookDeliverer?
     /// Token answers per (key, account), flushed in batches (behaviour §12 Audit).
     package let issuance: IssuanceCounter
+    /// Work no request awaits to its end (refreshes, touches, lease releases, rotations not
+    /// stored yet), drained at shutdown before the pool closes.
+    package let backgroundTasks: BackgroundTasks
     package let issuanceStore: IssuanceStore
     /// Serves ``handler``; nil in the test form.
     package let server: HTTPServer?
@@ -150,9 +153,12 @@ package struct AppDependencies: Sendable {
         let suspensions = TenantSuspensions()
         let grantMemory = GrantTokenMemory()
         let redemptionLimiter = RedemptionLimiter(limit: tokenSettings.maxConcurrentRefreshes)
+        let backgroundTasks = BackgroundTasks(graceSeconds: Double(configuration.http.shutdownTimeoutSeconds), logger: logger)
+        self.backgroundTasks = backgroundTasks
         var executor = RefreshExecutor(
             store: store, endpoint: sts, clientId: identity.clientId, expirySkewSeconds: tokenSettings.expirySkewSeconds,
-            limiter: redemptionLimiter, waiters: leaseWaiters, pendingRotations: PendingRotations(), metrics: metrics, logger: logger, now: now)
+            limiter: redemptionLimiter, waiters: leaseWaiters, pendingRotations: PendingRotations(), tasks: backgroundTasks, metrics: metrics,
+            logger: logger, now: now)
         executor.leaseSeconds = Double(tokenSettings.refreshLeaseSeconds)
         let refresher = CoalescedRefresher(executor: executor)
         let tokens = SilentAcquisition(
@@ -171,7 +177,8 @@ package struct AppDependencies: Sendable {
             clientCapabilities: identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
             allowExtendedLifetime: tokenSettings.allowExtendedLifetime, suspensions: suspensions)
         let grants = GrantTokenService(
-            store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: grantMemory, coalescer: RefreshCoalescer(),
+            store: store, sts: sts, authorities: authorities, defaultAuthority: defaultAuthority, memory: grantMemory,
+            coalescer: RefreshCoalescer(tasks: backgroundTasks),
             clientCapabilities: identity.clientCapabilities, expirySkewSeconds: tokenSettings.expirySkewSeconds, metrics: metrics, logger: logger,
             now: now, suspensions: suspensions)
         // A suspension forgets what memory holds of the tenant (behaviour §12 Tenants); the
@@ -252,7 +259,7 @@ package struct AppDependencies: Sendable {
             accounts.removeAll()
             authenticator.forgetAll()
             memory.removeAll()
-            Task { await tenantReloader.reload() }
+            backgroundTasks.startIfRoom { await tenantReloader.reload() }
         }
         metrics.addGauges {
             [("tokenrelay_tenants_suspended", [:], Double(suspensions.tenants.count))]
@@ -285,13 +292,14 @@ package struct AppDependencies: Sendable {
     }
 
     /// The services a ``ServiceGroup`` runs, in start order (they stop in the reverse): the
-    /// pool and clients close last; the invalidation listener; the keep-alive job (always: its
+    /// pool and clients close last; before them the background tasks drain (within the shutdown
+    /// grace: ``BackgroundTasks/beginGrace()``); the invalidation listener; the keep-alive job (always: its
     /// pass also prunes old events) and the webhook job (when configured); the key-usage and issuance flushes; the HTTP server (when this form
     /// has one) first to stop, so a shutdown stops accepting, lets requests in flight finish,
     /// writes the counts, stops the jobs and closes the pool, in that order.
     /// - Parameter onListening: called with the bound port once the HTTP server accepts.
     package func services(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> [any Service] {
-        var services: [any Service] = [OnStop("Resources", close)]
+        var services: [any Service] = [OnStop("Resources", close), backgroundTasks]
         services.append(InvalidationListener(invalidation: invalidation, url: configuration.database.listenURL ?? configuration.database.url))
         services.append(tenantReloader)
         // Always: besides keep-alive (when on), its pass prunes old events (issue 10 item 12).

@@ -55,7 +55,12 @@ public final class TokenRelayService: Sendable {
         // down now is logged and the periodic reload fills the set (behaviour §12 Tenants).
         await dependencies.tenantReloader.reload()
         let services = dependencies.services(onListening: onListening)
-        let group = ServiceGroup(services: services, shutdownSignals: [SIGTERM, SIGINT], onHangup: reloadFromEnvironment, logger: logger)
+        // The background tasks' grace starts with the shutdown, so the HTTP drain and theirs
+        // share TOKENRELAY_SHUTDOWN_TIMEOUT_S.
+        let backgroundTasks = dependencies.backgroundTasks
+        let group = ServiceGroup(
+            services: services, shutdownSignals: [SIGTERM, SIGINT], onHangup: reloadFromEnvironment,
+            onStopping: { backgroundTasks.beginGrace() }, logger: logger)
         try await group.run()
         let drained = services.compactMap { ($0 as? HTTPServerService)?.drained }.allSatisfy { $0 }
         logger.info("service.stopped", ["drained": String(drained)])

@@ -15,7 +15,7 @@ import TokenRelayStore
 struct RefreshCoalescerDeadlineTests {
     @Test("A caller whose deadline passes first gets 504 at the deadline, not when the work ends; the work runs on")
     func deadlineBeforeWork() async throws {
-        let coalescer = RefreshCoalescer<Int>()
+        let coalescer = RefreshCoalescer<Int>(tasks: BackgroundTasks())
         let finished = Mutex(false)
         let release = Mutex(false)
         let started = Date()
@@ -44,7 +44,7 @@ struct RefreshCoalescerDeadlineTests {
 
     @Test("Work that ends before the deadline gives its value, and a failure is the caller's")
     func workBeforeDeadline() async throws {
-        let coalescer = RefreshCoalescer<Int>()
+        let coalescer = RefreshCoalescer<Int>(tasks: BackgroundTasks())
         let (value, joined) = try await coalescer.run(key: "k", until: Date().addingTimeInterval(30)) { 7 }
         #expect(value == 7)
         #expect(!joined)

@@ -136,7 +136,8 @@ struct ServiceGroupTests {
         defer { live.close() }
         #expect(
             live.services().map(\.name) == [
-                "Resources", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlush", "IssuanceFlusher", "HTTPServer",
+                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlush", "IssuanceFlusher",
+                "HTTPServer",
             ])
         let test = try AppDependencies.test(
             databaseURL: "postgresql://nobody@127.0.0.1:1/none", authority: "http://127.0.0.1:9/tenant",
@@ -149,7 +150,8 @@ struct ServiceGroupTests {
         #expect(test.configuration.identity.knownAuthorities == ["http://127.0.0.1:9"])
         #expect(
             test.services().map(\.name) == [
-                "Resources", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlush", "IssuanceFlusher",
+                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlush",
+                "IssuanceFlusher",
             ])
     }
 

@@ -6,7 +6,8 @@ import TokenRelayStore
 /// Refreshes no caller waits for: one proactive refresh once a served token's `refresh_on` has
 /// passed (behaviour §1; the cached token is served meanwhile), and the keep-alive redemptions of
 /// idle accounts (`KeepAliveJob`). Both are the normal refresh, through the same coalescing and
-/// lease as a caller's.
+/// lease as a caller's. A proactive refresh runs in a task of ``tasks`` (skipped when it is full
+/// or stopping: the next cache hit past `refresh_on` asks again).
 package struct BackgroundRefresher: Sendable {
     package let refresher: CoalescedRefresher
     package let authorities: AuthorityValidator
@@ -16,6 +17,8 @@ package struct BackgroundRefresher: Sendable {
     package let now: @Sendable () -> Int
     /// Drops what this replica holds of an account whose refresh token died.
     package let forget: @Sendable (String) -> Void
+    /// The owner of work no request awaits (the refresher's).
+    package var tasks: BackgroundTasks { refresher.executor.tasks }
 
     package init(
         refresher: CoalescedRefresher, authorities: AuthorityValidator, memory: MemoryTokenCache, clientCapabilities: [String], logger: Logger,
@@ -40,7 +43,7 @@ package struct BackgroundRefresher: Sendable {
         let key = CoalescedRefresher.key(accountId: account.accountId, realm: token.realm, scopes: scopes, claims: claims, mode: .proactive, minTTL: 0)
         guard !refresher.isRunning(key) else { return }
         let background = self
-        Task {
+        tasks.startIfRoom {
             guard let authority = try? authority ?? background.authorities.validate(account.authority) else { return }
             let context = RequestContext(
                 correlationId: CorrelationId.make(), deadline: Date().addingTimeInterval(30), caller: nil, access: .unrestricted)

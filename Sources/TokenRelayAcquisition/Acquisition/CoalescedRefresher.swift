@@ -10,11 +10,13 @@ package struct CoalescedRefresher: Sendable {
 
     package init(executor: RefreshExecutor) {
         self.executor = executor
+        coalescer = RefreshCoalescer(tasks: executor.tasks)
+        imports = RefreshCoalescer(tasks: executor.tasks)
     }
-    package let coalescer = RefreshCoalescer<RefreshExecutor.Outcome>()
+    package let coalescer: RefreshCoalescer<RefreshExecutor.Outcome>
     /// The first redemptions of imported accounts (``SilentAcquisition/completeImport(_:request:context:)``),
     /// run the same way: one per (account, scopes, claims), each caller waiting until its own deadline.
-    package let imports = RefreshCoalescer<SilentTokenResult?>()
+    package let imports: RefreshCoalescer<SilentTokenResult?>
 
     /// The coalescing key of `request`.
     package static func key(_ request: RefreshExecutor.Request) -> String {

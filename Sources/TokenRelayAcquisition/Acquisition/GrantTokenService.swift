@@ -287,7 +287,8 @@ package struct GrantTokenService: Sendable {
         guard lastPurge.claim(now: now, every: 60) else { return }
         let store = self.store
         let logger = self.logger
-        Task {
+        // In the coalescer's tasks (skipped when full or stopping: the next minute tries again).
+        coalescer.tasks.startIfRoom {
             do {
                 let removed = try await store.purgeExpiredOnBehalfOfTokens(now: now)
                 if removed > 0 { logger.debug("obo.purged", ["rows": String(removed)]) }

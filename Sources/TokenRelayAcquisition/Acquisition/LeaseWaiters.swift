@@ -26,6 +26,8 @@ package final class LeaseWaiters: Sendable {
         }
         await withCheckedContinuation { continuation in
             state.withLock { $0.waiting[accountId, default: [:]][id] = continuation }
+            // This wait's own timer: it ends within `seconds` (bounded by the request's deadline)
+            // and does no I/O, so no service owns it.
             Task { [weak self] in
                 try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
                 self?.resume(accountId: accountId, id: id)

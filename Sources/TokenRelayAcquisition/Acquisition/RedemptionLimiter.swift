@@ -51,6 +51,8 @@ package final class RedemptionLimiter: Sendable {
                 return true
             }
             guard queued else { return continuation.resume(returning: true) }
+            // This wait's own timer: it ends at the request's deadline and does no I/O, so no
+            // service owns it.
             Task { [weak self] in
                 try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
                 self?.giveUp(id)

@@ -4,8 +4,14 @@ import TokenRelayBase
 
 /// Joins concurrent refreshes of the same (account, scopes, claims) into one STS call per
 /// process (behaviour §2.6): the first caller starts the work, later callers await its result.
+/// The work runs in a task of `tasks`, so it outlives a caller that stopped waiting but not a
+/// shutdown's grace.
 package final class RefreshCoalescer<Value: Sendable>: Sendable {
-    package init() {}
+    package let tasks: BackgroundTasks
+
+    package init(tasks: BackgroundTasks) {
+        self.tasks = tasks
+    }
 
     private let inFlight = Mutex<[String: Task<Value, any Error>]>([:])
 
@@ -21,25 +27,25 @@ package final class RefreshCoalescer<Value: Sendable>: Sendable {
     package func run(key: String, until deadline: Date? = nil, _ work: @escaping @Sendable () async throws -> Value) async throws -> (
         value: Value, joined: Bool
     ) {
-        let (task, joined) = inFlight.withLock { tasks -> (Task<Value, any Error>, Bool) in
-            if let running = tasks[key] { return (running, true) }
-            let task = Task { try await work() }
-            tasks[key] = task
-            return (task, false)
-        }
-        if !joined {
-            // Forget the task once it ends, whoever awaits it, so the next refresh starts fresh.
-            Task { [weak self] in
-                _ = await task.result
-                _ = self?.inFlight.withLock { $0.removeValue(forKey: key) }
+        let (task, joined) = inFlight.withLock { inFlight -> (Task<Value, any Error>, Bool) in
+            if let running = inFlight[key] { return (running, true) }
+            // Forgotten once it ends, whoever awaits it, so the next refresh starts fresh; it
+            // cannot end before it is recorded: that waits for this lock.
+            let task = tasks.task { [weak self] in
+                defer { _ = self?.inFlight.withLock { $0.removeValue(forKey: key) } }
+                return try await work()
             }
+            inFlight[key] = task
+            return (task, false)
         }
         guard let deadline else { return (try await task.value, joined) }
         guard let value = try await Self.value(of: task, until: deadline) else { throw RelayError.deadlinePassed(before: "sts") }
         return (value, joined)
     }
 
-    /// `task`'s value, or nil at `deadline` if it has not ended by then (it runs on). Not a task
+    /// `task`'s value, or nil at `deadline` if it has not ended by then (it runs on). Its timer
+    /// and watcher are this caller's wait, ending with the work or the deadline, so no service
+    /// owns them. Not a task
     /// group racing a timer: awaiting a `Task`'s value does not end when the awaiting child is
     /// cancelled, and a group waits for all its children, so the caller would wait for the whole
     /// STS call and get its 504 only then.

@@ -16,6 +16,9 @@ package struct RefreshExecutor: Sendable {
     package let waiters: LeaseWaiters
     /// Rotations the STS returned that could not be stored yet (see ``persistAlone(_:)``).
     package let pendingRotations: PendingRotations
+    /// Owns what outlives a redemption (lease releases retried, rotations not stored yet) and
+    /// the coalesced refreshes themselves, so a shutdown drains them.
+    package let tasks: BackgroundTasks
     package let metrics: Metrics
     package let logger: Logger
     package let now: @Sendable () -> Int
@@ -27,8 +30,8 @@ package struct RefreshExecutor: Sendable {
 
     package init(
         store: any RefreshTokenStore, endpoint: any TokenEndpoint, clientId: String, expirySkewSeconds: Int, limiter: RedemptionLimiter, waiters: LeaseWaiters,
-        pendingRotations: PendingRotations, metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Int, leaseSeconds: Double = 60,
-        pollSeconds: Double = 0.25
+        pendingRotations: PendingRotations, tasks: BackgroundTasks, metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Int,
+        leaseSeconds: Double = 60, pollSeconds: Double = 0.25
     ) {
         self.store = store
         self.endpoint = endpoint
@@ -37,6 +40,7 @@ package struct RefreshExecutor: Sendable {
         self.limiter = limiter
         self.waiters = waiters
         self.pendingRotations = pendingRotations
+        self.tasks = tasks
         self.metrics = metrics
         self.logger = logger
         self.now = now
@@ -313,15 +317,17 @@ package struct RefreshExecutor: Sendable {
         }
     }
 
-    /// Tries to release `owner`'s lease every 250 ms until the lease would have ended.
+    /// Tries to release `owner`'s lease every 250 ms until the lease would have ended, or until
+    /// the shutdown grace ends (``tasks``).
     private func releaseInBackground(accountId: String, owner: String) {
         let store = self.store
         let waiters = self.waiters
         let logger = self.logger
         let until = Date().addingTimeInterval(leaseSeconds)
-        Task {
+        tasks.start {
             while Date() < until {
                 try? await Task.sleep(for: .milliseconds(250))
+                if Task.isCancelled { return }
                 guard (try? await store.releaseRefreshLease(accountId: accountId, owner: owner)) != nil else { continue }
                 logger.info("token.lease_released_on_retry", ["account.id": accountId])
                 waiters.wake(accountId: accountId)
@@ -334,7 +340,8 @@ package struct RefreshExecutor: Sendable {
     /// refresh token dropped on a transient failure): a few short tries of the same fenced write
     /// without the access token; when the database stays away, the rotation is held in
     /// ``pendingRotations`` (this replica's refreshes redeem it rather than the superseded
-    /// stored token) and a background task keeps trying for `persistWindowSeconds`.
+    /// stored token) and a task of ``tasks`` keeps trying for `persistWindowSeconds`; at a
+    /// shutdown it keeps trying until the grace ends, then logs the rotation lost.
     /// - Returns: true when stored, false when fenced out (a newer token is stored, or the row
     ///   is gone), nil when it is pending in memory.
     package func persistAlone(_ write: RotationWrite) async -> Bool? {
@@ -366,11 +373,13 @@ package struct RefreshExecutor: Sendable {
         pending.hold(.init(token: rotated, replacing: write.generation), accountId: write.accountId)
         logger.warn("token.rotation_pending", ["account.id": write.accountId])
         let logger = self.logger
-        Task {
+        tasks.start {
             let until = Date().addingTimeInterval(pending.persistWindowSeconds)
             var outcome: Bool?
             while outcome == nil && Date() < until {
                 try? await Task.sleep(for: .milliseconds(250))
+                // Cancelled: the shutdown grace is over and the pool closes next.
+                if Task.isCancelled { break }
                 outcome = await tryStoring()
             }
             pending.release(accountId: write.accountId, replacing: write.generation)

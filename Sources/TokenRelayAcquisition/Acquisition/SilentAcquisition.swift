@@ -266,6 +266,6 @@ package struct SilentAcquisition: Sendable {
     private func touch(_ accountId: String) {
         guard accounts.claimTouch(id: accountId, now: now()) else { return }
         let store = self.store
-        Task { try? await store.touch(accountId: accountId) }
+        background.tasks.startIfRoom { try? await store.touch(accountId: accountId) }
     }
 }

@@ -16,6 +16,7 @@ public final class ServiceGroup: Sendable {
     private let services: [any Service]
     private let shutdownSignals: [Int32]
     private let onHangup: (@Sendable () -> Void)?
+    private let onStopping: (@Sendable () -> Void)?
     private let logger: Logger
     private let shutdownRequested = LifecycleEvent()
 
@@ -24,11 +25,17 @@ public final class ServiceGroup: Sendable {
     ///   - shutdownSignals: signals that start a graceful shutdown, e.g. `[SIGTERM, SIGINT]`.
     ///     Default none (tests).
     ///   - onHangup: run on every SIGHUP (re-read what may be re-read). Default: SIGHUP untouched.
+    ///   - onStopping: run once when the group starts stopping, before the first service is
+    ///     stopped (a shutdown deadline shared by every service starts here). Default none.
     ///   - logger: `service.failed` lines.
-    public init(services: [any Service], shutdownSignals: [Int32] = [], onHangup: (@Sendable () -> Void)? = nil, logger: Logger) {
+    public init(
+        services: [any Service], shutdownSignals: [Int32] = [], onHangup: (@Sendable () -> Void)? = nil, onStopping: (@Sendable () -> Void)? = nil,
+        logger: Logger
+    ) {
         self.services = services
         self.shutdownSignals = shutdownSignals
         self.onHangup = onHangup
+        self.onStopping = onStopping
         self.logger = logger
     }
 
@@ -76,6 +83,7 @@ public final class ServiceGroup: Sendable {
                 if firstError == nil { firstError = error }
             }
             note(await group.next())
+            onStopping?()
             for index in services.indices.reversed() where running.contains(index) {
                 stops[index].signal()
                 while running.contains(index), let event = await group.next() { note(event) }
