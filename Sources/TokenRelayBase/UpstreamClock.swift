@@ -1,7 +1,8 @@
 import Foundation
 
 /// Time and chance as the retry loop sees them, injected so that tests of Retry-After, backoff and
-/// deadlines run without sleeping (STYLE: time is injected).
+/// deadlines run without sleeping (STYLE: time is injected). The service's reads its time from
+/// the one ``RelayClock``.
 package struct UpstreamClock: Sendable {
     /// The current time.
     package let now: @Sendable () -> Date
@@ -16,7 +17,12 @@ package struct UpstreamClock: Sendable {
         self.random = random
     }
 
+    /// `clock`'s wall time, `Task.sleep` and the system random generator.
+    package init(_ clock: RelayClock) {
+        self.init(
+            now: { clock.date }, sleep: { seconds in try? await Task.sleep(for: .seconds(seconds)) }, random: { Double.random(in: 0..<1) })
+    }
+
     /// The system clock, `Task.sleep` and the system random generator.
-    package static let system = UpstreamClock(
-        now: { Date() }, sleep: { seconds in try? await Task.sleep(for: .seconds(seconds)) }, random: { Double.random(in: 0..<1) })
+    package static let system = UpstreamClock(.system)
 }

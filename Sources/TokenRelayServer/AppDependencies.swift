@@ -19,6 +19,9 @@ import TokenRelayStore
 package struct AppDependencies: Sendable {
     package let configuration: Configuration
     package let logger: Logger
+    /// The one reading of time every part gets (a manual one in tests); deadlines and sleeps,
+    /// which bound real waiting, stay on the system's time.
+    package let clock: RelayClock
     package let metrics: Metrics
     package let pool: PostgresPool
     package let http: HTTPClient
@@ -55,7 +58,7 @@ package struct AppDependencies: Sendable {
     /// Everything `token-relay serve` runs, the HTTP server included.
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, credential, migrations).
     package static func live(configuration: Configuration, logger: Logger) throws -> AppDependencies {
-        try AppDependencies(configuration: configuration, logger: logger, serving: true)
+        try AppDependencies(configuration: configuration, logger: logger, clock: .system, serving: true)
     }
 
     /// Everything but the HTTP server, for in-process tests: the handler answers requests in
@@ -69,10 +72,12 @@ package struct AppDependencies: Sendable {
     ///   - logger: Default: errors only, kept in memory.
     ///   - configure: changes to the rest of the configuration (a random key ring, port 0,
     ///     pool of 4 otherwise).
+    ///   - clock: the time of tokens and memories. Default the system's.
     /// - Throws: `ConfigurationError` when a setting cannot be used.
     package static func test(
         databaseURL: String, authority: String, clientId: String = "6731de76-14a6-49ae-97bc-6eba6914391e", clientSecret: String? = nil,
-        logger: Logger = Logger(level: .error, logPII: false, sink: .memory()), configure: (inout Configuration) -> Void = { _ in }
+        logger: Logger = Logger(level: .error, logPII: false, sink: .memory()), clock: RelayClock = .system,
+        configure: (inout Configuration) -> Void = { _ in }
     ) throws -> AppDependencies {
         var configuration = Configuration()
         configuration.database.url = databaseURL
@@ -87,12 +92,13 @@ package struct AppDependencies: Sendable {
         configuration.encryption.keys = KeyRing.generateEntry(id: "test1")
         configuration.http.listenPort = 0
         configure(&configuration)
-        return try AppDependencies(configuration: configuration, logger: logger, serving: false)
+        return try AppDependencies(configuration: configuration, logger: logger, clock: clock, serving: false)
     }
 
-    private init(configuration: Configuration, logger: Logger, serving: Bool) throws {
+    private init(configuration: Configuration, logger: Logger, clock: RelayClock, serving: Bool) throws {
         self.configuration = configuration
         self.logger = logger
+        self.clock = clock
         let metrics = Metrics()
         metrics.describeOperations()
         self.metrics = metrics
@@ -120,22 +126,22 @@ package struct AppDependencies: Sendable {
 
         let urls = PublicURLs(configuration: configuration)
         self.urls = urls
-        let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
+        let now: @Sendable () -> Int = { clock.seconds }
         let hsmKeys = try configuration.encryption.pkcs11.map(HSMKeys.open) ?? []
         let dataKeys = TenantDataKeys(
             store: DataKeyStore(database: database), keys: KeyEncryptionKeys(ring: ring, hsm: hsmKeys),
-            capacity: configuration.encryption.dataKeyCapacity, holdSeconds: Double(configuration.encryption.dataKeyHoldSeconds))
+            capacity: configuration.encryption.dataKeyCapacity, holdSeconds: Double(configuration.encryption.dataKeyHoldSeconds), clock: clock)
         self.dataKeys = dataKeys
         let cipher = TokenCipher(ring: ring, dataKeys: dataKeys)
         self.cipher = cipher
         let store = TokenStore(database: database, clientId: identity.clientId, cipher: cipher)
         let ciphertexts = CiphertextStore(database: database, clientId: identity.clientId, cipher: cipher)
         self.ciphertexts = ciphertexts
-        let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger)
+        let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger, clock: UpstreamClock(clock))
         let credential = try ClientCredential(configuration: configuration)
         self.credential = credential
         // Per replica: each replica learns from its own token-endpoint answers (behaviour §12 Health).
-        let credentialHealth = CredentialHealth(metrics: metrics)
+        let credentialHealth = CredentialHealth(metrics: metrics, clock: clock)
         self.credentialHealth = credentialHealth
         Self.noteExpiry(of: credential, secretExpiresAt: configuration.credential.secretExpiresAt, in: credentialHealth)
         let tokenSettings = configuration.tokens
@@ -144,7 +150,7 @@ package struct AppDependencies: Sendable {
             maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds, metrics: metrics, credentialHealth: credentialHealth)
         let memoryBytes = tokenSettings.memoryCacheMegabytes << 20
         let memory = MemoryTokenCache(capacityBytes: memoryBytes / 4 * 3)
-        let accounts = AccountCache(ttl: TimeInterval(tokenSettings.cacheTTLSeconds), capacityBytes: memoryBytes / 4)
+        let accounts = AccountCache(ttl: TimeInterval(tokenSettings.cacheTTLSeconds), capacityBytes: memoryBytes / 4, clock: clock)
         let uiRequired = UIRequiredMemory(ttlSeconds: tokenSettings.uiRequiredTTLSeconds)
         let declinedScopes = DeclinedScopesMemory()
         let downstreamThrottle = ThrottleMemory()
@@ -193,7 +199,7 @@ package struct AppDependencies: Sendable {
             store: tenantStore, suspensions: suspensions, intervalSeconds: tokenSettings.cacheTTLSeconds, logger: logger)
         self.tenantReloader = tenantReloader
         let signIns = SignInService(
-            store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
+            store: store, sts: sts, metadata: OpenIDMetadataCache(http: http, clock: clock), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: identity.clientId, urls: urls, redirectAfterOrigins: identity.redirectAfterOrigins,
             clientCapabilities: identity.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
@@ -238,7 +244,7 @@ package struct AppDependencies: Sendable {
         }
         let authenticator = APIKeyAuthenticator(
             bootstrapKey: configuration.apiKeys.bootstrapKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.limits.rateLimitPerKey,
-            cacheTTL: TimeInterval(tokenSettings.cacheTTLSeconds))
+            cacheTTL: TimeInterval(tokenSettings.cacheTTLSeconds), clock: clock)
         self.authenticator = authenticator
         let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
         self.invalidation = invalidation

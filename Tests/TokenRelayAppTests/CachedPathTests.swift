@@ -272,7 +272,7 @@ struct CachedPathTests {
         let token = StoredAccessToken(
             accountId: "a", environment: "env", realm: "r", clientId: "c", scopes: ["https://graph.microsoft.com/User.Read", "Mail.Read"],
             secret: "s", expiresOn: 100, extExpiresOn: nil, refreshOn: nil)
-        cache.store(token)
+        cache.store(token, now: 0)
         #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["user.read"])) == token)
         #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["User.Read", "MAIL.READ"])) == token)
         #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["Mail.Send"])) == nil)
@@ -280,12 +280,12 @@ struct CachedPathTests {
         let longer = StoredAccessToken(
             accountId: "a", environment: "env", realm: "r", clientId: "c", scopes: ["User.Read"], secret: "t", expiresOn: 200, extExpiresOn: nil,
             refreshOn: nil)
-        cache.store(longer)
+        cache.store(longer, now: 0)
         #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["User.Read"])) == longer)  // later expiry wins
         let overlapping = StoredAccessToken(
             accountId: "a", environment: "env", realm: "r", clientId: "c", scopes: ["user.read"], secret: "u", expiresOn: 150, extExpiresOn: nil,
             refreshOn: nil)
-        cache.store(overlapping)  // same scope as `longer` (case-insensitive): replaces it
+        cache.store(overlapping, now: 0)  // same scope as `longer` (case-insensitive): replaces it
         #expect(cache.lookup(accountId: "a", environment: "env", realm: "r", scopes: ScopeSet(normalizing: ["User.Read"])) == overlapping)
     }
 

@@ -15,6 +15,8 @@ import TokenRelayTesting
 struct ClientCredentialTests {
     static let clientId = "6731de76-14a6-49ae-97bc-6eba6914391e"
     static let endpoint = "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token"
+    /// The time assertions are made at (unix seconds).
+    static let now = 1_800_000_000
     static let valid: [String: String] = [
         "TOKENRELAY_CLIENT_ID": clientId,
         "TOKENRELAY_AUTHORITY": "https://login.microsoftonline.com/contoso.onmicrosoft.com",
@@ -30,10 +32,10 @@ struct ClientCredentialTests {
 
     @Test("A secret is sent as client_secret")
     func secret() throws {
-        let fields = try Self.credential(["TOKENRELAY_CLIENT_SECRET": "s3cret"]).formFields(tokenEndpoint: Self.endpoint)
+        let fields = try Self.credential(["TOKENRELAY_CLIENT_SECRET": "s3cret"]).formFields(tokenEndpoint: Self.endpoint, now: Self.now)
         #expect(fields.map(\.0) == ["client_secret"])
         #expect(Self.field(fields, "client_secret") == "s3cret")
-        #expect(try Self.credential([:]).formFields(tokenEndpoint: Self.endpoint).isEmpty)
+        #expect(try Self.credential([:]).formFields(tokenEndpoint: Self.endpoint, now: Self.now).isEmpty)
     }
 
     @Test(
@@ -63,7 +65,7 @@ struct ClientCredentialTests {
         #expect(jwt.claims["iat"]?.intValue == 1_800_000_000)
         #expect(jwt.claims["exp"]?.intValue == 1_800_000_600)
         #expect(certificate.publicKey.verify(signature: jwt.signature, for: jwt.signingInput, algorithm: algorithm == "PS256" ? .ps256 : .rs256))
-        let again = try JWT.parse(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") ?? "")
+        let again = try JWT.parse(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint, now: Self.now), "client_assertion") ?? "")
         #expect(again.claims["jti"]?.stringValue != jwt.claims["jti"]?.stringValue)
         #expect(credential.certificateNotAfter ?? 0 > 1_800_000_000 - 10 * 365 * 86_400)
     }
@@ -75,13 +77,13 @@ struct ClientCredentialTests {
         let path = files.directory + "/token"
         try "first.assertion.value".write(toFile: path, atomically: true, encoding: .utf8)
         let credential = try Self.credential(["TOKENRELAY_CLIENT_ASSERTION_FILE": path])
-        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") == "first.assertion.value")
+        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint, now: Self.now), "client_assertion") == "first.assertion.value")
         try "second.assertion.value\n".write(toFile: path, atomically: true, encoding: .utf8)
-        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") == "second.assertion.value")
+        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint, now: Self.now), "client_assertion") == "second.assertion.value")
         try FileManager.default.removeItem(atPath: path)
-        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint), "client_assertion") == "second.assertion.value")
+        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint, now: Self.now), "client_assertion") == "second.assertion.value")
         let never = ClientCredential(clientId: Self.clientId, kind: .assertionFile(path: path))
-        #expect(throws: RelayError.self) { try never.formFields(tokenEndpoint: Self.endpoint) }
+        #expect(throws: RelayError.self) { try never.formFields(tokenEndpoint: Self.endpoint, now: Self.now) }
     }
 
     @Test("Start-up refuses two credentials, an unknown algorithm, a key that is not the certificate's, and an unreadable file")

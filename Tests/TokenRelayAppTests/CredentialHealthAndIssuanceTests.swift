@@ -15,11 +15,12 @@ import TokenRelayTesting
 /// Health, Audit); the whole-stack behaviour is in EndToEndTests.
 @Suite("Credential health and issuance counts")
 struct CredentialHealthAndIssuanceTests {
-    /// A clock the test moves.
+    /// The service's test clock, moved by days.
     final class Clock: Sendable {
-        let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-        func now() -> Date { current.withLock { $0 } }
-        func advance(days: Double) { current.withLock { $0 += days * 86_400 } }
+        let manual = ManualClock(unixTime: 1_800_000_000)
+        var clock: RelayClock { manual.clock }
+        func now() -> Date { manual.clock.date }
+        func advance(days: Double) { manual.advance(by: days * 86_400) }
     }
 
     static func rejection(_ code: Int) -> STSFailure {
@@ -36,7 +37,7 @@ struct CredentialHealthAndIssuanceTests {
     func rejectionWarnsUntilAccepted() {
         let metrics = Metrics()
         let clock = Clock()
-        let health = CredentialHealth(metrics: metrics, now: clock.now)
+        let health = CredentialHealth(metrics: metrics, clock: clock.clock)
         #expect(health.check().status == "pass")
         health.observe(
             STSFailure(disposition: .refreshTokenDead, problem: .interactionRequired, stsErrorCodes: [700082], detail: "AADSTS700082."))
@@ -72,7 +73,7 @@ struct CredentialHealthAndIssuanceTests {
     func expiryWindow() {
         let metrics = Metrics()
         let clock = Clock()
-        let health = CredentialHealth(metrics: metrics, now: clock.now)
+        let health = CredentialHealth(metrics: metrics, clock: clock.clock)
         health.expiresAt(clock.now().addingTimeInterval(15 * 86_400))
         #expect(health.check().status == "pass")
         #expect(metrics.render().contains("tokenrelay_client_credential_expiring 0"))

@@ -68,7 +68,7 @@ struct ExpiringMemoriesTests {
 
     @Test("Accounts are served for the TTL on the injected clock, and the least recently used makes room by bytes")
     func accountsExpireAndAreBounded() {
-        let clock = Mutex(1_000.0)
+        let clock = ManualClock(unixTime: 1_000)
         func record(_ id: String) -> AccountRecord {
             AccountRecord(
                 accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
@@ -76,16 +76,17 @@ struct ExpiringMemoriesTests {
                 idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
         }
         let room = Self.roomForTwo([Self.account] + ["a", "b", "c"].map(record))
-        let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
+        let cache = AccountCache(ttl: 30, capacityBytes: room, clock: clock.clock)
         cache.store(Self.account, readMark: cache.readMark)
-        clock.withLock { $0 = 1_029.5 }
+        clock.advance(by: 29.5)
         #expect(cache.account(id: "acc_1") != nil)
-        clock.withLock { $0 = 1_030 }
+        clock.advance(by: 0.5)
         #expect(cache.account(id: "acc_1") == nil)
 
-        for (index, id) in ["a", "b"].enumerated() {
-            clock.withLock { $0 = 2_000 + Double(index) }
+        clock.advance(by: 970)  // 2,000
+        for id in ["a", "b"] {
             cache.store(record(id), readMark: cache.readMark)
+            clock.advance(by: 1)
         }
         #expect(cache.account(id: "a") != nil)  // a is now more recently used than b
         cache.store(record("c"), readMark: cache.readMark)
@@ -97,7 +98,7 @@ struct ExpiringMemoriesTests {
 
     @Test("Touches: at most once per interval per account held; a re-read keeps the time; memory bounds them with the accounts")
     func touches() {
-        let clock = Mutex(1_000.0)
+        let clock = ManualClock(unixTime: 1_000)
         func record(_ id: String) -> AccountRecord {
             AccountRecord(
                 accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
@@ -105,12 +106,12 @@ struct ExpiringMemoriesTests {
                 idTokenClaims: "{}", createdAt: "2026-11-29T00:00:00Z", lastUsedAt: nil)
         }
         let room = Self.roomForTwo(["a", "b", "c"].map(record))
-        let cache = AccountCache(ttl: 30, capacityBytes: room, now: { clock.withLock { $0 } })
+        let cache = AccountCache(ttl: 30, capacityBytes: room, clock: clock.clock)
         cache.store(record("a"), readMark: cache.readMark)
         #expect(cache.claimTouch(id: "a", now: 1_000))
         #expect(!cache.claimTouch(id: "a", now: 1_000 + AccountCache.touchInterval - 1))
         // The entry expires and the account is read again: the touch time survives the re-read.
-        clock.withLock { $0 = 1_100 }
+        clock.advance(by: 100)
         #expect(cache.account(id: "a") == nil)
         cache.store(record("a"), readMark: cache.readMark)
         #expect(!cache.claimTouch(id: "a", now: 1_100))

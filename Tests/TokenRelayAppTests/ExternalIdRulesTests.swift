@@ -56,8 +56,8 @@ struct ExternalIdRulesTests {
 
     @Test("A remembered external id is believed only while its account is held and still carries it, per owner, for the TTL")
     func memory() {
-        let clock = Mutex(1_000.0)
-        let cache = AccountCache(ttl: 30, now: { clock.withLock { $0 } })
+        let clock = ManualClock(unixTime: 1_000)
+        let cache = AccountCache(ttl: 30, clock: clock.clock)
         let crm = ExternalId(owner: "team-a", value: "crm-42")
 
         let alice = Self.record("acc_alice", externalIds: ["team-a": "crm-42"])
@@ -84,9 +84,9 @@ struct ExternalIdRulesTests {
         cache.store(carol, readMark: cache.readMark)
         cache.remember(crm, of: carol)
         #expect(cache.account(externalId: crm)?.accountId == "acc_carol")
-        clock.withLock { $0 = 1_030 }
+        clock.advance(by: 30)
         #expect(cache.account(externalId: crm) == nil)
-        clock.withLock { $0 = 1_040 }
+        clock.advance(by: 10)
         cache.store(carol, readMark: cache.readMark)
         cache.remember(crm, of: carol)
         cache.removeAll()

@@ -95,13 +95,13 @@ struct TenantSuspensionsTests {
                 expiresOn: now + 3600, extExpiresOn: nil, refreshOn: nil)
         }
         let memory = MemoryTokenCache()
-        memory.store(token("acc_1", realm: Self.guest.uppercased()))
-        memory.store(token("acc_2", realm: Self.home))
+        memory.store(token("acc_1", realm: Self.guest.uppercased()), now: now)
+        memory.store(token("acc_2", realm: Self.home), now: now)
         memory.removeAll(realm: Self.guest)
         #expect(memory.count == 1)
         let grants = GrantTokenMemory()
-        grants.store(token("app:" + Self.guest, realm: Self.guest))
-        grants.store(token("app:" + Self.home, realm: Self.home))
+        grants.store(token("app:" + Self.guest, realm: Self.guest), now: now)
+        grants.store(token("app:" + Self.home, realm: Self.home), now: now)
         grants.removeAll(realm: Self.guest)
         #expect(grants.count == 1)
     }

@@ -46,21 +46,18 @@ package final class AccountCache: Sendable {
     private let externalIds: ExpiringMap<ExternalId, String>
     /// Seconds an entry is served.
     package let ttl: TimeInterval
-    /// Seconds of the clock entries expire on (unix seconds; injected in tests).
-    private let now: @Sendable () -> Double
+    /// The clock entries expire on (its Unix time; a manual one in tests).
+    private let clock: RelayClock
 
     /// - Parameters:
     ///   - ttl: `TOKENRELAY_CACHE_TTL_S`, seconds an account is served from memory. Default 30.
     ///   - capacityBytes: most bytes of accounts held (`TOKENRELAY_MEMORY_CACHE_MB`'s share for
     ///     accounts). Default 16 MiB.
     ///   - externalIdCapacity: most external ids remembered (about 100 bytes each). Default 100,000.
-    ///   - now: the current time, unix seconds.
-    package init(
-        ttl: TimeInterval = 30, capacityBytes: Int = 16 << 20, externalIdCapacity: Int = 100_000,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
-    ) {
+    ///   - clock: the service's clock. Default the system's.
+    package init(ttl: TimeInterval = 30, capacityBytes: Int = 16 << 20, externalIdCapacity: Int = 100_000, clock: RelayClock = .system) {
         self.ttl = ttl
-        self.now = now
+        self.clock = clock
         entries = ByteBoundedLRU(capacityBytes: capacityBytes)
         externalIds = ExpiringMap(capacity: externalIdCapacity)
     }
@@ -69,7 +66,7 @@ package final class AccountCache: Sendable {
     /// stays until the account is read again (``store(_:readMark:)`` keeps its touch time) or
     /// the least recently used go.
     package func account(id: String) -> AccountRecord? {
-        guard let held = entries.value(for: id), held.expiresAt > now() else { return nil }
+        guard let held = entries.value(for: id), held.expiresAt > clock.unixTime else { return nil }
         return held.account
     }
 
@@ -78,7 +75,7 @@ package final class AccountCache: Sendable {
 
     /// The account `externalId` names, from memory: held here and still carrying that external id.
     package func account(externalId: ExternalId) -> AccountRecord? {
-        guard let accountId = externalIds.value(for: externalId, now: now()), let account = account(id: accountId),
+        guard let accountId = externalIds.value(for: externalId, now: clock.unixTime), let account = account(id: accountId),
             account.externalIds[externalId.owner] == externalId.value
         else { return nil }
         return account
@@ -88,7 +85,7 @@ package final class AccountCache: Sendable {
     /// seconds; nothing when the account does not carry it.
     package func remember(_ externalId: ExternalId, of account: AccountRecord) {
         guard account.externalIds[externalId.owner] == externalId.value else { return }
-        let now = self.now()
+        let now = self.clock.unixTime
         _ = externalIds.set(account.accountId, for: externalId, expiresAt: now + ttl, now: now)
     }
 
@@ -103,7 +100,7 @@ package final class AccountCache: Sendable {
         marks.withLock { marks in
             if let removed = marks.removedAt[account.accountId], removed > readMark { return }
             if marks.clearedAt > readMark { return }
-            let expiresAt = now() + ttl
+            let expiresAt = clock.unixTime + ttl
             entries.update(account.accountId) { held in
                 held = (Held(account: account, expiresAt: expiresAt, touchedAt: held?.value.touchedAt), cost)
             }

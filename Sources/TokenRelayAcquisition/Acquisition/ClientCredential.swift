@@ -126,7 +126,7 @@ package final class ClientCredential: Sendable {
     ///   for a public client.
     /// - Throws: `RelayError` 502 `upstream_error` when the certificate cannot sign or the assertion
     ///   file was never readable (the service's own credential is at fault, behaviour §4).
-    package func formFields(tokenEndpoint: String, now: Int = Int(Date().timeIntervalSince1970)) throws(RelayError) -> [(String, String)] {
+    package func formFields(tokenEndpoint: String, now: Int) throws(RelayError) -> [(String, String)] {
         switch kind {
         case .none:
             return []

@@ -43,7 +43,7 @@ package final class DeclinedScopesMemory: Sendable {
     package var count: Int { answers.count }
 
     /// Remembers `answer` until its token's `expires_on` (`now` in unix seconds).
-    package func remember(_ answer: Answer, accountId: String, key: String, now: Int = Int(Date().timeIntervalSince1970)) {
+    package func remember(_ answer: Answer, accountId: String, key: String, now: Int) {
         answers.set(answer, for: Key(accountId: accountId, request: key), expiresAt: Double(answer.token.expiresOn), now: Double(now))
     }
 

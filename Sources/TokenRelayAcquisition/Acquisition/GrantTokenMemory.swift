@@ -21,7 +21,7 @@ package final class GrantTokenMemory: Sendable {
     /// `usable` holds.
     /// - Parameter now: unix seconds; an owner whose tokens have all expired is not looked at.
     package func lookup(
-        owner: String, environment: String, realm: String, scopes: ScopeSet, now: Int = Int(Date().timeIntervalSince1970),
+        owner: String, environment: String, realm: String, scopes: ScopeSet, now: Int,
         usable: (StoredAccessToken) -> Bool
     ) -> StoredAccessToken? {
         (entries.value(for: owner, now: Double(now)) ?? [])
@@ -31,7 +31,7 @@ package final class GrantTokenMemory: Sendable {
 
     /// Stores `token` (owner in `accountId`), replacing the owner's entry with the same target;
     /// the owner's expired entries (`now`, unix seconds) go at the same time.
-    package func store(_ token: StoredAccessToken, now: Int = Int(Date().timeIntervalSince1970)) {
+    package func store(_ token: StoredAccessToken, now: Int) {
         entries.update(token.accountId, now: Double(now)) { entry in
             var list = entry?.value ?? []
             list.removeAll {

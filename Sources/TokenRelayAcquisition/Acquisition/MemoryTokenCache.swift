@@ -74,7 +74,7 @@ package final class MemoryTokenCache: Sendable {
     /// Stores `token`, replacing entries it overlaps (same rule as the persistent cache); the
     /// account's entries that have expired (`now`, unix seconds) go at the same time, so memory
     /// follows live tokens rather than every token ever seen.
-    package func store(_ token: StoredAccessToken, now: Int = Int(Date().timeIntervalSince1970)) {
+    package func store(_ token: StoredAccessToken, now: Int) {
         let lowered = Set(token.scopes.map { $0.lowercased() })
         let canonical = token.scopeSet.canonical
         let entry = Entry(

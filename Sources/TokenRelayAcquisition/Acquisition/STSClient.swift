@@ -63,7 +63,9 @@ package struct STSClient: Sendable {
         // Asked before the form is built: a held-back request signs no client assertion.
         do { try upstream.admit(throttleKey, target: "sts") } catch { throw .rejected(.heldBack(error)) }
         var form = [("client_id", clientId)] + grant
-        do { form += try credential.formFields(tokenEndpoint: authority.tokenEndpoint) } catch { throw .unavailable(error) }
+        do { form += try credential.formFields(tokenEndpoint: authority.tokenEndpoint, now: Int(http.clock.now().timeIntervalSince1970)) } catch {
+            throw .unavailable(error)
+        }
         if let scopes { form.append(("scope", scopes.wireValue)) }
         if let claims { form.append(("claims", claims)) }
         form.append(("client_info", "1"))

@@ -37,14 +37,14 @@ package final class CredentialHealth: Sendable {
 
     private let state = Mutex(State())
     private let metrics: Metrics
-    private let now: @Sendable () -> Date
+    private let clock: RelayClock
 
     /// - Parameters:
     ///   - metrics: where `tokenrelay_client_credential_*` are set.
-    ///   - now: the clock (injected by tests).
-    package init(metrics: Metrics, now: @escaping @Sendable () -> Date = { Date() }) {
+    ///   - clock: the service's clock. Default the system's.
+    package init(metrics: Metrics, clock: RelayClock = .system) {
         self.metrics = metrics
-        self.now = now
+        self.clock = clock
         metrics.describe(
             "tokenrelay_client_credential_rejected", "gauge", "1 while the STS's last answer rejected the client credential (this replica), else 0.")
         metrics.describe("tokenrelay_client_credential_rejections_total", "counter", "Token-endpoint answers rejecting the client credential, by STS code.")
@@ -53,7 +53,7 @@ package final class CredentialHealth: Sendable {
             guard let self else { return [] }
             // `expiring` is always exposed (0 while no expiry is known), so alert rules have a series.
             guard let expiresAt = state.withLock({ $0.expiresAt }) else { return [("tokenrelay_client_credential_expiring", [:], 0)] }
-            let remaining = expiresAt.timeIntervalSince(now())
+            let remaining = expiresAt.timeIntervalSince(clock.date)
             return [
                 ("tokenrelay_client_credential_expiry_timestamp_seconds", [:], expiresAt.timeIntervalSince1970.rounded()),
                 ("tokenrelay_client_credential_expiring", [:], remaining < Self.expiryWarningSeconds ? 1 : 0),
@@ -64,7 +64,7 @@ package final class CredentialHealth: Sendable {
     /// Notes a classified token-endpoint failure; only a rejected client credential counts.
     package func observe(_ failure: STSFailure) {
         guard failure.disposition == .clientCredentialRejected else { return }
-        let rejection = Rejection(stsErrorCodes: failure.stsErrorCodes, error: failure.error, detail: failure.detail, at: now())
+        let rejection = Rejection(stsErrorCodes: failure.stsErrorCodes, error: failure.error, detail: failure.detail, at: clock.date)
         state.withLock { $0.rejection = rejection }
         let code = failure.stsErrorCodes.first.map(String.init) ?? failure.error ?? "unknown"
         metrics.increment("tokenrelay_client_credential_rejections_total", ["code": code])
@@ -99,7 +99,7 @@ package final class CredentialHealth: Sendable {
     /// - Returns: the status and the check's entries (IETF health draft objects).
     package func check() -> (status: String, entries: [JSONValue]) {
         let snapshot = state.withLock { $0 }
-        let now = now()
+        let now = clock.date
         let time = now.formatted(.iso8601)
         var entries: [JSONValue] = []
         if let rejection = snapshot.rejection {

@@ -22,26 +22,30 @@ package final class OpenIDMetadataCache: Sendable {
     }
 
     private let http: HTTPClient
-    /// Authority URL → documents, on `Date.timeIntervalSinceReferenceDate`.
+    private let clock: RelayClock
+    /// Authority URL → documents, on the clock's Unix time.
     private let entries: ExpiringMap<String, Entry>
     private static let lifetime: TimeInterval = 3600
 
-    /// - Parameter capacity: most authorities kept; a bound on memory (sign-ins may name any
-    ///   tenant the authority rules allow). Default 1,000.
-    package init(http: HTTPClient, capacity: Int = 1_000) {
+    /// - Parameters:
+    ///   - capacity: most authorities kept; a bound on memory (sign-ins may name any
+    ///     tenant the authority rules allow). Default 1,000.
+    ///   - clock: the service's clock, for the documents' lifetime. Default the system's.
+    package init(http: HTTPClient, capacity: Int = 1_000, clock: RelayClock = .system) {
         self.http = http
+        self.clock = clock
         entries = ExpiringMap(capacity: capacity)
     }
 
     /// The metadata and a signature verifier for `authority`.
     /// - Throws: `RelayError` 502/503 when the documents cannot be fetched or read.
     package func verifier(for authority: Authority, keyId: String?) async throws -> (OpenIDMetadata, JWKSVerifier) {
-        if let entry = entries.value(for: authority.url, now: Date().timeIntervalSinceReferenceDate), keyId.map({ entry.keys[$0] != nil }) ?? true {
+        if let entry = entries.value(for: authority.url, now: clock.unixTime), keyId.map({ entry.keys[$0] != nil }) ?? true {
             return (entry.metadata, JWKSVerifier(keys: entry.keys))
         }
         let metadata = try await fetchMetadata(authority)
         let keys = try await fetchKeys(metadata.jwksURI)
-        let fetched = Date().timeIntervalSinceReferenceDate
+        let fetched = clock.unixTime
         entries.set(Entry(metadata: metadata, keys: keys), for: authority.url, expiresAt: fetched + Self.lifetime, now: fetched)
         return (metadata, JWKSVerifier(keys: keys))
     }

@@ -310,10 +310,10 @@ package struct SignInService: Sendable {
             return RelayError.invalidRequest(field: "error", "The callback's 'error' is not an error code of the authorization protocol.")
         }
         // The redirect carries the same fields as a token-endpoint error body: one parser and one
-        // table read both (behaviour §4.3).
+        // table read both (behaviour §4.3). No headers, so no Retry-After date to read the time for.
         let failure = STSErrorMapping.classify(
             status: 400, headers: [], body: JSONWriter.encode(.object(["error": .string(error), "error_description": .string(description)])),
-            now: Date())
+            now: .distantPast)
         let codes = failure.stsErrorCodes
         var extensions: [String: JSONValue] = [:]
         if !codes.isEmpty { extensions["sts_error_codes"] = .array(codes.map { .number(Double($0)) }) }

@@ -79,7 +79,7 @@ package final class ThrottleMemory: Sendable {
     ///   - seconds: the upstream's `Retry-After`, whole seconds (at most a day is kept); 0 or less
     ///     remembers nothing.
     ///   - status: the upstream's status (429 or 503).
-    package func remember(_ key: Key, seconds: Int, status: Int, now: Date = Date()) {
+    package func remember(_ key: Key, seconds: Int, status: Int, now: Date) {
         guard seconds > 0 else { return }
         let until = now.addingTimeInterval(Double(min(seconds, 86_400)))
         entries.update(key, now: now.timeIntervalSinceReferenceDate) { held in
@@ -90,7 +90,7 @@ package final class ThrottleMemory: Sendable {
 
     /// The remembered wait for `key` while it lasts.
     /// - Returns: the entry and the whole seconds left (rounded up, at least 1); nil when none.
-    package func recall(_ key: Key, now: Date = Date()) -> (entry: Entry, remainingSeconds: Int)? {
+    package func recall(_ key: Key, now: Date) -> (entry: Entry, remainingSeconds: Int)? {
         guard let entry = entries.value(for: key, now: now.timeIntervalSinceReferenceDate) else { return nil }
         return (entry, max(1, Int(entry.until.timeIntervalSince(now).rounded(.up))))
     }

@@ -63,6 +63,7 @@ package final class APIKeyAuthenticator: Sendable {
 
     /// Most key ids remembered at once (found or not).
     package let cacheLimit: Int
+    private let clock: RelayClock
     /// Requests per second per key in this replica; 0 = no limit.
     package let rateLimitPerKey: Double
 
@@ -72,7 +73,12 @@ package final class APIKeyAuthenticator: Sendable {
     ///   - cacheLimit: most key ids remembered at once (also bounds the rate buckets).
     ///   - rateLimitPerKey: `TOKENRELAY_RATE_LIMIT_PER_KEY`, requests per second; 0 = no limit.
     ///   - cacheTTL: `TOKENRELAY_CACHE_TTL_S`, seconds a looked-up key is trusted. Default 30.
-    package init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30) {
+    ///   - clock: the service's clock, for how long a key is trusted. Default the system's.
+    package init(
+        bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30,
+        clock: RelayClock = .system
+    ) {
+        self.clock = clock
         self.cacheLimit = cacheLimit
         cache = ExpiringMap(capacity: max(1, cacheLimit))
         self.rateLimitPerKey = rateLimitPerKey
@@ -126,7 +132,7 @@ package final class APIKeyAuthenticator: Sendable {
             return .caller(bootstrapCaller)
         }
         guard let (keyId, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
-        let now = Date()
+        let now = clock.date
         guard let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate), now.timeIntervalSince(cached.fetchedAt) < cacheTTL else {
             return .unknown
         }
@@ -141,12 +147,12 @@ package final class APIKeyAuthenticator: Sendable {
     }
 
     private func lookup(_ keyId: String) async throws -> CachedKey {
-        let checked = Date()
+        let checked = clock.date
         if let cached = cache.value(for: keyId, now: checked.timeIntervalSinceReferenceDate), checked.timeIntervalSince(cached.fetchedAt) < cacheTTL {
             return cached
         }
         let record = try await keys.activeKey(keyId)
-        let now = Date()
+        let now = clock.date
         // Bounded: well-formed but unknown key ids must not grow memory without limit.
         return cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { held in
             // A key looked up again keeps its bucket: re-reading the row must not refill it.

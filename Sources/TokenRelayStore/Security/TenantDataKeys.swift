@@ -27,18 +27,18 @@ package final class TenantDataKeys: Sendable {
     private let memory: ExpiringMap<String, DataKey>
     /// Seconds an unwrapped key stays in memory (`TOKENRELAY_DATA_KEY_HOLD_S`).
     package let holdSeconds: Double
-    private let now: @Sendable () -> Double
+    private let clock: RelayClock
     private let unwraps = Atomic<Int>(0)
 
     package init(
         store: DataKeyStore, keys: KeyEncryptionKeys, capacity: Int = 10_000, holdSeconds: Double = 3600,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+        clock: RelayClock = .system
     ) {
         self.store = store
         self.keys = Mutex(keys)
         memory = ExpiringMap(capacity: capacity * 2)
         self.holdSeconds = holdSeconds
-        self.now = now
+        self.clock = clock
     }
 
     /// The key-encryption keys in use now.
@@ -54,10 +54,10 @@ package final class TenantDataKeys: Sendable {
     package var unwrapCount: Int { unwraps.load(ordering: .relaxed) }
 
     /// The tenant's key if it is in memory.
-    package func cached(tenantId: String) -> DataKey? { memory.value(for: "t|" + tenantId, now: now()) }
+    package func cached(tenantId: String) -> DataKey? { memory.value(for: "t|" + tenantId, now: clock.unixTime) }
 
     /// The key of that id if it is in memory.
-    package func cached(dataKeyId: String) -> DataKey? { memory.value(for: "k|" + dataKeyId, now: now()) }
+    package func cached(dataKeyId: String) -> DataKey? { memory.value(for: "k|" + dataKeyId, now: clock.unixTime) }
 
     /// The tenant's data key: from memory, else unwrapped from `data_keys`, else made, wrapped
     /// under the primary key-encryption key and stored (one winner when replicas race).
@@ -133,7 +133,7 @@ package final class TenantDataKeys: Sendable {
     }
 
     private func remember(_ key: DataKey) -> DataKey {
-        let time = now()
+        let time = clock.unixTime
         memory.set(key, for: "t|" + key.tenantId, expiresAt: time + holdSeconds, now: time)
         memory.set(key, for: "k|" + key.id, expiresAt: time + holdSeconds, now: time)
         return key

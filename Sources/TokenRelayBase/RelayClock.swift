@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+
+/// The service's one source of time (STYLE: time is injected), built once by the composition
+/// (`AppDependencies`) and handed to whatever reads the time: wall time for what is compared with
+/// times others wrote or read (a token's `expires_on`, a memory's expiry, a Retry-After date, a
+/// lease), a monotonic reading for durations that must not jump when the wall clock is set.
+/// ``system`` in the service; a ``ManualClock`` in tests, moved by hand instead of sleeping
+/// (postgres-nio's `MockClock`).
+package struct RelayClock: Sendable {
+    private let readWall: @Sendable () -> Double
+    private let readMonotonic: @Sendable () -> Double
+
+    /// - Parameters:
+    ///   - wall: Unix time, seconds with fraction.
+    ///   - monotonic: seconds from an arbitrary origin that never goes back.
+    package init(wall: @escaping @Sendable () -> Double, monotonic: @escaping @Sendable () -> Double) {
+        readWall = wall
+        readMonotonic = monotonic
+    }
+
+    /// Unix time, seconds with fraction.
+    package var unixTime: Double { readWall() }
+    /// Unix time in whole seconds (rounded down): token times, memories.
+    package var seconds: Int { Int(readWall().rounded(.down)) }
+    /// The wall time as a `Date`.
+    package var date: Date { Date(timeIntervalSince1970: readWall()) }
+    /// Seconds from an arbitrary origin, never going back: measure durations with it.
+    package var monotonicSeconds: Double { readMonotonic() }
+
+    /// The system's clocks: `Date()` and `ContinuousClock`.
+    package static let system: RelayClock = {
+        let origin = ContinuousClock.now
+        return RelayClock(
+            wall: { Date().timeIntervalSince1970 },
+            monotonic: {
+                let elapsed = ContinuousClock.now - origin
+                return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            })
+    }()
+}
+
+/// A clock for tests: it stands still until ``advance(by:)`` moves it, wall and monotonic
+/// together.
+package final class ManualClock: Sendable {
+    private let elapsed = Mutex<Double>(0)
+    private let start: Double
+
+    /// - Parameter unixTime: the wall time it starts at. Default 2026-01-01T00:00:00Z.
+    package init(unixTime: Double = 1_767_225_600) {
+        start = unixTime
+    }
+
+    /// Moves both readings forward by `seconds` (not backwards: the monotonic one never goes back).
+    package func advance(by seconds: Double) {
+        precondition(seconds >= 0, "a clock does not go back")
+        elapsed.withLock { $0 += seconds }
+    }
+
+    /// The ``RelayClock`` that reads this one.
+    package var clock: RelayClock {
+        RelayClock(wall: { self.start + self.elapsedSeconds }, monotonic: { self.elapsedSeconds })
+    }
+
+    private var elapsedSeconds: Double {
+        elapsed.withLock { $0 }
+    }
+}
