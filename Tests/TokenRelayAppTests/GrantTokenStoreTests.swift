@@ -80,7 +80,8 @@ struct GrantTokenStoreTests {
                 http: RetryingHTTPClient(http: http, metrics: metrics, logger: logger), clientId: Self.clientId,
                 credential: ClientCredential(clientId: Self.clientId, kind: .none), maxAttempts: 1, maxRetryAfterSeconds: 0, metrics: metrics)
             let service = GrantTokenService(
-                store: store, sts: sts, authorities: authorities, defaultAuthority: authority, memory: GrantTokenMemory(), coalescer: RefreshCoalescer(tasks: BackgroundTasks()),
+                store: store, sts: sts, authorities: authorities, defaultAuthority: authority, memory: GrantTokenMemory(),
+                coalescer: RefreshCoalescer(tasks: BackgroundTasks()),
                 clientCapabilities: [], expirySkewSeconds: 300, metrics: metrics, logger: logger, now: { now })
             let context = RequestContext(correlationId: UUID().uuidString, deadline: Date().addingTimeInterval(5), caller: nil, access: .unrestricted)
             let result = try await service.acquireApp(.init(scopes: ScopeSet(normalizing: ["https://graph.microsoft.com/.default"])), context: context)

@@ -632,7 +632,8 @@ struct RefreshExecutorTests {
         ) -> RefreshExecutor {
             RefreshExecutor(
                 store: store ?? self.store, endpoint: endpoint, clientId: RefreshExecutorTests.clientId, expirySkewSeconds: 300, limiter: limiter,
-                waiters: LeaseWaiters(), pendingRotations: PendingRotations(), tasks: BackgroundTasks(), metrics: metrics, logger: Logger(level: .error, logPII: false, sink: .memory()),
+                waiters: LeaseWaiters(), pendingRotations: PendingRotations(), tasks: BackgroundTasks(), metrics: metrics,
+                logger: Logger(level: .error, logPII: false, sink: .memory()),
                 now: { Int(Date().timeIntervalSince1970) })
         }
 
