@@ -15,6 +15,11 @@ package final class MemoryTokenCache: Sendable {
     package struct Hit: Sendable {
         package let token: StoredAccessToken
         package let answer: TokenAnswerBytes
+
+        package init(token: StoredAccessToken, answer: TokenAnswerBytes) {
+            self.token = token
+            self.answer = answer
+        }
     }
 
     private struct Entry: Sendable {

@@ -137,7 +137,8 @@ extension SilentAcquisition {
         if completion.merged { forgetInMemory(completion.account.accountId) }
         memory.store(completion.accessToken, now: now())
         let declined = ScopeRules.declined(requested: scopes, granted: granted)
-        return try answer(completion.accessToken, declined: declined, account: completion.account, source: .refresh, allowPartial: request.allowPartial)
+        return try SilentPlan.answer(
+            completion.accessToken, declined: declined, account: completion.account, source: .refresh, allowPartial: request.allowPartial)
     }
 
     /// `home_account_id` from `client_info`; realm, oid, username and name from the id_token's

@@ -65,21 +65,29 @@ package struct SilentAcquisition: Sendable {
     package var pendingRotations: PendingRotations { refresher.executor.pendingRotations }
     package var executor: RefreshExecutor { refresher.executor }
 
+    /// The plan for `request` made by a caller with `access` (behaviour §2.2): ``SilentPlan``.
+    package func plan(_ request: SilentTokenRequest, access: KeyAccess) -> SilentPlan {
+        SilentPlan(
+            request: request, access: access,
+            rules: SilentPlan.Rules(
+                authorities: authorities, clientCapabilities: clientCapabilities, expirySkewSeconds: cache.expirySkewSeconds,
+                allowExtendedLifetime: allowExtendedLifetime),
+            now: now())
+    }
+
     /// Acquires a token for `request`.
     /// - Throws: `RelayError`: 404 `account_not_found`, 409 `ambiguous_account`,
     ///   `interaction_required` or `server_declined_scopes`, 403 `tenant_suspended` (behaviour §12
     ///   Tenants), 429 `throttled`, 502, 503/504.
     package func acquire(_ request: SilentTokenRequest, context: RequestContext) async throws -> SilentTokenResult {
-        try context.access.check(request)
-        if case .accountId(let id) = request.account, !request.bypassesCache, !memory.holdsTokens(of: id) {
-            // The cache will be read and memory holds none of the account's tokens: an account
-            // read from PostgreSQL brings its stored tokens in the same round trip (issue 13).
-            // Whether the key sees it is the first check of `acquire(_:for:context:)`.
-            let (account, tokens) = try await resolver.byAccountId(id, owner: context.owner, readingTokens: true)
-            return try await acquire(request, for: account, storedTokens: tokens, context: context)
-        }
-        let account = try await resolver.resolve(request.account, visibleTo: context.access, owner: context.owner)
-        return try await acquire(request, for: account, context: context)
+        try await acquire(continuing: plan(request, access: context.access), context: context)
+    }
+
+    /// Acquires a token for an account already resolved (downstream calls resolve once).
+    package func acquire(_ request: SilentTokenRequest, for account: AccountRecord, context: RequestContext) async throws -> SilentTokenResult {
+        var plan = plan(request, access: context.access)
+        plan.learn(account: account, storedTokens: nil)
+        return try await acquire(continuing: plan, context: context)
     }
 
     /// Finds the account named by `selector` (see ``AccountResolver``); an `account_id` may be
@@ -88,142 +96,107 @@ package struct SilentAcquisition: Sendable {
         try await resolver.resolve(selector, owner: owner)
     }
 
-    /// The memory-only answer for `request`, or nil when it needs the database or the STS.
-    ///
-    /// Runs on the server thread without suspending (behaviour §10): account and token both come
-    /// from this replica's memory, and nothing is written.
-    package func acquireFromMemory(_ request: SilentTokenRequest) -> SilentTokenResult? {
-        guard case .accountId(let id) = request.account, !request.forceRefresh, request.authority == nil,
-            !ClaimsRequest.bypassesCache(claims: request.claims), let account = accounts.account(id: id), account.state == .active,
-            suspensions.suspendedTenant(of: account) == nil,
-            let hit = cache.memoryHit(
-                accountId: id, environment: account.environment, realm: account.realm, scopes: request.scopes, minTTL: request.minTTLSeconds)
-        else { return nil }
-        metrics.memoryCacheHits.increment()
-        served(hit.token, account: account, scopes: request.scopes)
-        return SilentTokenResult(token: hit.token, account: account, source: .cache, declinedScopes: [], prebuiltAnswer: hit.answer)
+    /// Runs `plan` to its answer from wherever it stands (the server thread may have taken it as
+    /// far as memory goes: ``answerFromMemory(_:owner:)``), with PostgreSQL and the STS.
+    /// - Throws: as ``acquire(_:context:)``.
+    package func acquire(continuing plan: SilentPlan, context: RequestContext) async throws -> SilentTokenResult {
+        var plan = plan
+        plan.now = now()
+        while true {
+            switch plan.next() {
+            case .resolveAccount:
+                if case .accountId(let id) = plan.request.account, !plan.request.bypassesCache, !memory.holdsTokens(of: id) {
+                    // The cache will be read and memory holds none of the account's tokens: an
+                    // account read from PostgreSQL brings its stored tokens in the same round trip
+                    // (issue 13). Whether the key sees it is the plan's next check.
+                    let (account, tokens) = try await resolver.byAccountId(id, owner: context.owner, readingTokens: true)
+                    plan.learn(account: account, storedTokens: tokens)
+                } else {
+                    plan.learn(account: try await resolver.resolve(plan.request.account, visibleTo: context.access, owner: context.owner), storedTokens: nil)
+                }
+            case .checkSuspension(let account):
+                plan.learn(suspendedTenant: suspensions.suspendedTenant(of: account))
+            case .checkMemories:
+                plan.learn(memoriesHoldUIRequired: uiRequired.count > 0, declinedScopes: declinedScopes.count > 0)
+            case .completeImport(let account):
+                // An ADAL import not yet redeemed: the first redemption learns (or merges) its
+                // identity. Like a refresh, it runs on past the caller's deadline (its rotated
+                // refresh token must be stored) while the caller gets its 504 at the deadline
+                // (behaviour §5 Deadlines).
+                let request = plan.request
+                let key = "import|" + account.accountId + "|" + request.scopes.cacheKey + "|" + (request.claims ?? "")
+                let (done, _) = try await refresher.imports.run(key: key, until: context.deadline) {
+                    try await completeImport(account, request: request, context: context)
+                }
+                if let done { return done }
+                plan.learn(account: try await resolver.resolve(.accountId(account.accountId)), storedTokens: nil)
+            case .lookUpMemoryCache(let lookup):
+                plan.learn(memoryHit: memoryHit(lookup))
+            case .recallDeclinedScopes(let accountId, let key):
+                plan.learn(declined: declinedScopes.recall(accountId: accountId, key: key, now: plan.now))
+            case .lookUpStoredCache(let lookup, let read):
+                plan.learn(
+                    storedHit: try await cache.lookUpStored(
+                        account: lookup.account, realm: lookup.realm, scopes: lookup.scopes, minTTL: lookup.minTTL, read: read))
+            case .recallUIRequired(let accountId, let key):
+                plan.learn(uiRequired: uiRequired.recall(accountId: accountId, key: key, now: plan.now))
+            case .refresh(let redemption):
+                let request = RefreshExecutor.Request(
+                    account: redemption.account, authority: redemption.authority, realm: redemption.realm, scopes: redemption.scopes,
+                    claims: redemption.claims, mode: redemption.mode, minTTL: redemption.minTTL, context: context)
+                let (outcome, _) = try await refresher.run(request, until: context.deadline)
+                background.absorb(outcome, accountId: redemption.account.accountId)
+                plan.now = now()
+                plan.learn(outcome: outcome)
+            case .lookUpExtendedLifetime(let error, let lookup):
+                plan.learn(extended: try await extendedLifetimeToken(after: error, account: lookup.account, realm: lookup.realm, scopes: lookup.scopes))
+            case .answer(let result, let after):
+                carryOut(after, for: plan)
+                return result
+            case .refuse(let error, let after):
+                carryOut(after, for: plan)
+                throw error
+            }
+        }
     }
 
-    /// Acquires a token for an account already resolved (downstream calls resolve once).
-    /// - Parameter storedTokens: the account's stored access tokens in its own realm, when they
-    ///   were read with it (``AccountResolver/byAccountId(_:owner:readingTokens:)``); nil: read
-    ///   them if memory cannot answer.
-    package func acquire(
-        _ request: SilentTokenRequest, for account: AccountRecord, storedTokens: [StoredAccessToken]? = nil, context: RequestContext
-    ) async throws -> SilentTokenResult {
-        try context.access.check(request)
-        guard context.access.sees(account) else { throw RelayError.accountNotFound() }
-        try suspensions.check(account)
-        guard account.state == .active else { throw Self.deadRefreshToken(account, request: request) }
-        if account.homeAccountId == nil {
-            // An ADAL import not yet redeemed: the first redemption learns (or merges) its identity.
-            // Like a refresh, it runs on past the caller's deadline (its rotated refresh token must
-            // be stored) while the caller gets its 504 at the deadline (behaviour §5 Deadlines).
-            let key = "import|" + account.accountId + "|" + request.scopes.cacheKey + "|" + (request.claims ?? "")
-            let (done, _) = try await refresher.imports.run(key: key, until: context.deadline) {
-                try await completeImport(account, request: request, context: context)
-            }
-            if let done { return done }
-            return try await acquire(request, for: try await resolver.resolve(.accountId(account.accountId)), context: context)
-        }
-        let (authority, realm) = try authorities.authorityAndRealm(request.authority, for: account)
-        // A key that sees a guest through another tenant's profile gets no home-tenant token.
-        try context.access.check(realm: realm)
-        let claims = try mergedClaims(request.claims)
-        let bypassCache = request.bypassesCache
-        let minTTL = request.minTTLSeconds
-        let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
-        if let replayed = uiRequired.recall(accountId: account.accountId, key: uiRequiredKey, now: now()) {
-            metrics.increment("tokenrelay_ui_required_replayed_total")
-            throw replayed
-        }
+    /// A servable token for `lookup` in this replica's memory, with its prebuilt answer.
+    package func memoryHit(_ lookup: SilentPlan.CacheLookup) -> MemoryTokenCache.Hit? {
+        cache.memoryHit(
+            accountId: lookup.account.accountId, environment: lookup.account.environment, realm: lookup.realm, scopes: lookup.scopes,
+            minTTL: lookup.minTTL)
+    }
 
-        let declinedKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
-        // A scope-limited key is served a cached token only when every scope the token carries is
-        // the key's to ask for (behaviour §12.20): the cache is shared, and a token another caller
-        // asked for more scopes covers this request too. Otherwise the refresh token is redeemed
-        // for this request's scopes, bypassing the cache, and the new token replaces the wider one.
-        var exceedsKey = false
-        if !bypassCache {
-            if let remembered = declinedScopes.recall(accountId: account.accountId, key: declinedKey, now: now()),
-                cache.usable(remembered.token, minTTL: minTTL)
-            {
-                if context.access.allows(remembered.token) {
-                    return try answer(
-                        remembered.token, declined: remembered.declined, account: account, source: .cache, allowPartial: request.allowPartial)
-                }
-                exceedsKey = true
+    /// Does what an answer or a refusal of `plan` entails (``SilentPlan/Aftermath``).
+    package func carryOut(_ after: SilentPlan.Aftermath, for plan: SilentPlan) {
+        switch after {
+        case .nothing:
+            break
+        case .servedFromCache(let token, let layer, let authority, let claims):
+            if layer == .memory {
+                metrics.memoryCacheHits.increment()
+            } else {
+                metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
             }
-            if !exceedsKey,
-                let (hit, layer) = try await cache.lookup(account: account, realm: realm, scopes: request.scopes, minTTL: minTTL, read: storedTokens)
-            {
-                if context.access.allows(hit) {
-                    metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
-                    served(hit, account: account, scopes: request.scopes, authority: authority, claims: claims)
-                    return SilentTokenResult(token: hit, account: account, source: .cache, declinedScopes: [])
-                }
-                exceedsKey = true
-            }
-        }
-
-        let refresh = RefreshExecutor.Request(
-            account: account, authority: authority, realm: realm, scopes: request.scopes, claims: claims,
-            mode: bypassCache || exceedsKey ? .bypass : .cacheFirst, minTTL: minTTL, context: context)
-        let (outcome, _) = try await refresher.run(refresh, until: context.deadline)
-        background.absorb(outcome, accountId: account.accountId)
-        switch outcome {
-        case .failure(let error):
-            if !bypassCache, let extended = try await extendedLifetimeToken(after: error, account: account, realm: realm, scopes: request.scopes),
-                context.access.allows(extended)
-            {
-                return SilentTokenResult(token: extended, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
-            }
-            var problem = RelayError(error, requestedScopes: request.scopes)
-            if problem.code == .interactionRequired {
-                problem.signInHint = SignInHint(
-                    account: account, scopes: request.scopes.canonical, claims: SignInHint.claims(for: problem, requested: request.claims),
-                    authority: request.authority?.url)
-            }
-            if problem.replayable {
-                uiRequired.remember(problem, accountId: account.accountId, key: uiRequiredKey, now: now())
-            }
-            throw problem
-        case .token(let token, let declined, let source):
+            if let account = plan.account { served(token, account: account, scopes: plan.request.scopes, authority: authority, claims: claims) }
+        case .refreshed(let token, let declined, let declinedKey):
+            guard let account = plan.account else { return }
             touch(account.accountId)
             if !declined.isEmpty {
                 declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey, now: now())
             }
-            // The platform may grant more than was asked (scopes consented earlier): such a token
-            // is kept for callers who may have it, never handed to this key.
-            try context.access.check(served: token)
-            return try answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial)
+        case .replayedUIRequired:
+            metrics.increment("tokenrelay_ui_required_replayed_total")
+        case .rememberUIRequired(let problem, let key):
+            guard let account = plan.account else { return }
+            uiRequired.remember(problem, accountId: account.accountId, key: key, now: now())
         }
-    }
-
-    /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not
-    /// accept a partial grant (behaviour §4).
-    package func answer(
-        _ token: StoredAccessToken, declined: [String], account: AccountRecord, source: SilentTokenResult.Source, allowPartial: Bool
-    ) throws -> SilentTokenResult {
-        if !declined.isEmpty && !allowPartial {
-            throw RelayError(
-                .serverDeclinedScopes, "The identity provider granted fewer scopes than requested.",
-                extensions: [
-                    "granted_scopes": .array(token.scopes.map(JSONValue.string)),
-                    "declined_scopes": .array(declined.map(JSONValue.string)),
-                ])
-        }
-        return SilentTokenResult(token: token, account: account, source: source, declinedScopes: declined)
     }
 
     /// The caller's claims merged with the client capabilities (the STS `claims` parameter).
     /// - Throws: `RelayError` 400 `invalid_request` field `claims` when they are not a JSON object.
-    package func mergedClaims(_ claims: String?) throws -> String? {
-        do {
-            return try ClaimsRequest.merged(claims: claims, capabilities: clientCapabilities)
-        } catch {
-            throw RelayError.invalidRequest(field: "claims", "'claims' must be a JSON object, as JSON text or base64.")
-        }
+    package func mergedClaims(_ claims: String?) throws(RelayError) -> String? {
+        try SilentPlan.mergedClaims(claims, capabilities: clientCapabilities)
     }
 
     /// One keep-alive redemption (see ``BackgroundRefresher/keepAlive(account:scopes:context:)``).

@@ -38,24 +38,22 @@ package struct TokenCacheReader: Sendable {
         return hit
     }
 
-    /// A servable token covering `scopes`, from memory or the database, or nil (a miss, counted).
+    /// A servable token covering `scopes` from the database, brought into memory, or nil (a
+    /// miss, counted). Memory was asked first (``memoryHit(accountId:environment:realm:scopes:minTTL:)``).
     /// - Parameter read: the account's stored tokens in its own environment and realm when they
     ///   were read with the account (``AccountResolver/byAccountId(_:owner:readingTokens:)``):
-    ///   used instead of a second read for that realm; nil reads the database on a memory miss.
+    ///   used instead of a second read; nil reads the database.
     /// - Throws: `RelayError` 503 when the database is unreachable.
-    package func lookup(
+    package func lookUpStored(
         account: AccountRecord, realm: String, scopes: ScopeSet, minTTL: Int, read: [StoredAccessToken]? = nil
-    ) async throws -> (StoredAccessToken, Layer)? {
-        if let hit = fromMemory(accountId: account.accountId, environment: account.environment, realm: realm, scopes: scopes, minTTL: minTTL) {
-            return (hit, .memory)
-        }
+    ) async throws -> StoredAccessToken? {
         let stored =
-            if let read, realm == account.realm { read } else {
+            if let read { read } else {
                 try await store.accessTokens(accountId: account.accountId, environment: account.environment, realm: realm)
             }
         if let hit = stored.best(covering: scopes, now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL) {
             memory.store(hit, now: now())
-            return (hit, .database)
+            return hit
         }
         metrics.increment("tokenrelay_token_cache_total", ["outcome": "miss"])
         return nil

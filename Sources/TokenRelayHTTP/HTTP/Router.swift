@@ -270,8 +270,9 @@ package struct RouteRequest: Sendable {
     package var context: RequestContext
     /// The JSON body for routes declared `body: .json`; empty for the others.
     package var body = JSONBody(members: [:])
-    /// The silent-token request read (scopes canonical) by the silent route's preparation.
-    package var silent: SilentTokenRequest?
+    /// The silent-token request's plan (scopes canonical), taken as far as memory goes by the
+    /// silent route's preparation.
+    package var silentPlan: SilentPlan?
 
     package init(http: HTTPRequest, parameters: [String: String], context: RequestContext) {
         self.http = http

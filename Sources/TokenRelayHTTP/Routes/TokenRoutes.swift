@@ -15,23 +15,24 @@ package enum TokenRoutes {
             "POST", "/v1/tokens/silent", access: .requires(.tokensAcquire),
             prepare: { request throws(RelayError) in try prepare(&request, services: services) }
         ) { request in
-            // The pipeline ran `prepare` first: the body is read, the scopes canonical, the
-            // key's limits checked, and memory could not answer.
-            guard let silent = request.silent else { throw RelayError(.internal, "The silent request was not prepared.") }
+            // The pipeline ran `prepare` first: the body is read, the scopes canonical, and the
+            // plan taken as far as memory goes; it carries on from there.
+            guard let plan = request.silentPlan else { throw RelayError(.internal, "The silent request was not prepared.") }
             do {
-                let result = try await services.tokens.acquire(silent, context: request.context)
-                return answer(result, silent, request.context, services: services)
+                let result = try await services.tokens.acquire(continuing: plan, context: request.context)
+                return answer(result, plan.request, request.context, services: services)
             } catch {
                 var problem = named(error, request.context)
-                problem.nameInput(silent.inputFields)
+                problem.nameInput(plan.request.inputFields)
                 throw problem
             }
         }
     }
 
     /// The silent route's preparation (see ``RoutePreparation``): reads the body once, names the
-    /// request by the body's `correlation_id`, checks the key's limits, and answers from memory
-    /// when memory can (a cached token, a dead account, a replayed interaction-required problem).
+    /// request by the body's `correlation_id`, and takes the request's ``SilentPlan`` as far as
+    /// memory goes: the answer when memory has it (a cached token, a dead account, a replayed
+    /// interaction-required problem), the plan for the handler otherwise.
     /// - Returns: the answer, or nil for the handler to acquire the token.
     /// - Throws: `RelayError` 415, 400 (`field` named), 403; memory's problems named by the body's
     ///   correlation id, as the handler names its own.
@@ -42,15 +43,10 @@ package enum TokenRoutes {
         // An external id this replica resolved recently names its account for both steps
         // (behaviour §3.7; one resolution, ADR 0013); any other is left to the suspended step.
         silent.account = services.tokens.resolver.resolvedFromMemory(silent.account, owner: context.owner)
-        request.silent = silent
+        var plan = services.tokens.plan(silent, access: context.access)
+        defer { request.silentPlan = plan }
         do {
-            try context.access.check(silent)
-            guard visible(silent.account, to: context.access, services: services),
-                let result = try services.tokens.answerFromMemory(silent),
-                // A cached token another caller's request made may carry scopes this key may not
-                // ask for: the suspended step refreshes for the key's own (behaviour §12.20).
-                context.access.allows(result.token)
-            else { return nil }
+            guard let result = try services.tokens.answerFromMemory(&plan, owner: context.owner) else { return nil }
             return answer(result, silent, context, services: services)
         } catch {
             throw named(error, context)
@@ -84,15 +80,6 @@ package enum TokenRoutes {
         var problem = RelayError(rendering: error)
         problem.correlationId = context.correlationId
         return problem
-    }
-
-    /// Whether the key sees the account named by `selector`, as far as memory tells (an account not
-    /// in memory is left to the handler).
-    private static func visible(_ selector: SilentTokenRequest.AccountSelector, to access: KeyAccess, services: AppServices) -> Bool {
-        guard access.limitsTenants else { return true }
-        guard case .accountId(let id) = selector, let account = services.tokens.accounts.account(id: id) else { return false }
-        // The memory path serves the account's own realm: that tenant must be the key's too.
-        return access.sees(account) && access.allows(tenant: account.realm)
     }
 
     /// Validates the body into a request; every error names its field.
