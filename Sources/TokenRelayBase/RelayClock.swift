@@ -2,11 +2,15 @@ import Foundation
 import Synchronization
 
 /// The service's one source of time (STYLE: time is injected), built once by the composition
-/// (`AppDependencies`) and handed to whatever reads the time: wall time for what is compared with
-/// times others wrote or read (a token's `expires_on`, a memory's expiry, a Retry-After date, a
-/// lease), a monotonic reading for durations that must not jump when the wall clock is set.
-/// ``system`` in the service; a ``ManualClock`` in tests, moved by hand instead of sleeping
-/// (postgres-nio's `MockClock`).
+/// (`AppDependencies`) and handed to whatever reads the service's own time facts: a token's
+/// `expires_on` and `refresh_on`, memories' and caches' expiry, a lease claim's now, a pending
+/// sign-in's expiry, issuance counts; and a monotonic reading for durations that must not jump
+/// when the wall clock is set. ``system`` in the service; a ``TestClock`` in tests, moved by
+/// hand instead of sleeping (postgres-nio's `MockClock`).
+///
+/// Two kinds of reading stay on ``system`` whatever the composition was given: what bounds real
+/// waiting (request deadlines, sleeps, backoff and Retry-After, through `UpstreamClock`), and
+/// times another party checks against its own clock (client assertions, webhook signatures).
 package struct RelayClock: Sendable {
     private let readWall: @Sendable () -> Double
     private let readMonotonic: @Sendable () -> Double
@@ -42,7 +46,7 @@ package struct RelayClock: Sendable {
 
 /// A clock for tests: it stands still until ``advance(by:)`` moves it, wall and monotonic
 /// together.
-package final class ManualClock: Sendable {
+package final class TestClock: Sendable {
     private let elapsed = Mutex<Double>(0)
     private let start: Double
 

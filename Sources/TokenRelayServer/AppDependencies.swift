@@ -19,8 +19,10 @@ import TokenRelayStore
 package struct AppDependencies: Sendable {
     package let configuration: Configuration
     package let logger: Logger
-    /// The one reading of time every part gets (a manual one in tests); deadlines and sleeps,
-    /// which bound real waiting, stay on the system's time.
+    /// The one reading of time of the service's own time facts (token expiry, memories, leases,
+    /// sign-in expiry, issuance counts), a ``TestClock``'s in tests. Deadlines, sleeps and
+    /// Retry-After, which bound real waiting, and the times another party checks against its own
+    /// clock (client assertions, webhook signatures) read ``RelayClock/system``.
     package let clock: RelayClock
     package let metrics: Metrics
     package let pool: PostgresPool
@@ -137,7 +139,9 @@ package struct AppDependencies: Sendable {
         let store = TokenStore(database: database, clientId: identity.clientId, cipher: cipher)
         let ciphertexts = CiphertextStore(database: database, clientId: identity.clientId, cipher: cipher)
         self.ciphertexts = ciphertexts
-        let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger, clock: UpstreamClock(clock))
+        // Real time: the retry loop's reads bound real waits (deadlines, Retry-After, backoff), and
+        // the STS checks the client assertion's times against its own clock.
+        let upstream = RetryingHTTPClient(http: http, metrics: metrics, logger: logger, clock: .system)
         let credential = try ClientCredential(configuration: configuration)
         self.credential = credential
         // Per replica: each replica learns from its own token-endpoint answers (behaviour §12 Health).
@@ -207,7 +211,7 @@ package struct AppDependencies: Sendable {
             apis: configuration.downstream.apis, publicBaseURL: { urls.baseURL }, tokens: tokens, grants: grants, http: upstream,
             maxAttempts: tokenSettings.maxAttempts,
             maxRetryAfterSeconds: tokenSettings.maxRetryAfterSeconds, throttle: downstreamThrottle)
-        let issuance = IssuanceCounter(metrics: metrics)
+        let issuance = IssuanceCounter(metrics: metrics, clock: clock)
         self.issuance = issuance
         issuanceStore = IssuanceStore(database: database)
         let events = AccountEventStore(database: database)

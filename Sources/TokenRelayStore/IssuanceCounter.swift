@@ -30,12 +30,15 @@ package final class IssuanceCounter: Sendable {
     private let pending = Mutex<[Pair: Tally]>([:])
     private let dropped: Metrics.Counter
     private let metrics: Metrics
+    private let clock: RelayClock
 
     /// - Parameters:
     ///   - capacity: the most distinct (key, account) pairs held between flushes.
     ///   - metrics: `tokenrelay_issuance_flushes_total`, `tokenrelay_issuance_dropped_total`.
-    package init(capacity: Int = 100_000, metrics: Metrics) {
+    ///   - clock: the time an answer is counted at. Default the system's.
+    package init(capacity: Int = 100_000, metrics: Metrics, clock: RelayClock = .system) {
         self.capacity = capacity
+        self.clock = clock
         self.metrics = metrics
         metrics.describe("tokenrelay_issuance_flushes_total", "counter", "Batched writes of token issuance counts by outcome (written, failed).")
         metrics.describe("tokenrelay_issuance_dropped_total", "counter", "Token answers not counted because the issuance tally was full.")
@@ -43,7 +46,9 @@ package final class IssuanceCounter: Sendable {
     }
 
     /// Counts one token answer. Cheap: called on the server thread for cached answers.
-    package func record(keyId: String, accountId: String, at seconds: Double = Date().timeIntervalSince1970) {
+    /// - Parameter seconds: Unix time of the answer; nil means the clock's now.
+    package func record(keyId: String, accountId: String, at seconds: Double? = nil) {
+        let seconds = seconds ?? clock.unixTime
         let pair = Pair(accountId: accountId, keyId: keyId)
         let counted = pending.withLock { Self.add(Tally(count: 1, lastAt: seconds), for: pair, to: &$0, capacity: capacity) }
         if !counted { dropped.increment() }

@@ -98,8 +98,9 @@ extension TokenStore {
     }
 
     /// Takes the pending sign-in for `stateHash` exactly once: the row is deleted as it is read,
-    /// so a replayed callback finds nothing. Expired rows are not returned.
-    package func consumePendingSignIn(stateHash: [UInt8]) async throws -> PendingSignIn? {
+    /// so a replayed callback finds nothing. Expired rows (`expires_at` not after `now`, Unix
+    /// seconds) are not returned.
+    package func consumePendingSignIn(stateHash: [UInt8], now: Int) async throws -> PendingSignIn? {
         let clientId = self.clientId
         let cipher = self.cipher
         return try await database.run { connection in
@@ -116,7 +117,7 @@ extension TokenStore {
             else { return nil }
             let signInId = row.string("sign_in_id") ?? ""
             let expiresAt = Int(row.int("expires_at") ?? 0)
-            guard expiresAt > Int(Date().timeIntervalSince1970) else { return nil }
+            guard expiresAt > now else { return nil }
             let sealed = SealedSecret(
                 keyId: row.string("verifier_key_id") ?? "", nonce: row.bytes("verifier_nonce") ?? [], ciphertext: row.bytes("verifier_ciphertext") ?? [])
             let verifier = try cipher.open(sealed, for: SealingContext(owner: signInId, kind: .pkceVerifier, clientId: clientId))

@@ -17,7 +17,7 @@ import TokenRelayTesting
 struct CredentialHealthAndIssuanceTests {
     /// The service's test clock, moved by days.
     final class Clock: Sendable {
-        let manual = ManualClock(unixTime: 1_800_000_000)
+        let manual = TestClock(unixTime: 1_800_000_000)
         var clock: RelayClock { manual.clock }
         func now() -> Date { manual.clock.date }
         func advance(days: Double) { manual.advance(by: days * 86_400) }

@@ -68,7 +68,7 @@ struct ExpiringMemoriesTests {
 
     @Test("Accounts are served for the TTL on the injected clock, and the least recently used makes room by bytes")
     func accountsExpireAndAreBounded() {
-        let clock = ManualClock(unixTime: 1_000)
+        let clock = TestClock(unixTime: 1_000)
         func record(_ id: String) -> AccountRecord {
             AccountRecord(
                 accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",
@@ -98,7 +98,7 @@ struct ExpiringMemoriesTests {
 
     @Test("Touches: at most once per interval per account held; a re-read keeps the time; memory bounds them with the accounts")
     func touches() {
-        let clock = ManualClock(unixTime: 1_000)
+        let clock = TestClock(unixTime: 1_000)
         func record(_ id: String) -> AccountRecord {
             AccountRecord(
                 accountId: id, clientId: "c", environment: "login.microsoftonline.com", homeAccountId: "u.t", realm: "t", localAccountId: "u",

@@ -56,7 +56,7 @@ struct ExternalIdRulesTests {
 
     @Test("A remembered external id is believed only while its account is held and still carries it, per owner, for the TTL")
     func memory() {
-        let clock = ManualClock(unixTime: 1_000)
+        let clock = TestClock(unixTime: 1_000)
         let cache = AccountCache(ttl: 30, clock: clock.clock)
         let crm = ExternalId(owner: "team-a", value: "crm-42")
 

@@ -2,12 +2,12 @@ import Foundation
 import Testing
 import TokenRelayBase
 
-/// ``RelayClock``, the one reading of time, and ``ManualClock``, the tests' (issue 27 item 6).
+/// ``RelayClock``, the one reading of time, and ``TestClock``, the tests' (issue 27 item 6).
 @Suite("Relay clock")
 struct RelayClockTests {
     @Test("A manual clock stands still until moved; wall and monotonic readings move together")
     func manualClock() {
-        let manual = ManualClock(unixTime: 1_800_000_000.75)
+        let manual = TestClock(unixTime: 1_800_000_000.75)
         let clock = manual.clock
         #expect(clock.unixTime == 1_800_000_000.75)
         #expect(clock.seconds == 1_800_000_000)
@@ -34,7 +34,7 @@ struct RelayClockTests {
 
     @Test("The upstream retry loop reads the clock it is built on")
     func upstreamClock() {
-        let manual = ManualClock(unixTime: 1_000)
+        let manual = TestClock(unixTime: 1_000)
         let upstream = UpstreamClock(manual.clock)
         #expect(upstream.now() == Date(timeIntervalSince1970: 1_000))
         manual.advance(by: 10)

@@ -143,7 +143,8 @@ package struct WebhookDeliverer: Service {
     /// One signed POST; true on a 2xx answer.
     private func post(_ event: AccountEvent) async -> Bool {
         let body = JSONWriter.encode(event.json)
-        let timestamp = Int(Date().timeIntervalSince1970)
+        // Real time, never a test's: the receiver checks it against its own clock.
+        let timestamp = RelayClock.system.seconds
         var headers = HTTPHeaders()
         headers.set("Content-Type", "application/json")
         headers.set("TokenRelay-Signature", Self.signature(body: body, timestamp: timestamp, secret: secret))

@@ -159,7 +159,7 @@ package struct SignInService: Sendable {
         guard query["error"] != nil || !code.isEmpty else {
             throw RelayError.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
         }
-        guard let pending = try await store.consumePendingSignIn(stateHash: SHA256.hash(Array(state.utf8))) else {
+        guard let pending = try await store.consumePendingSignIn(stateHash: SHA256.hash(Array(state.utf8)), now: now()) else {
             throw RelayError.invalidRequest(field: "state", "The sign-in is unknown, already completed, or expired; start a new one.")
         }
         do {

@@ -52,9 +52,12 @@ final class InProcessApp: Sendable {
     private static let signingKey = Result { try SigningKey() }
 
     /// Builds everything; `configure` changes the configuration last (e.g. `$0.limits.rateLimitPerKey = 2`).
-    /// - Parameter name: names the database and the log file (letters, digits, `_`).
+    /// - Parameters:
+    ///   - name: names the database and the log file (letters, digits, `_`).
+    ///   - clock: TokenRelay's clock (a `TestClock`'s to age tokens and memories without
+    ///     sleeping); the emulator keeps the system's. Default the system's.
     /// - Throws: when the database, the emulator or the configuration cannot be set up.
-    init(name: String, configure: (inout Configuration) -> Void = { _ in }) async throws {
+    init(name: String, clock: RelayClock = .system, configure: (inout Configuration) -> Void = { _ in }) async throws {
         let clientSecret = "test-secret-" + UUID().uuidString
         let apiKey = "trk_bootstrap0_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
         self.clientSecret = clientSecret
@@ -77,7 +80,7 @@ final class InProcessApp: Sendable {
         do {
             dependencies = try AppDependencies.test(
                 databaseURL: databaseURL, authority: "\(emulatorURL)/\(tenantId)", clientId: Self.clientId, clientSecret: clientSecret,
-                logger: logger,
+                logger: logger, clock: clock,
                 configure: {
                     $0.http.publicBaseURL = Self.baseURL
                     $0.database.migrationsDirectory = BuiltProducts.packageRoot() + "/migrations"
