@@ -10,7 +10,9 @@ public final class TokenRelayService: Sendable {
     private let logger: Logger
     public var metrics: Metrics { dependencies.metrics }
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
-    public var routeTable: [(method: String, path: String)] { dependencies.router.openAPIOperations }
+    public var routeTable: [(method: String, path: String)] {
+        dependencies.router.openAPIOperations + (dependencies.managementRouter?.openAPIOperations ?? [])
+    }
     /// Every route with the access it declared (the permission-table test reads it).
     var routeAccess: [(method: String, template: String, access: RouteAccess)] {
         dependencies.router.routes.map { ($0.method, $0.template, $0.access) }
@@ -114,8 +116,8 @@ public final class TokenRelayService: Sendable {
         logger.info("credential.reloaded", [:])
     }
 
-    /// Writes this process's encryption counts to the database (at shutdown; readiness probes
-    /// do it meanwhile). Best effort.
+    /// Writes this process's encryption counts to the database (the service does it every
+    /// `TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S` and at shutdown). Best effort.
     public func flushKeyUsage() async {
         _ = try? await dependencies.ciphertexts.flushUsage()
     }

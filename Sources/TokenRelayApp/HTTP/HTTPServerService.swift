@@ -6,7 +6,7 @@ import Synchronization
 /// connections are refused), lets requests in flight finish for up to `drainTimeoutSeconds`
 /// (`TOKENRELAY_SHUTDOWN_TIMEOUT_S`), then closes every connection.
 final class HTTPServerService: Service {
-    let name = "HTTPServer"
+    let name: String
     private let server: HTTPServer
     private let drainTimeoutSeconds: Int
     private let logger: Logger
@@ -16,7 +16,10 @@ final class HTTPServerService: Service {
     /// - Parameters:
     ///   - drainTimeoutSeconds: the longest wait for requests in flight at stop, seconds.
     ///   - onListening: called with the bound port once connections are accepted.
-    init(server: HTTPServer, drainTimeoutSeconds: Int, logger: Logger, onListening: @escaping @Sendable (Int) -> Void) {
+    init(
+        name: String = "HTTPServer", server: HTTPServer, drainTimeoutSeconds: Int, logger: Logger, onListening: @escaping @Sendable (Int) -> Void
+    ) {
+        self.name = name
         self.server = server
         self.drainTimeoutSeconds = drainTimeoutSeconds
         self.logger = logger

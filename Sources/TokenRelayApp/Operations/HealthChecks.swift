@@ -13,8 +13,8 @@ struct HealthChecks: Sendable {
     let database: Database
     let migrator: Migrator?
     let keyRing: KeyRing
-    /// Key usage: each readiness probe flushes the encryption counts and warns past
-    /// ``rotationThreshold`` (behaviour §12 Encryption keys).
+    /// Key usage: readiness reads the encryption counts (stored and not yet written) and warns past
+    /// ``rotationThreshold`` (behaviour §12 Encryption keys). It writes nothing.
     var ciphertexts: CiphertextStore? = nil
 
     /// Encryptions under one key after which readiness warns to rotate: 2^31, far below the
@@ -24,6 +24,9 @@ struct HealthChecks: Sendable {
     var credential: CredentialHealth? = nil
     /// When the service started (the checks are built at start-up), for the `uptime` check.
     var started = ContinuousClock.now
+    /// Where every readiness result lands as `tokenrelay_ready`, whoever asked (a probe of
+    /// `/readyz` or the periodic ``ReadinessSelfCheck``).
+    var metrics: Metrics? = nil
 
     /// The process serves: `pass` with an `uptime` check in seconds (the draft's §4 example of
     /// a system-wide check). Answered on the server thread: no I/O, no lock.
@@ -42,8 +45,16 @@ struct HealthChecks: Sendable {
             ])
     }
 
-    /// Database reachable, migrations current, encryption key loaded; 503 otherwise.
+    /// Database reachable, migrations current, encryption key loaded; 503 otherwise. Reads only:
+    /// Kubernetes probes every few seconds on every replica (behaviour §8.1). Sets `tokenrelay_ready`.
     func readiness() async -> HTTPResponse {
+        let response = await check()
+        metrics?.set("tokenrelay_ready", value: response.status == 200 ? 1 : 0)
+        metrics?.set("tokenrelay_ready_checked_timestamp_seconds", value: Date().timeIntervalSince1970.rounded())
+        return response
+    }
+
+    private func check() async -> HTTPResponse {
         let time = Date().formatted(.iso8601)
         var checks: [String: JSONValue] = [:]
         var overall = "pass"
@@ -79,8 +90,8 @@ struct HealthChecks: Sendable {
         var keyCheck: [String: JSONValue] = [
             "status": .string("pass"), "observedValue": .number(Double(ring.keys.count)), "componentId": .string(ring.primary.id), "time": .string(time),
         ]
-        if let flushed = try? await ciphertexts?.flushUsage() {
-            let (keyId, used) = flushed ?? (ring.primary.id, 0)
+        if let usage = try? await ciphertexts?.usage() {
+            let (keyId, used) = usage ?? (ring.primary.id, 0)
             keyCheck["componentId"] = .string(keyId)
             keyCheck["observedValue"] = .number(Double(used))
             keyCheck["observedUnit"] = .string("encryptions")

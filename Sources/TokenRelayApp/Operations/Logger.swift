@@ -8,7 +8,7 @@ import Synchronization
 public struct Logger: Sendable {
     let level: LogLevel
     let logPII: Bool
-    private let sink: LogSink
+    let sink: LogSink
 
     public init(level: LogLevel, logPII: Bool, sink: LogSink = .standardError) {
         self.level = level

@@ -27,9 +27,11 @@ struct AppServices: Sendable {
 
 /// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).
 enum Routes {
-    static func make(_ services: AppServices) -> Router {
+    /// The API's routes; with `operations`, `/healthz`, `/readyz` and `/metrics` too (false when
+    /// they are served on `TOKENRELAY_MANAGEMENT_LISTEN`, ``management(_:)``).
+    static func make(_ services: AppServices, operations: Bool = true) -> Router {
         var router = Router()
-        OperationsRoutes.register(on: &router, services)
+        if operations { OperationsRoutes.register(on: &router, services) }
         SignInRoutes.register(on: &router, services)
         SignInStartRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
@@ -38,6 +40,13 @@ enum Routes {
         TokenRoutes.register(on: &router, services)
         GrantTokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)
+        return router
+    }
+
+    /// `/healthz`, `/readyz` and `/metrics` alone, for the management listener.
+    static func management(_ services: AppServices) -> Router {
+        var router = Router()
+        OperationsRoutes.register(on: &router, services)
         return router
     }
 }

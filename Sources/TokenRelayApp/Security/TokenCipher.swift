@@ -160,6 +160,9 @@ struct TokenCipher: Sendable {
         }
     }
 
+    /// The counts not yet written, left in place (readiness reads them; the flush takes them).
+    var unflushedCounts: [String: Int64] { shared.unflushed.withLock { $0 } }
+
     /// Puts counts back after a failed flush, so none is lost.
     func restoreUnflushedCounts(_ counts: [String: Int64]) {
         shared.unflushed.withLock { current in
