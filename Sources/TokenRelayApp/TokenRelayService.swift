@@ -65,7 +65,12 @@ public final class TokenRelayService: Sendable {
     /// - Returns: the pass summary as one JSON object (`ran`, `refreshed`, `failed`, `deferred`).
     /// - Throws: `Problem` when the database fails.
     public func runKeepAlivePass() async throws -> String {
-        do { return try await dependencies.keepAlive.runPass().json } catch let error as Problem {
+        try await runKeepAlivePass(progress: nil)
+    }
+
+    /// ``runKeepAlivePass()`` telling `progress` the events pruned, the accounts to refresh and each one done.
+    func runKeepAlivePass(progress: (any ProgressReporting)?) async throws -> String {
+        do { return try await dependencies.keepAlive.runPass(progress: progress).json } catch let error as Problem {
             throw ServiceError(description: error.detail)
         } catch let error as StoreError {
             throw ServiceError(description: Problem(error).detail)

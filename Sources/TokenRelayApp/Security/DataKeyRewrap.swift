@@ -9,6 +9,8 @@ struct DataKeyRewrap: Sendable {
     let store: DataKeyStore
     /// Data keys per transaction.
     var batchSize = 500
+    /// Told the data keys to do, then each batch done (the command line's progress).
+    var progress: (any ProgressReporting)? = nil
 
     struct Report: Sendable, Equatable {
         let kekId: String
@@ -30,10 +32,15 @@ struct DataKeyRewrap: Sendable {
     func run() async throws -> Report {
         let primary = dataKeys.keyEncryptionKeys.primary
         var report = Report(kekId: primary.id)
+        if let progress {
+            progress.begin("data_keys", total: try await store.countByKEK().filter { $0.key != primary.id }.values.reduce(0, +))
+        }
+        defer { progress?.end() }
         var cursor: String?
         while true {
             let batch = try await store.notWrappedBy(primary.id, after: cursor, limit: batchSize)
             guard let last = batch.last else { break }
+            defer { progress?.advance(by: batch.count) }
             cursor = last.dataKeyId
             var changes: [(old: WrappedDataKey, new: WrappedDataKey)] = []
             for old in batch {
