@@ -323,7 +323,9 @@ struct AppDependencies: Sendable {
         if let managementServer {
             let (logger, host) = (self.logger, configuration.http.managementHost ?? "")
             services.append(
-                HTTPServerService(name: "ManagementHTTPServer", server: managementServer, drainTimeoutSeconds: configuration.http.shutdownTimeoutSeconds, logger: logger) { port in
+                HTTPServerService(
+                    name: "ManagementHTTPServer", server: managementServer, drainTimeoutSeconds: configuration.http.shutdownTimeoutSeconds, logger: logger
+                ) { port in
                     logger.info("service.listening", ["listen.host": host, "listen.port": String(port), "listen.role": "management"])
                 })
         }

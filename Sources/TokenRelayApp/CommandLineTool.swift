@@ -100,8 +100,14 @@ public enum CommandLineTool {
     /// `/healthz` where it is served: `TOKENRELAY_MANAGEMENT_LISTEN` when set, else `TOKENRELAY_LISTEN`.
     private static func healthcheck(_ configuration: Configuration) async -> Int32 {
         let http = configuration.http
-        let (configuredHost, port) = http.managementPort.map { (http.managementHost ?? http.listenHost, $0) } ?? (http.listenHost, http.listenPort)
-        let host = configuredHost == "0.0.0.0" ? "127.0.0.1" : configuredHost.contains(":") ? "[\(configuredHost == "::" ? "::1" : configuredHost)]" : configuredHost
+        let (bound, port) = http.managementPort.map { (http.managementHost ?? http.listenHost, $0) } ?? (http.listenHost, http.listenPort)
+        // A wildcard address is reached on loopback; an IPv6 address goes in brackets.
+        let host: String
+        switch bound {
+        case "0.0.0.0": host = "127.0.0.1"
+        case "::": host = "[::1]"
+        default: host = bound.contains(":") ? "[\(bound)]" : bound
+        }
         let client = HTTPClient()
         defer { client.shutdown() }
         guard

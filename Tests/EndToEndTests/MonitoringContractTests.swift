@@ -180,6 +180,48 @@ struct MonitoringContractTests {
         #expect(try await stack.request("GET", "/readyz", authenticated: false).status == 503)
     }
 
+    @Test("At info, one access line per answer: route template, status, duration, key id, correlation id; no path, key or username (issue 28)")
+    func accessLineAtInfo() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_monitoring_access_line", environment: ["TOKENRELAY_LOG_LEVEL": "info"])
+        defer { stack.stop() }
+        let account = try await stack.signInAccountId()
+        let shown = try await stack.request("GET", "/v1/accounts/\(account)", headers: ["client-request-id": "access-1"])
+        #expect(shown.status == 200)
+        #expect(try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": account, "scopes": ["User.Read"]]).status == 200)
+        let hit = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": account, "scopes": ["User.Read"]], headers: ["client-request-id": "access-2"])
+        #expect(hit.status == 200)
+        #expect(try await stack.request("GET", "/v1/accounts", headers: ["client-request-id": "access-3"], authenticated: false).status == 401)
+        try await Task.sleep(for: .milliseconds(100))
+        let lines = stack.relay.log().split(separator: "\n").filter { $0.contains(#""event":"request.completed""#) }
+        func line(_ id: String) -> [String: String]? {
+            lines.last { $0.contains(id) }.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] }
+        }
+        let account1 = try #require(line("access-1"), "no access line at info: \(lines)")
+        #expect(account1["level"] == "info" && account1["request.method"] == "GET" && account1["request.route"] == "/v1/accounts/{account_id}")
+        #expect(account1["response.status"] == "200" && account1["api_key.id"] == "bootstrap" && account1["correlation.id"] == "access-1")
+        #expect(Double(account1["duration_ms"] ?? "") ?? -1 >= 0 && account1["time"]?.hasSuffix("Z") == true)
+        let cached = try #require(line("access-2"))
+        #expect(cached["request.route"] == "/v1/tokens/silent" && cached["request.step"] == "server_thread" && cached["api_key.id"] == "bootstrap")
+        let refused = try #require(line("access-3"))
+        #expect(refused["response.status"] == "401" && refused["api_key.id"] == nil)
+        // Nothing of the request beyond those: not the path (the account id), the key, the username or the token.
+        for text in lines.map(String.init) {
+            #expect(!text.contains(account) && !text.contains(stack.apiKey) && !text.contains("alice@"), "\(text)")
+            #expect(!text.contains(hit.json["access_token"] as? String ?? "-"), "\(text)")
+            #expect(
+                Set((try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String])?.keys.map { $0 } ?? []).isSubset(of: [
+                    "time", "level", "event", "request.method", "request.route", "response.status", "duration_ms", "api_key.id", "correlation.id",
+                    "request.step", "trace.parent",
+                ]))
+        }
+        // At warn, none.
+        try stack.restartRelay(environment: ["TOKENRELAY_LOG_LEVEL": "warn"])
+        #expect(try await stack.request("GET", "/v1/accounts/\(account)", headers: ["client-request-id": "access-4"]).status == 200)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!stack.relay.log().contains("access-4"))
+    }
+
     /// The value of the sample `series` (name and labels exactly as exposed), 0 when absent.
     static func sample(_ exposition: String, _ series: String) -> Double {
         for line in exposition.split(separator: "\n") where line.hasPrefix(series + " ") {
