@@ -72,7 +72,7 @@ extension CommandLineTool {
         let logger = Logger(level: configuration.logging.level, logPII: configuration.logging.pii)
         let service = try TokenRelayService(configuration: configuration, logger: logger)
         defer { service.stop() }
-        print(try await service.runKeepAlivePass())
+        print(try await service.runKeepAlivePass(progress: CommandProgress(command: "keepalive")))
         return 0
     }
 

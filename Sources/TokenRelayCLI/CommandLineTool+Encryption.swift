@@ -46,12 +46,14 @@ extension CommandLineTool {
     }
 
     /// Rewraps data keys, then re-encrypts rows still under a ring key; prints one JSON object;
-    /// exits 0 when nothing is left under an old key, 1 otherwise.
+    /// exits 0 when nothing is left under an old key, 1 otherwise. Progress on standard error.
     package static func rotateEncryption(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         guard let tools = try encryptionTools(arguments, configuration) else { return usage("--batch-size must be an integer in 1...100000") }
         defer { tools.pool.close() }
         let store = CiphertextStore(database: tools.database, clientId: configuration.identity.clientId, cipher: tools.cipher)
-        let report = try await KeyRotation(store: store, logger: tools.logger, batchSize: tools.batchSize).run()
+        let report = try await KeyRotation(
+            store: store, logger: tools.logger, batchSize: tools.batchSize, progress: CommandProgress(command: "encryption rotate")
+        ).run()
         let done = report.remaining == 0 && (report.dataKeys?.remaining ?? 0) == 0
         try await AuditStore(database: tools.database).record(
             .encryptionRotated, actor: "cli", accountId: nil, outcome: done ? "success" : "incomplete", detail: report.json.objectValue ?? [:])
@@ -61,12 +63,15 @@ extension CommandLineTool {
 
     /// Wraps every data key under the primary key-encryption key; rows are not touched. Prints
     /// `{kek_id, data_keys_rewrapped, data_keys_failed, data_keys_remaining, seconds}`; exits 0
-    /// when none is left under another KEK.
+    /// when none is left under another KEK. Progress on standard error.
     package static func rewrapDataKeys(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         guard let tools = try encryptionTools(arguments, configuration) else { return usage("--batch-size must be an integer in 1...100000") }
         defer { tools.pool.close() }
         let started = Date()
-        let report = try await DataKeyRewrap(dataKeys: tools.dataKeys, store: DataKeyStore(database: tools.database), batchSize: tools.batchSize).run()
+        let report = try await DataKeyRewrap(
+            dataKeys: tools.dataKeys, store: DataKeyStore(database: tools.database), batchSize: tools.batchSize,
+            progress: CommandProgress(command: "encryption rewrap")
+        ).run()
         for id in report.failed { tools.logger.error("encryption.rewrap.data_key_failed", ["data_key_id": id]) }
         var detail = report.json.objectValue ?? [:]
         detail["seconds"] = .number((Date().timeIntervalSince(started) * 1000).rounded() / 1000)

@@ -40,7 +40,9 @@ extension CommandLineTool {
         CommandHelp(
             ["encryption", "generate-key"], "usage: token-relay encryption generate-key [--id ID]\n  Prints a key ring entry id:base64key.", valued: ["--id"]),
         CommandHelp(
-            ["encryption", "rotate"], "usage: token-relay encryption rotate\n  Re-encrypts every stored secret under the ring's first key.", options: nil),
+            ["encryption", "rotate"],
+            "usage: token-relay encryption rotate\n  Re-encrypts every stored secret under the ring's first key; progress on standard error.",
+            options: nil),
         CommandHelp(
             ["accounts"],
             "usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T] | show ACCOUNT_ID | delete ACCOUNT_ID"),
@@ -67,7 +69,7 @@ extension CommandLineTool {
               writes an audit row and an account.deleted event; prints {"account_id", "deleted"}.
             """),
         CommandHelp(
-            ["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | forget TENANT_ID --yes | list [--limit N] [--cursor C]"),
+            ["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | forget TENANT_ID --yes|--dry-run | list [--limit N] [--cursor C]"),
         CommandHelp(
             ["tenants", "suspend"],
             """
@@ -86,15 +88,18 @@ extension CommandLineTool {
         CommandHelp(
             ["tenants", "forget"],
             """
-            usage: token-relay tenants forget TENANT_ID --yes
+            usage: token-relay tenants forget TENANT_ID --yes | --dry-run
               Offboards the tenant for good (crypto-shredding): deletes every account of it (realm, home tenant or
               tenant profile) and every token of its realm, then destroys its data key, so that nothing of it left
               in the database or a later dump opens again. Every replica drops the key within 2 s. Not reversible:
               --yes is required. Audited (actor cli). Prints {"tenant_id", "accounts_deleted",
-              "token_rows_deleted", "data_key_destroyed"}. Dumps taken before keep the wrapped key: rewrap under
-              a new key-encryption key and destroy the old one to make them unreadable too (ADR 0017).
+              "token_rows_deleted", "data_key_destroyed"}; progress (accounts deleted of how many, time left) on
+              standard error. Dumps taken before keep the wrapped key: rewrap under a new key-encryption key and
+              destroy the old one to make them unreadable too (ADR 0017).
+              --dry-run deletes nothing and prints what would go: {"dry_run": true, "tenant_id",
+              "accounts_to_delete", "account_ids", "token_rows_to_delete", "token_rows", "data_key_to_destroy"}.
             """,
-            options: ["--yes"]),
+            options: ["--yes", "--dry-run"]),
         CommandHelp(
             ["tenants", "list"],
             """
@@ -108,7 +113,8 @@ extension CommandLineTool {
             usage: token-relay keepalive --once
               Runs one refresh-token keep-alive pass (accounts idle TOKENRELAY_KEEPALIVE_AFTER_DAYS days), which first
               deletes events older than TOKENRELAY_EVENTS_RETENTION_DAYS, and prints
-              {"ran", "refreshed", "failed", "deferred", "pruned_events"}.
+              {"ran", "refreshed", "failed", "deferred", "pruned_events"}; progress (accounts refreshed of how many,
+              time left at TOKENRELAY_KEEPALIVE_MAX_PER_MINUTE) on standard error.
             """,
             options: ["--once"]),
         CommandHelp(

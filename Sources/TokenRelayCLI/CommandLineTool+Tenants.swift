@@ -8,7 +8,7 @@ import TokenRelayStore
 
 /// `token-relay tenants suspend|resume TENANT_ID` and `tenants list` (behaviour §8, §12 Tenants):
 /// the same rows, audit entries and replica notifications as the `/v1/tenants` routes, actor `cli`;
-/// `tenants forget TENANT_ID --yes` (ADR 0017: crypto-shredding).
+/// `tenants forget TENANT_ID --yes|--dry-run` (ADR 0017: crypto-shredding; progress on standard error).
 extension CommandLineTool {
     package static func tenants(_ arguments: [String], _ configuration: Configuration) async throws -> Int32 {
         guard !configuration.database.url.isEmpty else {
@@ -42,12 +42,19 @@ extension CommandLineTool {
             do { tenantId = try TenantRoutes.tenantId(text) } catch {
                 return usageError("tenants forget: TENANT_ID must be a tenant id (a GUID)", help: ["tenants", "forget"])
             }
+            if arguments.contains("--dry-run") {
+                // What would go, read in one snapshot; nothing is deleted, locked or audited.
+                guard case .object(var shown) = try await store.forgetPlan(tenantId: tenantId).json else { return 1 }
+                shown["tenant_id"] = .string(tenantId)
+                printJSON(.object(shown))
+                return 0
+            }
             guard arguments.contains("--yes") else {
                 return usageError(
-                    "tenants forget deletes every account of \(tenantId) and destroys its data key; this cannot be undone: add --yes",
+                    "tenants forget deletes every account of \(tenantId) and destroys its data key; this cannot be undone: add --yes (or see what would go with --dry-run)",
                     help: ["tenants", "forget"])
             }
-            let forgotten = try await store.forget(tenantId: tenantId, actor: "cli")
+            let forgotten = try await store.forget(tenantId: tenantId, actor: "cli", progress: CommandProgress(command: "tenants forget"))
             guard case .object(var shown) = forgotten.json else { return 1 }
             shown["tenant_id"] = .string(tenantId)
             printJSON(.object(shown))

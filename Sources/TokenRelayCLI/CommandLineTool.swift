@@ -101,13 +101,22 @@ public enum CommandLineTool {
         return 0
     }
 
+    /// `/healthz` where it is served: `TOKENRELAY_MANAGEMENT_LISTEN` when set, else `TOKENRELAY_LISTEN`.
     private static func healthcheck(_ configuration: Configuration) async -> Int32 {
-        let host = configuration.http.listenHost == "0.0.0.0" ? "127.0.0.1" : configuration.http.listenHost
+        let http = configuration.http
+        let (bound, port) = http.managementPort.map { (http.managementHost ?? http.listenHost, $0) } ?? (http.listenHost, http.listenPort)
+        // A wildcard address is reached on loopback; an IPv6 address goes in brackets.
+        let host: String
+        switch bound {
+        case "0.0.0.0": host = "127.0.0.1"
+        case "::": host = "[::1]"
+        default: host = bound.contains(":") ? "[\(bound)]" : bound
+        }
         let client = HTTPClient()
         defer { client.shutdown() }
         guard
             let response = try? await client.execute(
-                HTTPClientRequest(method: "GET", url: "http://\(host):\(configuration.http.listenPort)/healthz", timeout: 5))
+                HTTPClientRequest(method: "GET", url: "http://\(host):\(port)/healthz", timeout: 5))
         else {
             return 1
         }

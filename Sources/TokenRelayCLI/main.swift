@@ -1,5 +1,6 @@
 import Foundation
+import TokenRelayBase
 
 // The `token-relay` command: `serve` and the operators' commands (CommandLineTool).
-let status = await CommandLineTool.run(Array(CommandLine.arguments.dropFirst()))
+package let status = await CommandLineTool.run(Array(CommandLine.arguments.dropFirst()))
 exit(status)

@@ -56,6 +56,11 @@ package struct AppDependencies: Sendable {
     package let issuanceStore: IssuanceStore
     /// Serves ``handler``; nil in the test form.
     package let server: HTTPServer?
+    /// `/healthz`, `/readyz` and `/metrics` when `TOKENRELAY_MANAGEMENT_LISTEN` names an address
+    /// of their own; nil otherwise (they are ``router``'s then).
+    package let managementRouter: Router?
+    /// Serves ``managementRouter``; nil in the test form or without the setting.
+    package let managementServer: HTTPServer?
 
     /// Everything `token-relay serve` runs, the HTTP server included.
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, credential, migrations).
@@ -103,6 +108,7 @@ package struct AppDependencies: Sendable {
         self.clock = clock
         let metrics = Metrics()
         metrics.describeOperations()
+        metrics.describeProcess()
         self.metrics = metrics
         let pool = PostgresPool(url: configuration.database.url, size: configuration.database.poolSize)
         self.pool = pool
@@ -218,7 +224,8 @@ package struct AppDependencies: Sendable {
         let services = AppServices(
             configuration: configuration, store: store, events: events, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream,
             authorities: authorities,
-            health: HealthChecks(database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth),
+            health: HealthChecks(
+                database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth, metrics: metrics),
             metrics: metrics, audit: AuditStore(database: database), issuance: issuance, tenants: tenantStore, suspensions: suspensions)
         self.services = services
         metrics.addGauges {
@@ -227,6 +234,7 @@ package struct AppDependencies: Sendable {
                 ("tokenrelay_db_pool_connections", ["state": "in_use"], Double(stats.inUse)),
                 ("tokenrelay_db_pool_connections", ["state": "size"], Double(stats.size)),
                 ("tokenrelay_db_pool_waiting", [:], Double(stats.waiting)),
+                ("tokenrelay_db_pool_waits_total", [:], Double(stats.totalWaits)),
                 ("tokenrelay_db_pool_waits", [:], Double(stats.totalWaits)),
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
@@ -277,10 +285,22 @@ package struct AppDependencies: Sendable {
         metrics.addGauges {
             [("tokenrelay_invalidation_listening", [:], invalidation.isListening ? 1 : 0)]
         }
-        let router = Routes.make(services)
+        let separateManagement = configuration.http.managementPort != nil
+        let router = Routes.make(services, operations: !separateManagement)
         self.router = router
         let handler = AppHTTPHandler(router: router, authenticator: authenticator, services: services, logger: logger)
         self.handler = handler
+        let managementRouter = separateManagement ? Routes.management(services) : nil
+        self.managementRouter = managementRouter
+        managementServer = managementRouter.flatMap { router in
+            guard serving, let host = configuration.http.managementHost, let port = configuration.http.managementPort else { return nil }
+            // Few connections (Prometheus, the kubelet); the API's body and time limits.
+            return HTTPServer(
+                configuration: HTTPServerConfiguration(
+                    host: host, port: port, threadCount: 1, maxBodyBytes: configuration.limits.maxBodyBytes, maxConnections: 64,
+                    connectionTimeoutSeconds: configuration.http.clientTimeoutSeconds, requestHeadTimeoutSeconds: configuration.http.clientTimeoutSeconds),
+                handler: AppHTTPHandler(router: router, authenticator: authenticator, services: services, logger: logger))
+        }
         server =
             serving
             ? HTTPServer(
@@ -292,21 +312,26 @@ package struct AppDependencies: Sendable {
                 handler: handler) : nil
     }
 
-    /// `tokenrelay_memory_cache_{bytes,entries,evictions}{cache}`, each family's samples together
-    /// (the text exposition needs them in one group).
+    /// `tokenrelay_memory_cache_{bytes,entries,evictions_total}{cache}`, and `…_evictions` (the same
+    /// total under its old name, a gauge), each family's samples together (the text exposition
+    /// needs them in one group).
     package static func memoryGauges(_ usages: [String: MemoryUsage]) -> [(String, [String: String], Double)] {
         let caches = usages.keys.sorted()
-        return [("bytes", \MemoryUsage.bytes), ("entries", \.entries), ("evictions", \.evictions)].flatMap { suffix, field in
+        let families = [("bytes", \MemoryUsage.bytes), ("entries", \.entries), ("evictions_total", \.evictions), ("evictions", \.evictions)]
+        return families.flatMap { suffix, field in
             caches.map { ("tokenrelay_memory_cache_" + suffix, ["cache": $0], Double(usages[$0]![keyPath: field])) }
         }
     }
 
     /// The services a ``ServiceGroup`` runs, in start order (they stop in the reverse): the
     /// pool and clients close last; before them the background tasks drain (within the shutdown
-    /// grace: ``BackgroundTasks/beginGrace()``); the invalidation listener; the keep-alive job (always: its
-    /// pass also prunes old events) and the webhook job (when configured); the key-usage and issuance flushes; the HTTP server (when this form
-    /// has one) first to stop, so a shutdown stops accepting, lets requests in flight finish,
-    /// writes the counts, stops the jobs and closes the pool, in that order.
+    /// grace: ``BackgroundTasks/beginGrace()``); the invalidation listener; the keep-alive job
+    /// (always: its pass also prunes old events) and the webhook job (when configured); the
+    /// key-usage and issuance flushes; the readiness self-check; the management listener (when
+    /// configured); the HTTP server (when this form has one) first to stop, so a shutdown stops
+    /// accepting, lets requests in flight finish, writes the counts, stops the jobs and closes the
+    /// pool, in that order (the management listener answers probes and scrapes until the API has
+    /// drained).
     /// - Parameter onListening: called with the bound port once the HTTP server accepts.
     package func services(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> [any Service] {
         var services: [any Service] = [OnStop("Resources", close), backgroundTasks]
@@ -315,17 +340,25 @@ package struct AppDependencies: Sendable {
         // Always: besides keep-alive (when on), its pass prunes old events (issue 10 item 12).
         services.append(keepAlive)
         if let webhooks { services.append(webhooks) }
-        // Best effort: readiness probes write the key usage meanwhile.
-        let ciphertexts = self.ciphertexts
-        services.append(OnStop("KeyUsageFlush") { _ = try? await ciphertexts.flushUsage() })
+        services.append(KeyUsageFlusher(store: ciphertexts, intervalSeconds: configuration.tokens.issuanceFlushIntervalSeconds))
         services.append(IssuanceFlusher(counter: issuance, store: issuanceStore, intervalSeconds: configuration.tokens.issuanceFlushIntervalSeconds))
+        services.append(ReadinessSelfCheck(health: self.services.health, intervalSeconds: configuration.http.readinessCheckIntervalSeconds))
+        if let managementServer {
+            let (logger, host) = (self.logger, configuration.http.managementHost ?? "")
+            services.append(
+                HTTPServerService(
+                    name: "ManagementHTTPServer", server: managementServer, drainTimeoutSeconds: configuration.http.shutdownTimeoutSeconds, logger: logger
+                ) { port in
+                    logger.info("service.listening", ["listen.host": host, "listen.port": String(port), "listen.role": "management"])
+                })
+        }
         if let server {
             let urls = self.urls
             let (logger, host) = (self.logger, configuration.http.listenHost)
             services.append(
                 HTTPServerService(server: server, drainTimeoutSeconds: configuration.http.shutdownTimeoutSeconds, logger: logger) { port in
                     urls.serverStarted(port: port)
-                    logger.info("service.listening", ["listen.host": host, "listen.port": String(port)])
+                    logger.info("service.listening", ["listen.host": host, "listen.port": String(port), "listen.role": "api"])
                     onListening(port)
                 })
         }
@@ -337,6 +370,7 @@ package struct AppDependencies: Sendable {
     package func close() {
         invalidation.stop()
         server?.stop()
+        managementServer?.stop()
         http.shutdown()
         pool.close()
     }

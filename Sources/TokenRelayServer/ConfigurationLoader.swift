@@ -52,12 +52,17 @@ public struct ConfigurationLoader: Sendable {
 
         var config = Configuration()
         if let listen = try value("listen") {
-            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
-                throw ConfigurationError(setting: "TOKENRELAY_LISTEN", reason: "must be host:port")
-            }
-            config.http.listenHost = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-            config.http.listenPort = port
+            (config.http.listenHost, config.http.listenPort) = try Self.hostAndPort(listen, setting: "TOKENRELAY_LISTEN")
         }
+        if let listen = try value("management_listen") {
+            let (host, port) = try Self.hostAndPort(listen, setting: "TOKENRELAY_MANAGEMENT_LISTEN")
+            // The API's own address is the default: one listener, as when unset.
+            if host != config.http.listenHost || port != config.http.listenPort || port == 0 {
+                (config.http.managementHost, config.http.managementPort) = (host, port)
+            }
+        }
+        config.http.readinessCheckIntervalSeconds =
+            try int("readiness_check_interval_s", 1...3600) ?? config.http.readinessCheckIntervalSeconds
         config.database.url = try value("database_url") ?? ""
         config.database.poolSize = try int("database_pool_size", 1...256) ?? config.database.poolSize
         config.identity.clientId = try value("client_id") ?? ""
@@ -191,6 +196,14 @@ public struct ConfigurationLoader: Sendable {
 
     package static func isLoopback(_ url: String) -> Bool {
         ["http://127.0.0.1", "http://localhost", "http://[::1]"].contains { url == $0 || url.hasPrefix($0 + ":") || url.hasPrefix($0 + "/") }
+    }
+
+    /// `host:port` (an IPv6 host in brackets) as host and port 0–65535.
+    package static func hostAndPort(_ text: String, setting: String) throws -> (host: String, port: Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ConfigurationError(setting: setting, reason: "must be host:port")
+        }
+        return (String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
     }
 
     private func fileSettings() throws -> [String: String] {

@@ -13,7 +13,9 @@ public final class TokenRelayService: Sendable {
     private let logger: Logger
     public var metrics: Metrics { dependencies.metrics }
     /// Every route served, as (method, OpenAPI path template): the OpenAPI parity test reads it.
-    public var routeTable: [(method: String, path: String)] { dependencies.router.openAPIOperations }
+    public var routeTable: [(method: String, path: String)] {
+        dependencies.router.openAPIOperations + (dependencies.managementRouter?.openAPIOperations ?? [])
+    }
     /// Every route with the access it declared (the permission-table test reads it).
     package var routeAccess: [(method: String, template: String, access: RouteAccess)] {
         dependencies.router.routes.map { ($0.method, $0.template, $0.access) }
@@ -71,7 +73,12 @@ public final class TokenRelayService: Sendable {
     /// - Returns: the pass summary as one JSON object (`ran`, `refreshed`, `failed`, `deferred`).
     /// - Throws: `RelayError` when the database fails.
     public func runKeepAlivePass() async throws -> String {
-        do { return try await dependencies.keepAlive.runPass().json } catch let error as RelayError {
+        try await runKeepAlivePass(progress: nil)
+    }
+
+    /// ``runKeepAlivePass()`` telling `progress` the events pruned, the accounts to refresh and each one done.
+    package func runKeepAlivePass(progress: (any ProgressSink)?) async throws -> String {
+        do { return try await dependencies.keepAlive.runPass(progress: progress).json } catch let error as RelayError {
             throw ServiceError(description: error.detail)
         } catch let error as StoreError {
             throw ServiceError(description: RelayError(error).detail)
@@ -122,8 +129,8 @@ public final class TokenRelayService: Sendable {
         logger.info("credential.reloaded", [:])
     }
 
-    /// Writes this process's encryption counts to the database (at shutdown; readiness probes
-    /// do it meanwhile). Best effort.
+    /// Writes this process's encryption counts to the database (the service does it every
+    /// `TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S` and at shutdown). Best effort.
     public func flushKeyUsage() async {
         _ = try? await dependencies.ciphertexts.flushUsage()
     }

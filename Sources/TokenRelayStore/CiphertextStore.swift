@@ -195,34 +195,44 @@ package struct CiphertextStore: Sendable {
     }
 
     /// Adds the encryptions counted in memory to `encryption_key_usage` (one statement, however
-    /// many data keys were used), then returns the key in use with the most encryptions: the
-    /// ring's first key or a tenant's data key (those are what seal rows). Counts that could not
-    /// be written are kept for the next flush.
-    @discardableResult
-    package func flushUsage() async throws -> (keyId: String, encryptions: Int64)? {
+    /// many data keys were used). Counts that could not be written are kept for the next flush;
+    /// with none counted, nothing is asked of the database.
+    package func flushUsage() async throws {
         let counts = cipher.takeUnflushedCounts().sorted { $0.key < $1.key }
-        let primary = cipher.ring.primary.id
+        guard !counts.isEmpty else { return }
         do {
-            return try await database.run { connection in
-                if !counts.isEmpty {
-                    try connection.query(
-                        """
-                        INSERT INTO encryption_key_usage (key_id, encryptions) SELECT * FROM unnest($1::text[], $2::bigint[])
-                        ON CONFLICT (key_id) DO UPDATE SET encryptions = encryption_key_usage.encryptions + EXCLUDED.encryptions, updated_at = now()
-                        """,
-                        [.text(APIKeyStore.arrayLiteral(counts.map(\.key))), .text(APIKeyStore.arrayLiteral(counts.map { String($0.value) }))])
-                }
-                let top = try connection.query(
+            try await database.run { connection in
+                try connection.query(
                     """
-                    SELECT key_id, encryptions FROM encryption_key_usage WHERE key_id = $1 OR key_id LIKE 'dk.%'
-                    ORDER BY encryptions DESC, key_id LIMIT 1
-                    """, [.text(primary)]
-                ).rows.first
-                return top.map { ($0.string("key_id") ?? "", $0.int("encryptions") ?? 0) }
+                    INSERT INTO encryption_key_usage (key_id, encryptions) SELECT * FROM unnest($1::text[], $2::bigint[])
+                    ON CONFLICT (key_id) DO UPDATE SET encryptions = encryption_key_usage.encryptions + EXCLUDED.encryptions, updated_at = now()
+                    """,
+                    [.text(APIKeyStore.arrayLiteral(counts.map(\.key))), .text(APIKeyStore.arrayLiteral(counts.map { String($0.value) }))])
             }
         } catch {
             cipher.restoreUnflushedCounts(Dictionary(uniqueKeysWithValues: counts))
             throw error
         }
+    }
+
+    /// The key in use with the most encryptions, those written to `encryption_key_usage` plus those
+    /// this process counted and has not written yet: the ring's first key or a tenant's data key
+    /// (those are what seal rows). One read, no write: readiness asks it on every probe
+    /// (behaviour §8.1); the counts are written by ``flushUsage()`` every
+    /// `TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S` and at shutdown.
+    package func usage() async throws -> (keyId: String, encryptions: Int64)? {
+        let primary = cipher.ring.primary.id
+        let unflushed = cipher.unflushedCounts.filter { $0.key == primary || DataKey.isDataKeyId($0.key) }
+        var totals = try await database.run { connection in
+            try connection.query(
+                """
+                SELECT key_id, encryptions FROM encryption_key_usage WHERE key_id = ANY($2::text[])
+                UNION (SELECT key_id, encryptions FROM encryption_key_usage WHERE key_id = $1 OR key_id LIKE 'dk.%'
+                  ORDER BY encryptions DESC, key_id LIMIT 1)
+                """, [.text(primary), .text(APIKeyStore.arrayLiteral(unflushed.keys.sorted()))]
+            ).rows.reduce(into: [String: Int64]()) { totals, row in totals[row.string("key_id") ?? ""] = row.int("encryptions") ?? 0 }
+        }
+        for (keyId, count) in unflushed { totals[keyId, default: 0] += count }
+        return totals.min { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 }

@@ -112,22 +112,21 @@ package struct TenantStore: Sendable {
     /// then the tenant's data key, with an audit row, in one transaction. Every replica drops the
     /// tenant's data key and memories at COMMIT. A row of the tenant restored later from a dump
     /// taken after this does not open: its data key no longer exists.
+    /// - Parameter progress: told the accounts to delete, then each one deleted (the command line's progress).
     /// - Throws: ``StoreError``.
-    package func forget(tenantId: String, actor: String) async throws -> Forgotten {
+    package func forget(tenantId: String, actor: String, progress: (any ProgressSink)? = nil) async throws -> Forgotten {
         let clientId = self.clientId
         return try await database.transaction { connection in
-            let accounts = try connection.query(
-                """
-                SELECT account_id FROM accounts a WHERE ($1::text IS NULL OR a.client_id = $1) AND (lower(a.realm) = $2
-                  OR (a.home_account_id LIKE '%_._%' AND lower(split_part(a.home_account_id, '.', 2)) = $2)
-                  OR EXISTS (SELECT 1 FROM account_tenant_profiles tp WHERE tp.account_id = a.account_id AND lower(tp.realm) = $2))
-                ORDER BY account_id FOR UPDATE
-                """, [TokenStore.optional(clientId), .text(tenantId)]
-            ).rows.compactMap { $0.string("account_id") }
+            let accounts = try Self.accountIds(in: connection, tenantId: tenantId, clientId: clientId, lock: true)
+            progress?.begin("accounts", total: accounts.count)
             var deleted = 0
-            for id in accounts where try TokenStore.deleteAccount(in: connection, id: id, clientId: clientId, actor: actor) { deleted += 1 }
+            for id in accounts {
+                if try TokenStore.deleteAccount(in: connection, id: id, clientId: clientId, actor: actor) { deleted += 1 }
+                progress?.advance(by: 1)
+            }
+            progress?.end()
             var rows = 0
-            for table in ["access_tokens", "grant_access_tokens", "obo_refresh_tokens"] {
+            for table in Self.realmTokenTables {
                 rows += try connection.query("DELETE FROM \(table) WHERE lower(realm) = $1", [.text(tenantId)]).affectedRows
             }
             let dataKeyId = try DataKeyStore.delete(in: connection, tenantId: tenantId)
@@ -139,6 +138,65 @@ package struct TenantStore: Sendable {
             try AuditStore.record(
                 in: connection, .tenantForgotten, actor: actor, accountId: nil, outcome: dataKeyId == nil ? "no_data_key" : "forgotten", detail: detail)
             return forgotten
+        }
+    }
+
+    /// The token tables whose rows name a realm and no account (guests' access tokens of other
+    /// accounts, app and on-behalf-of tokens): `forget` deletes those of the tenant's realm after its accounts.
+    package static let realmTokenTables = ["access_tokens", "grant_access_tokens", "obo_refresh_tokens"]
+
+    /// The accounts of `tenantId` as ``forget(tenantId:actor:progress:)`` deletes them (realm,
+    /// home tenant or tenant profile), in id order; locked with `lock`.
+    private static func accountIds(in connection: PostgresConnection, tenantId: String, clientId: String?, lock: Bool) throws -> [String] {
+        try connection.query(
+            """
+            SELECT account_id FROM accounts a WHERE ($1::text IS NULL OR a.client_id = $1) AND (lower(a.realm) = $2
+              OR (a.home_account_id LIKE '%_._%' AND lower(split_part(a.home_account_id, '.', 2)) = $2)
+              OR EXISTS (SELECT 1 FROM account_tenant_profiles tp WHERE tp.account_id = a.account_id AND lower(tp.realm) = $2))
+            ORDER BY account_id\(lock ? " FOR UPDATE" : "")
+            """, [TokenStore.optional(clientId), .text(tenantId)]
+        ).rows.compactMap { $0.string("account_id") }
+    }
+
+    /// What `token-relay tenants forget --dry-run` says would go.
+    package struct ForgetPlan: Sendable {
+        package let accountIds: [String]
+        /// Rows of each of ``TenantStore/realmTokenTables`` that would be deleted besides the
+        /// accounts' own (those go with their account).
+        package let tokenRows: [String: Int]
+        package let dataKeyId: String?
+
+        package var json: JSONValue {
+            .object([
+                "dry_run": .bool(true), "accounts_to_delete": .number(Double(accountIds.count)),
+                "account_ids": .array(accountIds.map(JSONValue.string)),
+                "token_rows_to_delete": .number(Double(tokenRows.values.reduce(0, +))),
+                "token_rows": .object(tokenRows.mapValues { .number(Double($0)) }),
+                "data_key_to_destroy": dataKeyId.map(JSONValue.string) ?? .null,
+            ])
+        }
+    }
+
+    /// What ``forget(tenantId:actor:progress:)`` would delete now, read in one snapshot
+    /// (a repeatable-read transaction); nothing is written or locked.
+    /// - Throws: ``StoreError``.
+    package func forgetPlan(tenantId: String) async throws -> ForgetPlan {
+        let clientId = self.clientId
+        return try await database.transaction { connection in
+            try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            let accounts = try Self.accountIds(in: connection, tenantId: tenantId, clientId: clientId, lock: false)
+            var rows: [String: Int] = [:]
+            for table in Self.realmTokenTables {
+                // Access tokens of the accounts themselves go with them (ON DELETE CASCADE).
+                let others = table == "access_tokens" ? " AND NOT (account_id = ANY($2::text[]))" : " AND $2::text[] IS NOT NULL"
+                rows[table] = Int(
+                    try connection.query(
+                        "SELECT count(*) AS n FROM \(table) WHERE lower(realm) = $1\(others)",
+                        [.text(tenantId), .text(APIKeyStore.arrayLiteral(accounts))]
+                    ).rows.first?.int("n") ?? 0)
+            }
+            let dataKey = try connection.query("SELECT data_key_id FROM data_keys WHERE tenant_id = $1", [.text(tenantId)]).rows.first?.string("data_key_id")
+            return ForgetPlan(accountIds: accounts, tokenRows: rows, dataKeyId: dataKey)
         }
     }
 

@@ -129,16 +129,24 @@ struct ServiceGroupTests {
         #expect(!other.isSignalled)
     }
 
-    @Test("Dependencies list their services in start order: the pool closes last, the HTTP server stops first")
+    @Test("Dependencies list their services in start order: the pool closes last, the HTTP server stops first, the management listener after it")
     func dependencyOrder() throws {
-        let configuration = Configuration.offline()
+        var configuration = Configuration.offline()
         let live = try AppDependencies.live(configuration: configuration, logger: Self.logger)
         defer { live.close() }
         #expect(
             live.services().map(\.name) == [
-                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlush", "IssuanceFlusher",
+                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlusher", "IssuanceFlusher",
+                "ReadinessSelfCheck",
                 "HTTPServer",
             ])
+        // With TOKENRELAY_MANAGEMENT_LISTEN: probes and scrapes are answered until the API has drained.
+        (configuration.http.managementHost, configuration.http.managementPort) = ("127.0.0.1", 0)
+        let managed = try AppDependencies.live(configuration: configuration, logger: Self.logger)
+        defer { managed.close() }
+        #expect(managed.services().map(\.name).suffix(2) == ["ManagementHTTPServer", "HTTPServer"])
+        #expect(managed.router.routes.allSatisfy { !["/healthz", "/readyz", "/metrics"].contains($0.template) })
+        #expect(managed.managementRouter?.routes.map(\.template).sorted() == ["/healthz", "/metrics", "/readyz"])
         let test = try AppDependencies.test(
             databaseURL: "postgresql://nobody@127.0.0.1:1/none", authority: "http://127.0.0.1:9/tenant",
             configure: {
@@ -150,8 +158,8 @@ struct ServiceGroupTests {
         #expect(test.configuration.identity.knownAuthorities == ["http://127.0.0.1:9"])
         #expect(
             test.services().map(\.name) == [
-                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlush",
-                "IssuanceFlusher",
+                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlusher",
+                "IssuanceFlusher", "ReadinessSelfCheck",
             ])
     }
 

@@ -15,8 +15,8 @@ package struct HealthChecks: Sendable {
     package let database: Database
     package let migrator: Migrator?
     package let keyRing: KeyRing
-    /// Key usage: each readiness probe flushes the encryption counts and warns past
-    /// ``rotationThreshold`` (behaviour §12 Encryption keys).
+    /// Key usage: readiness reads the encryption counts (stored and not yet written) and warns past
+    /// ``rotationThreshold`` (behaviour §12 Encryption keys). It writes nothing.
     package var ciphertexts: CiphertextStore? = nil
 
     /// Encryptions under one key after which readiness warns to rotate: 2^31, far below the
@@ -25,15 +25,23 @@ package struct HealthChecks: Sendable {
     /// The client credential's rejection and expiry warnings (behaviour §12 Health).
     package var credential: CredentialHealth? = nil
 
-    package init(database: Database, migrator: Migrator?, keyRing: KeyRing, ciphertexts: CiphertextStore? = nil, credential: CredentialHealth? = nil) {
+    /// When the service started (the checks are built at start-up), for the `uptime` check.
+    package var started = ContinuousClock.now
+    /// Where every readiness result lands as `tokenrelay_ready`, whoever asked (a probe of
+    /// `/readyz` or the periodic ``ReadinessSelfCheck``).
+    package var metrics: Metrics? = nil
+
+    package init(
+        database: Database, migrator: Migrator?, keyRing: KeyRing, ciphertexts: CiphertextStore? = nil, credential: CredentialHealth? = nil,
+        metrics: Metrics? = nil
+    ) {
         self.database = database
         self.migrator = migrator
         self.keyRing = keyRing
         self.ciphertexts = ciphertexts
         self.credential = credential
+        self.metrics = metrics
     }
-    /// When the service started (the checks are built at start-up), for the `uptime` check.
-    package var started = ContinuousClock.now
 
     /// The process serves: `pass` with an `uptime` check in seconds (the draft's §4 example of
     /// a system-wide check). Answered on the server thread: no I/O, no lock.
@@ -52,8 +60,16 @@ package struct HealthChecks: Sendable {
             ])
     }
 
-    /// Database reachable, migrations current, encryption key loaded; 503 otherwise.
+    /// Database reachable, migrations current, encryption key loaded; 503 otherwise. Reads only:
+    /// Kubernetes probes every few seconds on every replica (behaviour §8.1). Sets `tokenrelay_ready`.
     package func readiness() async -> HTTPResponse {
+        let response = await check()
+        metrics?.set("tokenrelay_ready", value: response.status == 200 ? 1 : 0)
+        metrics?.set("tokenrelay_ready_checked_timestamp_seconds", value: Date().timeIntervalSince1970.rounded())
+        return response
+    }
+
+    private func check() async -> HTTPResponse {
         let time = Date().formatted(.iso8601)
         var checks: [String: JSONValue] = [:]
         var overall = "pass"
@@ -89,8 +105,8 @@ package struct HealthChecks: Sendable {
         var keyCheck: [String: JSONValue] = [
             "status": .string("pass"), "observedValue": .number(Double(ring.keys.count)), "componentId": .string(ring.primary.id), "time": .string(time),
         ]
-        if let flushed = try? await ciphertexts?.flushUsage() {
-            let (keyId, used) = flushed ?? (ring.primary.id, 0)
+        if let usage = try? await ciphertexts?.usage() {
+            let (keyId, used) = usage ?? (ring.primary.id, 0)
             keyCheck["componentId"] = .string(keyId)
             keyCheck["observedValue"] = .number(Double(used))
             keyCheck["observedUnit"] = .string("encryptions")

@@ -100,9 +100,14 @@ package struct KeepAliveJob: Service {
 
     /// Runs one pass: prunes old events, then refreshes every account whose refresh token is
     /// older than `afterDays` days (none when keep-alive is off).
-    /// - Parameter sleep: waits between redemptions (seconds); injected so tests need not wait.
+    /// - Parameters:
+    ///   - sleep: waits between redemptions (seconds); injected so tests need not wait.
+    ///   - progress: told the events pruned, then the accounts to refresh and each one done
+    ///     (`token-relay keepalive --once`).
     /// - Throws: `RelayError` when the database fails.
-    package func runPass(sleep: @Sendable (Double) async -> Void = { try? await Task.sleep(for: .seconds($0)) }) async throws -> Summary {
+    package func runPass(
+        sleep: @Sendable (Double) async -> Void = { try? await Task.sleep(for: .seconds($0)) }, progress: (any ProgressSink)? = nil
+    ) async throws -> Summary {
         var summary = Summary()
         let spacing = 60.0 / Double(max(1, maxPerMinute))
         // The lease outlives one spacing comfortably and is renewed before every redemption.
@@ -110,7 +115,7 @@ package struct KeepAliveJob: Service {
         guard try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { return summary }
         summary.ran = true
         do {
-            summary.prunedEvents = try await pruneEvents(leaseSeconds: leaseSeconds)
+            summary.prunedEvents = try await pruneEvents(leaseSeconds: leaseSeconds, progress: progress)
         } catch {
             try? await leases.release(job: Self.leaseName, holder: holder)
             throw error
@@ -121,7 +126,10 @@ package struct KeepAliveJob: Service {
         }
         let candidates = try await store.idleAccountIds(olderThanDays: afterDays, limit: Self.maxAccountsPerPass)
         logger.info("keepalive.pass_started", ["keepalive.candidates": String(candidates.count)])
+        progress?.begin("accounts", total: candidates.count)
+        defer { progress?.end() }
         for (index, accountId) in candidates.enumerated() {
+            defer { progress?.advance(by: 1) }
             if index > 0 {
                 // Jitter only lengthens the gap (1–1.5 × spacing), so the rate never exceeds the bound.
                 await sleep(spacing * Double.random(in: 1..<1.5))
@@ -148,7 +156,9 @@ package struct KeepAliveJob: Service {
     /// Deletes events older than the retention, ``pruneBatchSize`` per statement, renewing the
     /// lease between statements; stops early when the lease is lost or the task is cancelled.
     /// - Returns: the events deleted.
-    private func pruneEvents(leaseSeconds: Int) async throws -> Int {
+    private func pruneEvents(leaseSeconds: Int, progress: (any ProgressSink)?) async throws -> Int {
+        progress?.begin("events", total: nil)
+        defer { progress?.end() }
         var pruned = 0
         for batch in 0..<Self.maxPruneBatchesPerPass {
             if batch > 0 {
@@ -157,6 +167,7 @@ package struct KeepAliveJob: Service {
             let deleted = try await events.prune(
                 olderThanDays: eventsRetentionDays, keepUndelivered: keepUndeliveredEvents, limit: Self.pruneBatchSize)
             pruned += deleted
+            progress?.advance(by: deleted)
             if deleted < Self.pruneBatchSize { break }
         }
         if pruned > 0 {

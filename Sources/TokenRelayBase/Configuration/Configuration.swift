@@ -49,6 +49,15 @@ public struct Configuration: Sendable {
         /// The base URL callers and browsers use, behind a proxy (`TOKENRELAY_PUBLIC_BASE_URL`).
         /// Default `http://{listen}`.
         public var publicBaseURL: String?
+        /// Where `/healthz`, `/readyz` and `/metrics` are served instead of the API's address
+        /// (`TOKENRELAY_MANAGEMENT_LISTEN`, `host:port`; port 0 lets the kernel pick), so a
+        /// NetworkPolicy or firewall can keep callers off them. Default nil: on the API's address.
+        public var managementHost: String?
+        /// The management port (`TOKENRELAY_MANAGEMENT_LISTEN`); nil with ``managementHost``.
+        public var managementPort: Int?
+        /// Seconds between the service's own readiness checks, which set `tokenrelay_ready` when
+        /// nothing probes `/readyz` (`TOKENRELAY_READINESS_CHECK_INTERVAL_S`). Default 10.
+        public var readinessCheckIntervalSeconds: Int = 10
 
         public init() {}
 

@@ -8,7 +8,7 @@ import Synchronization
 public struct Logger: Sendable {
     package let level: LogLevel
     package let logPII: Bool
-    private let sink: LogSink
+    package let sink: LogSink
 
     public init(level: LogLevel, logPII: Bool, sink: LogSink = .standardError) {
         self.level = level

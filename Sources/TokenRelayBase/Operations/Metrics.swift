@@ -49,7 +49,8 @@ public final class Metrics: Sendable {
         describe("tokenrelay_throttled_total", "counter", "Requests answered throttled.")
         describe("tokenrelay_refresh_coalesced_total", "counter", "Refreshes that joined one already in flight.")
         describe("tokenrelay_sts_request_duration_seconds", "histogram", "Token endpoint call latency by grant, retries included.")
-        describe("tokenrelay_ready", "gauge", "Last /readyz result: 1 pass or warn, 0 fail.")
+        describe("tokenrelay_ready", "gauge", "Last readiness result (a /readyz probe or the periodic self-check): 1 pass or warn, 0 fail.")
+        describe("tokenrelay_ready_checked_timestamp_seconds", "gauge", "When readiness was last checked, unix seconds.")
         let hits = memoryCacheHits
         state.withLock { $0.handles["tokenrelay_token_cache_total", default: [:]][Self.render(["outcome": "hit", "layer": "memory"])] = hits }
     }
@@ -98,7 +99,8 @@ public final class Metrics: Sendable {
         state.withLock { $0.gauges[name, default: [:]][key] = value }
     }
 
-    /// Registers gauges read at scrape time.
+    /// Registers families read at scrape time (pool use, cache sizes, `process_*`): each typed and
+    /// described by ``describe(_:_:_:)`` (a gauge when it is not), its samples together.
     public func addGauges(_ read: @escaping @Sendable () -> [(name: String, labels: [String: String], value: Double)]) {
         gauges.withLock { $0.append(read) }
     }
@@ -126,23 +128,42 @@ public final class Metrics: Sendable {
                 counters[name, default: [:]][labels, default: 0] += handle.value
             }
         }
+        // Families read at scrape time (pool use, cache sizes, process_*) are read first, so a
+        // described one is announced once, with its samples.
+        var scraped: [(name: String, samples: [String])] = []
+        var scrapedIndex: [String: Int] = [:]
+        for read in gauges.withLock({ $0 }) {
+            for gauge in read() {
+                let line = "\(gauge.name)\(Self.render(gauge.labels)) \(Self.format(gauge.value))"
+                if let index = scrapedIndex[gauge.name] {
+                    scraped[index].samples.append(line)
+                } else {
+                    scrapedIndex[gauge.name] = scraped.count
+                    scraped.append((gauge.name, [line]))
+                }
+            }
+        }
         // Every described metric is announced even before its first sample, so dashboards and
         // alert rules can be checked against /metrics (deploy/monitoring).
-        let described = { (type: String) in snapshot.help.filter { $0.value.type == type }.map(\.key) }
+        let described = { (type: String) in snapshot.help.filter { $0.value.type == type && scrapedIndex[$0.key] == nil }.map(\.key) }
+        func announce(_ name: String, _ type: String) {
+            let help = snapshot.help[name]
+            lines += ["# HELP \(name) \(help?.text ?? name)", "# TYPE \(name) \(help?.type ?? type)"]
+        }
         for name in Set(counters.keys).union(described("counter")).sorted() {
-            if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) counter"] }
+            announce(name, "counter")
             for (labels, value) in (counters[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 lines.append("\(name)\(labels) \(Self.format(value))")
             }
         }
         for name in Set(snapshot.gauges.keys).union(described("gauge")).sorted() {
-            if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) gauge"] }
+            announce(name, "gauge")
             for (labels, value) in (snapshot.gauges[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 lines.append("\(name)\(labels) \(Self.format(value))")
             }
         }
         for name in Set(snapshot.histograms.keys).union(described("histogram")).sorted() {
-            if let help = snapshot.help[name] { lines += ["# HELP \(name) \(help.text)", "# TYPE \(name) histogram"] }
+            announce(name, "histogram")
             for (labels, histogram) in (snapshot.histograms[name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let inner = labels.isEmpty ? "" : String(labels.dropFirst().dropLast()) + ","
                 for (index, bound) in Histogram.bounds.enumerated() {
@@ -153,13 +174,9 @@ public final class Metrics: Sendable {
                 lines.append("\(name)_count\(labels) \(histogram.count)")
             }
         }
-        let readers = gauges.withLock { $0 }
-        var seen = Set<String>()
-        for read in readers {
-            for gauge in read() {
-                if seen.insert(gauge.name).inserted { lines.append("# TYPE \(gauge.name) gauge") }
-                lines.append("\(gauge.name)\(Self.render(gauge.labels)) \(Self.format(gauge.value))")
-            }
+        for family in scraped {
+            announce(family.name, "gauge")
+            lines += family.samples
         }
         return lines.joined(separator: "\n") + "\n"
     }

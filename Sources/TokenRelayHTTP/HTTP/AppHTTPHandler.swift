@@ -37,7 +37,7 @@ package final class AppHTTPHandler: HTTPHandler {
         silentOK = services.metrics.counter("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"])
         silentDuration = services.metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"])
         routeMetrics = RouteMetrics(metrics: services.metrics, routeLabels: router.routes.map(\.template) + [PreparedRequest.unmatchedRoute])
-        logsRequests = logger.level == .debug
+        logsRequests = logger.logsAccess
     }
 
     /// The server-thread step: prepares the request and answers it when memory can.
@@ -169,7 +169,7 @@ package final class AppHTTPHandler: HTTPHandler {
     }
 
     /// The one epilogue of both steps: `client-request-id`, `tokenrelay_http_requests_total`,
-    /// the duration histogram and the request log.
+    /// the duration histogram and the access line (`request.completed`, info).
     private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool) -> HTTPResponse {
         var response = response
         if response.headers["client-request-id"] == nil {
@@ -185,13 +185,11 @@ package final class AppHTTPHandler: HTTPHandler {
             routeMetrics.record(route: route, status: response.status, seconds: seconds)
         }
         if logsRequests {
-            var fields = [
-                "request.method": prepared.http.method, "request.route": route, "response.status": String(response.status),
-                "correlation.id": prepared.correlationId, "duration_ms": String(format: "%.2f", seconds * 1000),
-                "request.step": suspended ? "suspended" : "server_thread",
-            ]
-            fields["trace.parent"] = Self.traceparent(prepared.http.headers)
-            logger.debug("request.completed", fields)
+            logger.access(
+                Logger.AccessRecord(
+                    method: prepared.http.method, route: route, status: response.status, seconds: seconds, keyId: prepared.request?.context.caller,
+                    correlationId: prepared.correlationId, traceParent: Self.traceparent(prepared.http.headers),
+                    step: suspended ? "suspended" : "server_thread"))
         }
         return response
     }

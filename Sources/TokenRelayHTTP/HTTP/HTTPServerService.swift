@@ -7,7 +7,7 @@ import TokenRelayBase
 /// connections are refused), lets requests in flight finish for up to `drainTimeoutSeconds`
 /// (`TOKENRELAY_SHUTDOWN_TIMEOUT_S`), then closes every connection.
 package final class HTTPServerService: Service {
-    package let name = "HTTPServer"
+    package let name: String
     private let server: HTTPServer
     private let drainTimeoutSeconds: Int
     private let logger: Logger
@@ -17,7 +17,10 @@ package final class HTTPServerService: Service {
     /// - Parameters:
     ///   - drainTimeoutSeconds: the longest wait for requests in flight at stop, seconds.
     ///   - onListening: called with the bound port once connections are accepted.
-    package init(server: HTTPServer, drainTimeoutSeconds: Int, logger: Logger, onListening: @escaping @Sendable (Int) -> Void) {
+    package init(
+        name: String = "HTTPServer", server: HTTPServer, drainTimeoutSeconds: Int, logger: Logger, onListening: @escaping @Sendable (Int) -> Void
+    ) {
+        self.name = name
         self.server = server
         self.drainTimeoutSeconds = drainTimeoutSeconds
         self.logger = logger

@@ -51,9 +51,11 @@ package struct AppServices: Sendable {
 
 /// The route table: every route TokenRelay serves (the OpenAPI parity test reads it).
 package enum Routes {
-    package static func make(_ services: AppServices) -> Router {
+    /// The API's routes; with `operations`, `/healthz`, `/readyz` and `/metrics` too (false when
+    /// they are served on `TOKENRELAY_MANAGEMENT_LISTEN`, ``management(_:)``).
+    package static func make(_ services: AppServices, operations: Bool = true) -> Router {
         var router = Router()
-        OperationsRoutes.register(on: &router, services)
+        if operations { OperationsRoutes.register(on: &router, services) }
         SignInRoutes.register(on: &router, services)
         SignInStartRoutes.register(on: &router, services)
         AccountRoutes.register(on: &router, services)
@@ -62,6 +64,13 @@ package enum Routes {
         TokenRoutes.register(on: &router, services)
         GrantTokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)
+        return router
+    }
+
+    /// `/healthz`, `/readyz` and `/metrics` alone, for the management listener.
+    package static func management(_ services: AppServices) -> Router {
+        var router = Router()
+        OperationsRoutes.register(on: &router, services)
         return router
     }
 }

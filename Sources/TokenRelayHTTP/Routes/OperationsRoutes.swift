@@ -9,11 +9,8 @@ package enum OperationsRoutes {
         router.add("GET", "/healthz", access: .open, prepare: { _ in services.health.liveness() }) { _ in
             services.health.liveness()
         }
-        router.add("GET", "/readyz", access: .open) { _ in
-            let response = await services.health.readiness()
-            services.metrics.set("tokenrelay_ready", value: response.status == 200 ? 1 : 0)
-            return response
-        }
+        // Reads only; the result sets `tokenrelay_ready` (so does the periodic self-check).
+        router.add("GET", "/readyz", access: .open) { _ in await services.health.readiness() }
         router.add("GET", "/metrics", access: .open) { _ in
             HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(services.metrics.render().utf8))
         }

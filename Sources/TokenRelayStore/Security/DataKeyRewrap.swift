@@ -10,11 +10,14 @@ package struct DataKeyRewrap: Sendable {
     package let store: DataKeyStore
     /// Data keys per transaction.
     package var batchSize = 500
+    /// Told the data keys to do, then each batch done (the command line's progress).
+    package var progress: (any ProgressSink)? = nil
 
-    package init(dataKeys: TenantDataKeys, store: DataKeyStore, batchSize: Int = 500) {
+    package init(dataKeys: TenantDataKeys, store: DataKeyStore, batchSize: Int = 500, progress: (any ProgressSink)? = nil) {
         self.dataKeys = dataKeys
         self.store = store
         self.batchSize = batchSize
+        self.progress = progress
     }
 
     package struct Report: Sendable, Equatable {
@@ -37,10 +40,15 @@ package struct DataKeyRewrap: Sendable {
     package func run() async throws -> Report {
         let primary = dataKeys.keyEncryptionKeys.primary
         var report = Report(kekId: primary.id)
+        if let progress {
+            progress.begin("data_keys", total: try await store.countByKEK().filter { $0.key != primary.id }.values.reduce(0, +))
+        }
+        defer { progress?.end() }
         var cursor: String?
         while true {
             let batch = try await store.notWrappedBy(primary.id, after: cursor, limit: batchSize)
             guard let last = batch.last else { break }
+            defer { progress?.advance(by: batch.count) }
             cursor = last.dataKeyId
             var changes: [(old: WrappedDataKey, new: WrappedDataKey)] = []
             for old in batch {

@@ -16,12 +16,18 @@ package struct KeyRotation: Sendable {
     /// Full sweeps at most: a sweep skips rows locked by a concurrent refresh (which re-seals
     /// them itself), so a second sweep only finds rows written meanwhile under an old key.
     package var maxSweeps = 3
+    /// Told each phase (the data keys, then each table's sweep) with the rows it has to do, then
+    /// each batch done (the command line's progress).
+    package var progress: (any ProgressSink)? = nil
 
-    package init(store: CiphertextStore, logger: Logger, batchSize: Int = 500, maxSweeps: Int = 3) {
+    package init(
+        store: CiphertextStore, logger: Logger, batchSize: Int = 500, maxSweeps: Int = 3, progress: (any ProgressSink)? = nil
+    ) {
         self.store = store
         self.logger = logger
         self.batchSize = batchSize
         self.maxSweeps = maxSweeps
+        self.progress = progress
     }
 
     package struct TableReport: Sendable {
@@ -62,24 +68,33 @@ package struct KeyRotation: Sendable {
     package func run(tables: [CiphertextColumns] = CiphertextColumns.all) async throws -> Report {
         var report = Report(keyId: store.cipher.ring.primary.id)
         if let dataKeys = store.cipher.dataKeys {
-            let rewrap = try await DataKeyRewrap(dataKeys: dataKeys, store: DataKeyStore(database: store.database), batchSize: batchSize).run()
+            let rewrap = try await DataKeyRewrap(
+                dataKeys: dataKeys, store: DataKeyStore(database: store.database), batchSize: batchSize, progress: progress
+            ).run()
             for id in rewrap.failed { logger.error("encryption.rewrap.data_key_failed", ["data_key_id": id]) }
             report.dataKeys = rewrap
         }
         for columns in tables {
             var table = TableReport()
-            for _ in 0..<maxSweeps {
+            // What the first sweep has to do (counted only for the progress); a later sweep's is
+            // what the one before left.
+            var toDo = progress == nil ? 0 : try await store.remaining(columns)
+            for sweep in 0..<maxSweeps {
+                progress?.begin(sweep == 0 ? columns.table : "\(columns.table) (sweep \(sweep + 1))", total: toDo)
+                defer { progress?.end() }
                 var cursor: [String]?
                 var failedThisSweep: [(owner: String, keyId: String)] = []
                 while true {
                     let batch = try await store.rotateBatch(columns, after: cursor, limit: batchSize)
                     table.reencrypted += batch.reencrypted
                     failedThisSweep += batch.failed
+                    progress?.advance(by: batch.reencrypted + batch.failed.count)
                     guard let next = batch.cursor else { break }
                     cursor = next
                 }
                 table.failed = failedThisSweep.count
                 table.remaining = try await store.remaining(columns)
+                toDo = table.remaining
                 if table.remaining <= table.failed {
                     for row in failedThisSweep {
                         logger.error("encryption.rotate.row_failed", ["table": columns.table, "owner.id": row.owner, "key_id": row.keyId])

@@ -161,6 +161,9 @@ package struct TokenCipher: Sendable {
         }
     }
 
+    /// The counts not yet written, left in place (readiness reads them; the flush takes them).
+    package var unflushedCounts: [String: Int64] { shared.unflushed.withLock { $0 } }
+
     /// Puts counts back after a failed flush, so none is lost.
     package func restoreUnflushedCounts(_ counts: [String: Int64]) {
         shared.unflushed.withLock { current in
