@@ -18,7 +18,10 @@ struct BackgroundTasksShutdownTests {
     @Test("A rotation held while PostgreSQL is down is stored when it is back before the grace ends, before the pool closes")
     func heldRotationStoredWithinGrace() async throws {
         try await RefreshExecutorTests.withDatabase("shutdown_rotation_stored") { db in
-            let run = try await Self.holdRotation(db)
+            // A grace far longer than the store takes, even on a loaded machine: the group must
+            // stop on the rotation stored, not on the grace.
+            let grace = 30.0
+            let run = try await Self.holdRotation(db, graceSeconds: grace)
             let closedWithRotationStored = Mutex<Bool?>(nil)
             let group = ServiceGroup(
                 services: [
@@ -37,7 +40,7 @@ struct BackgroundTasksShutdownTests {
             try await stopped.value
             let took = ContinuousClock.now - started
 
-            #expect(took < .seconds(Self.graceSeconds), "the group waited \(took) for a rotation stored at about 0.6 s")
+            #expect(took < .seconds(grace), "the group waited \(took), the whole grace, for a rotation stored at about 0.6 s")
             #expect(closedWithRotationStored.withLock { $0 } == true)
             #expect(try await Self.storedRefreshToken(db, run.account) == run.issued)
             let log = run.sink.captured.joined(separator: "\n")
@@ -50,7 +53,8 @@ struct BackgroundTasksShutdownTests {
     @Test("A rotation held while PostgreSQL stays down is logged as lost, without its value, when the grace ends")
     func heldRotationLostAtGraceEnd() async throws {
         try await RefreshExecutorTests.withDatabase("shutdown_rotation_lost") { db in
-            let run = try await Self.holdRotation(db)
+            let grace = 2.0
+            let run = try await Self.holdRotation(db, graceSeconds: grace)
             let group = ServiceGroup(services: [run.tasks], onStopping: { run.tasks.beginGrace() }, logger: run.logger)
             let started = ContinuousClock.now
             let stopped = Task { try await group.run() }
@@ -58,8 +62,10 @@ struct BackgroundTasksShutdownTests {
             try await stopped.value
             let took = ContinuousClock.now - started
 
-            #expect(took >= .seconds(Self.graceSeconds), "the group stopped after \(took), before the grace ended")
-            #expect(took < .seconds(Self.graceSeconds + 3), "the group stopped \(took) after the shutdown began")
+            #expect(took >= .seconds(grace), "the group stopped after \(took), before the grace ended")
+            // Generous: a loaded machine is slow, but a stop that waited for the persister's
+            // 300 s window would not pass.
+            #expect(took < .seconds(grace + 60), "the group stopped \(took) after the shutdown began")
             let lost = run.sink.captured.filter { $0.contains(#""event":"token.rotation_lost""#) }
             #expect(lost.count == 1)
             #expect(lost.first?.contains(run.account.accountId) == true)
@@ -71,8 +77,6 @@ struct BackgroundTasksShutdownTests {
             #expect(try await Self.storedRefreshToken(db, run.account) == "rt-0")
         }
     }
-
-    static let graceSeconds = 2.0
 
     /// A refresh whose rotation could not be stored: PostgreSQL goes down while the STS answers,
     /// stays down through the executor's short retries, and the rotation is held in memory, its
@@ -87,7 +91,7 @@ struct BackgroundTasksShutdownTests {
         let sink: LogSink
     }
 
-    static func holdRotation(_ db: RefreshExecutorTests.Harness) async throws -> HeldRotation {
+    static func holdRotation(_ db: RefreshExecutorTests.Harness, graceSeconds: Double) async throws -> HeldRotation {
         let account = try await db.signIn(refreshToken: "rt-0")
         let store = OutageStore(inner: db.store)
         let endpoint = ScriptedEndpoint(hold: [0])
