@@ -35,6 +35,8 @@ final class ReplicaInvalidation: Sendable {
         case accountChanged(String)
         case accessTokensReplaced(String)
         case apiKeyRevoked(String)
+        /// A key was created: its id joins every replica's key directory.
+        case apiKeyCreated(String)
         /// A redemption of the account's refresh token ended and its lease is free: waiters on
         /// other replicas claim again at once instead of at their next poll (ADR 0012).
         case refreshReleased(String)
@@ -46,6 +48,7 @@ final class ReplicaInvalidation: Sendable {
 
         static let accountDeletedPrefix = "account.deleted:"
         static let apiKeyRevokedPrefix = "api_key.revoked:"
+        static let apiKeyCreatedPrefix = "api_key.created:"
 
         /// The payload sent, naming this process as the origin.
         var payload: String { body + " " + ReplicaInvalidation.origin }
@@ -57,11 +60,18 @@ final class ReplicaInvalidation: Sendable {
             case .accountChanged(let id): "account.changed:" + id
             case .accessTokensReplaced(let id): "tokens.replaced:" + id
             case .apiKeyRevoked(let id): Self.apiKeyRevokedPrefix + id
+            case .apiKeyCreated(let id): Self.apiKeyCreatedPrefix + id
             case .refreshReleased(let id): "refresh.released:" + id
             case .tenantSuspended(let id): "tenant.suspended:" + id
             case .tenantResumed(let id): "tenant.resumed:" + id
             case .tenantForgotten(let id): "tenant.forgotten:" + id
             }
+        }
+
+        /// Whether the process that sent it applies it too (a key's creation: see ``handle(_:)``).
+        var reachesItsOrigin: Bool {
+            if case .apiKeyCreated = self { return true }
+            return false
         }
 
         /// The metric label of the message kind.
@@ -85,6 +95,7 @@ final class ReplicaInvalidation: Sendable {
             case "account.changed": self = .accountChanged(id)
             case "tokens.replaced": self = .accessTokensReplaced(id)
             case "api_key.revoked": self = .apiKeyRevoked(id)
+            case "api_key.created": self = .apiKeyCreated(id)
             case "refresh.released": self = .refreshReleased(id)
             case "tenant.suspended": self = .tenantSuspended(id)
             case "tenant.resumed": self = .tenantResumed(id)
@@ -98,6 +109,8 @@ final class ReplicaInvalidation: Sendable {
         var account: [@Sendable (String) -> Void] = []
         var accessTokens: [@Sendable (String) -> Void] = []
         var apiKey: [@Sendable (String) -> Void] = []
+        var apiKeyCreated: [@Sendable (String) -> Void] = []
+        var listening: [@Sendable () -> Void] = []
         var resynchronise: [@Sendable () -> Void] = []
         var refreshReleased: [@Sendable (String) -> Void] = []
         var tenant: [@Sendable (String, Bool) -> Void] = []
@@ -121,6 +134,9 @@ final class ReplicaInvalidation: Sendable {
     func onAccountForgotten(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.account.append(hook) } }
     func onAccessTokensReplaced(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.accessTokens.append(hook) } }
     func onAPIKeyRevoked(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.apiKey.append(hook) } }
+    func onAPIKeyCreated(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.apiKeyCreated.append(hook) } }
+    /// Called each time notifications start flowing: the first time and after every gap.
+    func onListening(_ hook: @escaping @Sendable () -> Void) { hooks.withLock { $0.listening.append(hook) } }
     func onRefreshReleased(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.refreshReleased.append(hook) } }
     /// `hook(tenantId, suspended)`.
     func onTenantChanged(_ hook: @escaping @Sendable (String, Bool) -> Void) { hooks.withLock { $0.tenant.append(hook) } }
@@ -138,6 +154,8 @@ final class ReplicaInvalidation: Sendable {
             for hook in hooks.accessTokens { hook(id) }
         case .apiKeyRevoked(let id):
             for hook in hooks.apiKey { hook(id) }
+        case .apiKeyCreated(let id):
+            for hook in hooks.apiKeyCreated { hook(id) }
         case .refreshReleased(let id):
             for hook in hooks.refreshReleased { hook(id) }
         case .tenantSuspended(let id):
@@ -172,12 +190,14 @@ final class ReplicaInvalidation: Sendable {
     private func handle(_ event: PostgresListener.Event) {
         switch event {
         case .notification(let channel, let payload):
-            guard channel == ReplicaNotifications.channel, Message.origin(of: payload) != Self.origin,
-                let message = Message(payload: payload)
-            else { return }
+            // This process applies its own changes as it makes them, except a key's creation,
+            // which the creating call (the CLI's, a test's) does not hand to the key directory.
+            guard channel == ReplicaNotifications.channel, let message = Message(payload: payload) else { return }
+            if Message.origin(of: payload) == Self.origin, !message.reachesItsOrigin { return }
             apply(message)
         case .listening(let afterGap):
             lossLogged.withLock { $0 = false }
+            for hook in hooks.withLock({ $0.listening }) { hook() }
             guard afterGap else { return }
             metrics.increment("tokenrelay_invalidation_listener_reconnects_total")
             logger.info("invalidation.listening_again", [:])
