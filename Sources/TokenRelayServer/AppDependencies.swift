@@ -237,15 +237,23 @@ package struct AppDependencies: Sendable {
                 database: database, url: url, secret: configuration.webhooks.secret ?? "", http: http,
                 maxBackoffSeconds: configuration.webhooks.maxBackoffSeconds, metrics: metrics, logger: logger)
         }
-        let authenticator = APIKeyAuthenticator(
-            bootstrapKey: configuration.apiKeys.bootstrapKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.limits.rateLimitPerKey,
-            cacheTTL: TimeInterval(tokenSettings.cacheTTLSeconds))
-        self.authenticator = authenticator
         let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
         self.invalidation = invalidation
+        let keyStore = APIKeyStore(database: database)
+        let keyDirectory = KeyDirectory { invalidation.isListening }
+        let authenticator = APIKeyAuthenticator(
+            bootstrapKey: configuration.apiKeys.bootstrapKey, keys: keyStore, rateLimitPerKey: configuration.limits.rateLimitPerKey,
+            cacheTTL: TimeInterval(tokenSettings.cacheTTLSeconds), directory: keyDirectory)
+        self.authenticator = authenticator
+        // Loaded each time notifications start flowing, so no creation falls between (behaviour §7.1).
+        invalidation.onListening {
+            keyDirectory.invalidate()
+            Task { await keyDirectory.load { try await keyStore.activeKeyIds(limit: $0) } }
+        }
+        invalidation.onAPIKeyCreated(authenticator.keyCreated)
         invalidation.onAccountForgotten(tokens.forgetInMemory)
         invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
-        invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
+        invalidation.onAPIKeyRevoked(authenticator.keyRevoked)
         invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
         invalidation.onTenantChanged { suspensions.apply(tenantId: $0, suspended: $1) }
         // Its accounts' own `account.deleted` messages forget them; the data key and what memory

@@ -65,6 +65,9 @@ package final class APIKeyAuthenticator: Sendable {
     package let cacheLimit: Int
     /// Requests per second per key in this replica; 0 = no limit.
     package let rateLimitPerKey: Double
+    /// The ids of every active key, when this replica holds them: an id outside it is refused
+    /// without a database read (``KeyDirectory``). Nil: every unknown id is asked of the store.
+    package let directory: KeyDirectory?
 
     /// - Parameters:
     ///   - bootstrapKey: `TOKENRELAY_BOOTSTRAP_API_KEY`, an admin key held only in memory.
@@ -72,7 +75,12 @@ package final class APIKeyAuthenticator: Sendable {
     ///   - cacheLimit: most key ids remembered at once (also bounds the rate buckets).
     ///   - rateLimitPerKey: `TOKENRELAY_RATE_LIMIT_PER_KEY`, requests per second; 0 = no limit.
     ///   - cacheTTL: `TOKENRELAY_CACHE_TTL_S`, seconds a looked-up key is trusted. Default 30.
-    package init(bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30) {
+    ///   - directory: the ids of every active key (``KeyDirectory``); nil: none.
+    package init(
+        bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30,
+        directory: KeyDirectory? = nil
+    ) {
+        self.directory = directory
         self.cacheLimit = cacheLimit
         cache = ExpiringMap(capacity: max(1, cacheLimit))
         self.rateLimitPerKey = rateLimitPerKey
@@ -95,6 +103,8 @@ package final class APIKeyAuthenticator: Sendable {
         guard let (keyId, secret) = Self.split(presented) else {
             throw Self.unauthenticated("The API key is not valid.")
         }
+        // A key id no key has: refused without a database read.
+        if directory?.certainlyUnknown(keyId) == true { throw Self.unauthenticated("The API key is not valid.") }
         let entry = try await lookup(keyId)
         guard let storedHash = entry.secretHash, let caller = entry.caller,
             ConstantTime.equals(SHA256.hash(utf8: secret), storedHash)
@@ -128,6 +138,8 @@ package final class APIKeyAuthenticator: Sendable {
         guard let (keyId, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
         let now = Date()
         guard let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate), now.timeIntervalSince(cached.fetchedAt) < cacheTTL else {
+            // A key id no key has is refused here, without a database read (behaviour §7.1).
+            if directory?.certainlyUnknown(keyId) == true { return .refused(Self.unauthenticated("The API key is not valid.")) }
             return .unknown
         }
         guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
@@ -180,6 +192,19 @@ package final class APIKeyAuthenticator: Sendable {
     /// when the key is revoked or changed (e.g. on a notification from another replica).
     package func forget(keyId: String) {
         cache.removeValue(for: keyId)
+    }
+
+    /// A key was created (a notification from the process that created it): its id joins the
+    /// directory, and whatever this replica remembered of the id (an unknown id) is dropped.
+    package func keyCreated(_ keyId: String) {
+        directory?.created(keyId)
+        cache.removeValue(for: keyId)
+    }
+
+    /// A key was revoked: forgotten, and out of the directory.
+    package func keyRevoked(_ keyId: String) {
+        directory?.revoked(keyId)
+        forget(keyId: keyId)
     }
 
     /// Drops every remembered key (invalidation notifications may have been missed).
