@@ -155,6 +155,9 @@ package struct AppDependencies: Sendable {
         let leaseWaiters = LeaseWaiters()
         let suspensions = TenantSuspensions()
         let grantMemory = GrantTokenMemory()
+        // Every per-replica memory of accounts and tenants, forgotten through one object.
+        let memories = ReplicaMemory(
+            tokens: memory, accounts: accounts, uiRequired: uiRequired, declinedScopes: declinedScopes, throttles: throttles, grantTokens: grantMemory)
         let redemptionLimiter = RedemptionLimiter(limit: tokenSettings.maxConcurrentRefreshes)
         var executor = RefreshExecutor(
             store: store, endpoint: sts, clientId: identity.clientId, expirySkewSeconds: tokenSettings.expirySkewSeconds,
@@ -167,12 +170,8 @@ package struct AppDependencies: Sendable {
             refresher: refresher,
             background: BackgroundRefresher(
                 refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: identity.clientCapabilities, logger: logger,
-                now: now,
-                forget: {
-                    SilentAcquisition.forget(
-                        $0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles)
-                }),
-            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
+                now: now, forget: memories.forget(account:)),
+            memories: memories, store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
             clientId: identity.clientId,
             clientCapabilities: identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
             allowExtendedLifetime: tokenSettings.allowExtendedLifetime, suspensions: suspensions)
@@ -182,11 +181,7 @@ package struct AppDependencies: Sendable {
             now: now, suspensions: suspensions)
         // A suspension forgets what memory holds of the tenant (behaviour §12 Tenants); the
         // refusal itself does not depend on it.
-        suspensions.onSuspended { tenant in
-            for accountId in accounts.accountIds(ofTenant: tenant) { tokens.forgetInMemory(accountId) }
-            memory.removeAll(realm: tenant)
-            grantMemory.removeAll(realm: tenant)
-        }
+        suspensions.onSuspended(memories.forget(tenant:))
         let tenantStore = TenantStore(database: database, clientId: identity.clientId)
         let tenantReloader = TenantSuspensionReloader(
             store: tenantStore, suspensions: suspensions, intervalSeconds: tokenSettings.cacheTTLSeconds, logger: logger)
@@ -194,7 +189,7 @@ package struct AppDependencies: Sendable {
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: identity.clientId, urls: urls, redirectAfterOrigins: identity.redirectAfterOrigins,
-            clientCapabilities: identity.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
+            clientCapabilities: identity.clientCapabilities, forgetInMemory: memories.forget(account:), logger: logger, now: now,
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
             apis: configuration.downstream.apis, publicBaseURL: { urls.baseURL }, tokens: tokens, grants: grants, http: upstream,
@@ -222,7 +217,7 @@ package struct AppDependencies: Sendable {
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
                 ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
-            ] + Self.memoryGauges(["tokens": memory.usage, "accounts": accounts.usage])
+            ] + Self.memoryGauges(memories.usage)
         }
         keepAlive = KeepAliveJob(
             store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,
@@ -251,23 +246,21 @@ package struct AppDependencies: Sendable {
             Task { await keyDirectory.load { try await keyStore.activeKeyIds(limit: $0) } }
         }
         invalidation.onAPIKeyCreated(authenticator.keyCreated)
-        invalidation.onAccountForgotten(tokens.forgetInMemory)
-        invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
+        invalidation.onAccountForgotten(memories.forget(account:))
+        invalidation.onAccessTokensReplaced(memories.forgetAccessTokens(of:))
         invalidation.onAPIKeyRevoked(authenticator.keyRevoked)
         invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
         invalidation.onTenantChanged { suspensions.apply(tenantId: $0, suspended: $1) }
-        // Its accounts' own `account.deleted` messages forget them; the data key and what memory
-        // holds of the realm go here (ADR 0017).
+        // The data key and what memory holds of the tenant go (ADR 0017); its accounts' own
+        // `account.deleted` messages follow.
         invalidation.onTenantForgotten { tenant in
             dataKeys.drop(tenantId: tenant)
-            memory.removeAll(realm: tenant)
-            grantMemory.removeAll(realm: tenant)
+            memories.forget(tenant: tenant)
         }
         invalidation.onResynchronise {
             dataKeys.dropAll()
-            accounts.removeAll()
+            memories.removeAll()
             authenticator.forgetAll()
-            memory.removeAll()
             Task { await tenantReloader.reload() }
         }
         metrics.addGauges {
