@@ -19,6 +19,16 @@ import HTTPCommon
 /// line (libmicrohttpd moved the name it grew elsewhere in its pool). Only pointers are compared,
 /// and bytes are read only between two positions already known to lie in the head.
 struct HeadReading {
+    /// A field value read as a number between optional spaces and tabs (OWS, RFC 9110 §5.6.3),
+    /// as `Content-Length` is written; nil when it is not one. Byte by byte: a `CharacterSet`
+    /// built per request cost a sixth of a cached answer.
+    static func number(_ text: String) -> Int? {
+        var value = Substring(text)
+        while let first = value.utf8.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+        while let last = value.utf8.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+        return Int(value)
+    }
+
     var headers = HTTPHeaders(minimumCapacity: 8)
     var refusal: HTTPHeadRefusal?
     /// The first `Content-Length`, or 0 when absent or unparsable (libmicrohttpd refuses a malformed one with 400).
@@ -162,7 +172,7 @@ private func readField(
         return .YES
     }
     if named(key, keySize, "Content-Length") {
-        if !walk.pointee.hasContentLength { walk.pointee.reading.contentLength = Int(text.trimmingCharacters(in: [" ", "\t"])) ?? 0 }
+        if !walk.pointee.hasContentLength { walk.pointee.reading.contentLength = HeadReading.number(text) ?? 0 }
         walk.pointee.hasContentLength = true
     } else if named(key, keySize, "Transfer-Encoding") {
         walk.pointee.transferEncodingFields += 1
