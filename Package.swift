@@ -18,6 +18,11 @@ if !FileManager.default.fileExists(atPath: releaseIdFile) {
     FileManager.default.createFile(atPath: releaseIdFile, contents: Data("unknown\n".utf8))
 }
 
+// The service's layers are separate modules: in release builds their generic memories
+// (ExpiringMap, ByteBoundedLRU) and small functions are specialised and inlined across them as
+// they were inside one module (without it, the cached answer paid for generic metadata lookups).
+let acrossLayers: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+
 let package = Package(
     name: "TokenRelay",
     products: [
@@ -47,28 +52,34 @@ let package = Package(
         // MARK: The service, one layer a target; each depends only on the ones below it.
         .target(
             name: "TokenRelayBase", dependencies: ["IdentityCore", "CryptoBridge"],
-            resources: [.embedInCode("Operations/release-id")]),
-        .target(name: "TokenRelayStore", dependencies: ["TokenRelayBase", "IdentityCore", "PostgresBridge", "CryptoBridge", "PKCS11Bridge"]),
+            resources: [.embedInCode("Operations/release-id")], swiftSettings: acrossLayers),
+        .target(
+            name: "TokenRelayStore", dependencies: ["TokenRelayBase", "IdentityCore", "PostgresBridge", "CryptoBridge", "PKCS11Bridge"],
+            swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayAcquisition",
-            dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge"]),
+            dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge"],
+            swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayHTTP",
-            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPServerBridge", "CryptoBridge"]),
+            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPServerBridge", "CryptoBridge"],
+            swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayServer",
             dependencies: [
                 "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon",
                 "HTTPServerBridge", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
-            ]),
+            ], swiftSettings: acrossLayers),
         // Benchmark seeding (bench/scale, bench/rewrap): linked by the CLI's `bench-seed` only, never by the service's layers.
-        .target(name: "TokenRelayBenchSeed", dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "PostgresBridge", "CryptoBridge"]),
+        .target(
+            name: "TokenRelayBenchSeed", dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "PostgresBridge", "CryptoBridge"],
+            swiftSettings: acrossLayers),
         .executableTarget(
             name: "TokenRelayCLI",
             dependencies: [
                 "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase",
                 "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
-            ]),
+            ], swiftSettings: acrossLayers),
         .target(name: "STSEmulator", dependencies: ["HTTPCommon", "HTTPServerBridge", "CryptoBridge"]),
         .executableTarget(name: "STSEmulatorMain", dependencies: ["STSEmulator"]),
 

@@ -12,9 +12,14 @@
 /// The MHD_OPTION_UNESCAPE_CALLBACK function type (libmicrohttpd documents it, but names no type).
 typedef size_t (*cmhd_unescape_callback)(void *cls, struct MHD_Connection *connection, char *text);
 
+/// The MHD_OPTION_URI_LOG_CALLBACK function type: the request target as received, before
+/// libmicrohttpd splits and decodes it; what it returns becomes the request's `req_cls`.
+typedef void *(*cmhd_uri_log_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
+
 /// MHD_start_daemon bound to `address`, with a thread pool, connection limit, idle timeout
 /// (seconds), per-connection memory (bytes), a request-completed callback, a connection
-/// started/closed callback and the percent-decoder of paths and query arguments. Returns NULL on
+/// started/closed callback, the percent-decoder of paths and query arguments and
+/// the request-target reader (`uri_log`) and MHD_OPTION_STRICT_FOR_CLIENT (`strict_for_client`: 0 lenient, 1 strict). Returns NULL on
 /// failure (errno may say why).
 static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                                                    const struct sockaddr *address,
@@ -28,7 +33,10 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                                                    void *completed_context,
                                                    MHD_NotifyConnectionCallback connection_notify,
                                                    void *connection_notify_context,
-                                                   cmhd_unescape_callback unescape) {
+                                                   cmhd_unescape_callback unescape,
+                                                   cmhd_uri_log_callback uri_log,
+                                                   void *uri_log_context,
+                                                   int strict_for_client) {
     return MHD_start_daemon(flags, 0, NULL, NULL, access_handler, access_handler_context,
                             MHD_OPTION_SOCK_ADDR, address,
                             MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
@@ -38,6 +46,8 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
                             MHD_OPTION_NOTIFY_CONNECTION, connection_notify, connection_notify_context,
                             MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+                            MHD_OPTION_URI_LOG_CALLBACK, uri_log, uri_log_context,
+                            MHD_OPTION_STRICT_FOR_CLIENT, strict_for_client,
                             MHD_OPTION_END);
 }
 
@@ -58,6 +68,13 @@ static inline const struct sockaddr *cmhd_connection_client_address(struct MHD_C
 static inline int cmhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+/// Bytes of the request head (request line, header lines and the empty line) as received, or 0
+/// if unknown; valid from the first access-handler call on.
+static inline size_t cmhd_connection_header_size(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info == NULL ? 0 : info->header_size;
 }
 
 /// The per-connection pointer set in the MHD_CONNECTION_NOTIFY_STARTED callback, or NULL.

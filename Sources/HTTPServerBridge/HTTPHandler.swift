@@ -9,6 +9,35 @@ public enum HTTPFirstStep<Prepared: Sendable>: Sendable {
     case suspend(Prepared)
 }
 
+/// A request the server refuses on its head, before any of its body is read (RFC 9112 §2.2,
+/// §5.2, §6.1, §6.3; RFC 9110 §5.5, §10.1.1): the answer is sent with `Connection: close`.
+public struct HTTPHeadRefusal: Sendable, Equatable {
+    /// 400, 501 (a transfer coding other than `chunked`) or 417 (an expectation other than `100-continue`).
+    public var status: Int
+    /// The header field at fault, when one is (`Transfer-Encoding`, `Expect`, the field whose line
+    /// is not framed as it must be); nil for the request line.
+    public var field: String?
+    /// One sentence for the caller.
+    public var reason: String
+
+    public init(status: Int, field: String?, reason: String) {
+        self.status = status
+        self.field = field
+        self.reason = reason
+    }
+}
+
+/// What ``HTTPHandler/admitHead(_:)`` decided about a request that waits for `100 Continue`.
+public enum HTTPHeadStep: Sendable {
+    /// Invite the body (`100 Continue`) and read it.
+    case proceed
+    /// Answer now, without reading the body; the connection is closed afterwards.
+    case respond(HTTPResponse)
+    /// Decide off the server thread (e.g. ask the database about the API key): nil proceeds,
+    /// a response is sent without reading the body.
+    case suspend(@Sendable () async -> HTTPResponse?)
+}
+
 /// What the server calls for every complete request.
 ///
 /// The server reads the whole request (up to ``HTTPServerConfiguration/maxBodyBytes``) before
@@ -35,6 +64,24 @@ public protocol HTTPHandler: Sendable {
     /// - Parameter prepared: What ``respondImmediately(to:)`` handed on.
     /// - Returns: The response to send.
     func respond(to prepared: Prepared) async -> HTTPResponse
+
+    /// The answer to a request refused on its head (framing, expectations); the server adds
+    /// `Connection: close`. By default a plain-text answer with the refusal's status.
+    func refused(_ refusal: HTTPHeadRefusal, request: HTTPRequest) -> HTTPResponse
+
+    /// Called on the server thread with the head of a request that asks for `100 Continue`
+    /// (HTTP/1.1, `Expect: 100-continue`), before the client is invited to send its body: the
+    /// body is invited only on ``HTTPHeadStep/proceed``. `request.body` is empty. By default
+    /// every head proceeds.
+    func admitHead(_ request: HTTPRequest) -> HTTPHeadStep
+}
+
+extension HTTPHandler {
+    public func refused(_ refusal: HTTPHeadRefusal, request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: refusal.status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array((refusal.reason + "\n").utf8))
+    }
+
+    public func admitHead(_ request: HTTPRequest) -> HTTPHeadStep { .proceed }
 }
 
 /// A handler with its associated type erased, as the C callbacks need it: the first step, and
@@ -46,8 +93,12 @@ struct ErasedHandler: Sendable {
     }
 
     let first: @Sendable (HTTPRequest) -> Step
+    let refused: @Sendable (HTTPHeadRefusal, HTTPRequest) -> HTTPResponse
+    let admitHead: @Sendable (HTTPRequest) -> HTTPHeadStep
 
     init<Handler: HTTPHandler>(_ handler: Handler) {
+        refused = { handler.refused($0, request: $1) }
+        admitHead = { handler.admitHead($0) }
         first = { request in
             switch handler.respondImmediately(to: request) {
             case .respond(let response): return .respond(response)

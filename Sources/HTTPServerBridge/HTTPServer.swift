@@ -22,7 +22,8 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, handler: some HTTPHandler) {
         self.configuration = configuration
         self.core = ServerCore(
-            handler: handler, maxBodyBytes: configuration.maxBodyBytes, requestHeadTimeoutSeconds: configuration.requestHeadTimeoutSeconds)
+            handler: handler, maxBodyBytes: configuration.maxBodyBytes, requestHeadTimeoutSeconds: configuration.requestHeadTimeoutSeconds,
+            maxQueryParameters: configuration.maxQueryParameters)
     }
 
     deinit { stop() }
@@ -58,7 +59,7 @@ public final class HTTPServer: Sendable {
                 cmhd_start_daemon(
                     flags, sockaddr, UInt32(config.threadCount), UInt32(config.maxConnections),
                     UInt32(config.connectionTimeoutSeconds), config.connectionMemoryLimitBytes, accessHandler, context, requestCompleted,
-                    context, connectionNotified, context, percentDecode)
+                    context, connectionNotified, context, percentDecode, readTarget, context, Int32(config.strictForClient))
             }
             guard let daemon else {
                 throw HTTPServerError.cFunctionFailed("MHD_start_daemon", errno: errno, address: "\(config.host):\(config.port)")

@@ -32,12 +32,25 @@ public struct HTTPServerConfiguration: Sendable {
     /// the connection's opening or the end of its previous request, however it trickles the
     /// bytes. Default 0: only ``connectionTimeoutSeconds`` (silence) applies.
     public var requestHeadTimeoutSeconds: Int
+    /// libmicrohttpd's `MHD_OPTION_STRICT_FOR_CLIENT`: 0 (default) or 1. What 1 changes in
+    /// libmicrohttpd 0.9.75 (measured, behaviour §7.4): a request target holding a space closes
+    /// the connection without an answer, and an HTTP/1.1 request without `Host` gets
+    /// libmicrohttpd's bare 400 page instead of the handler's answer. Nothing else: the framing
+    /// rules are the server's own (``HTTPHeadRefusal``).
+    public var strictForClient: Int
+    /// Most query parameters a request target may hold; more are refused with 414 before
+    /// libmicrohttpd parses them. Default 100. libmicrohttpd 0.9.75 keeps each parameter in the
+    /// connection's memory (about 64 bytes apiece): about 350 short ones used it up, and the
+    /// client got no answer at all (behaviour §7.4).
+    public var maxQueryParameters: Int
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, threadCount: Int = 2, maxBodyBytes: Int = 65536,
         maxConnections: Int = 4096, connectionTimeoutSeconds: Int = 60, connectionMemoryLimitBytes: Int = 24576,
-        requestHeadTimeoutSeconds: Int = 0
+        requestHeadTimeoutSeconds: Int = 0, strictForClient: Int = 0, maxQueryParameters: Int = 100
     ) {
+        self.maxQueryParameters = maxQueryParameters
+        self.strictForClient = strictForClient
         self.host = host
         self.port = port
         self.threadCount = threadCount

@@ -20,18 +20,71 @@ func accessHandler(
     guard let serverPointer, let connection, let uploadDataSize, let requestPointer else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue()
 
+    // A target ``readTarget`` refused (too many query parameters, a blank or control byte): answered on this first call.
+    let tooManyParameters = requestPointer.pointee == tooManyParametersMark
+    let blankInTarget = requestPointer.pointee == blankInTargetMark
+    if tooManyParameters || blankInTarget { requestPointer.pointee = nil }
     guard let existing = requestPointer.pointee else {
         // First call: headers only. Queueing a response here makes MHD close the connection
-        // afterwards, so attach our context and wait for the next call, unless the declared body
-        // is already too large: then the early answer and the close are what we want.
+        // afterwards, so attach our context and wait for the next call, unless the head is
+        // refused (framing, expectations, behaviour §7.4) or the declared body is already too
+        // large: then the early answer and the close are what we want.
         let context = RequestContext(connection: connection)
         requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
         core.state.withLock { $0.active += 1 }
-        guard declaredContentLength(connection) > core.maxBodyBytes else { return .YES }
-        context.bodyExceededLimit = true
-        return dispatch(context, core: core, connection: connection, url: url, method: method, version: version)
+        let head = HeadReading.read(connection, method: method, version: version)
+        context.headers = head.headers
+        let refusal =
+            head.refusal
+            ?? (blankInTarget
+                ? HTTPHeadRefusal(status: 400, field: nil, reason: "The request target holds a space or a control character (RFC 9112 §3.2).")
+                : nil)
+            ?? (tooManyParameters
+                ? HTTPHeadRefusal(status: 414, field: nil, reason: "The request target holds more than \(core.maxQueryParameters) query parameters.")
+                : nil)
+        if let refusal {
+            let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
+            var response = core.handler.refused(refusal, request)
+            response.headers.set("Connection", "close")
+            return queue(response, on: connection, head: request.method == "HEAD")
+        }
+        if head.contentLength > core.maxBodyBytes {
+            context.bodyExceededLimit = true
+            return dispatch(context, core: core, connection: connection, url: url, method: method, version: version)
+        }
+        // libmicrohttpd sends `100 Continue` once this call returns without an answer (HTTP/1.1
+        // only): the handler decides first, so an unknown key never gets to send its body.
+        guard head.expectsContinue, let version, strcmp(version, "HTTP/1.0") != 0 else { return .YES }
+        let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
+        context.isHead = request.method == "HEAD"
+        switch core.handler.admitHead(request) {
+        case .proceed:
+            return .YES
+        case .respond(let response):
+            return queue(closing(response), on: connection, head: request.method == "HEAD")
+        case .suspend(let decide):
+            context.isDecidingHead = true
+            if core.suspend(context, deciding: { await decide().map { .respond(closing($0)) } ?? .proceed }) { return .YES }
+            context.isDecidingHead = false
+            return queue(HTTPResponse(status: 503), on: connection, head: request.method == "HEAD")
+        }
     }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+    if context.isDecidingHead {
+        // Back from MHD_resume_connection with the head's decision, still before the body.
+        context.isDecidingHead = false
+        context.isSuspended = false
+        let outcome = context.outcome.withLock { outcome in
+            defer { outcome = .pending }
+            return outcome
+        }
+        switch outcome {
+        case .proceed: return .YES
+        case .respond(let response): return queue(response, on: connection, head: context.isHead)
+        case .pending, .close: return .NO
+        }
+    }
 
     if context.isSuspended {
         // Back from MHD_resume_connection: send what the async handler produced. Body bytes
@@ -73,11 +126,55 @@ private func dispatch(
     return queue(HTTPResponse(status: 503), on: connection, head: context.isHead)
 }
 
-/// The request's `Content-Length`, or 0 when absent or unparsable (MHD itself rejects a malformed
-/// one with 400 before calling us).
-private func declaredContentLength(_ connection: OpaquePointer) -> Int {
-    guard let text = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") else { return 0 }
-    return Int(String(cString: text)) ?? 0
+/// An answer sent before the body was read: the connection closes after it (libmicrohttpd would
+/// close it anyway; the header says so).
+private func closing(_ response: HTTPResponse) -> HTTPResponse {
+    var response = response
+    response.headers.set("Connection", "close")
+    return response
+}
+
+/// The `req_cls` ``readTarget`` gives a request whose target holds too many query parameters: not
+/// a context, only a mark for the first access-handler call (and never released).
+nonisolated(unsafe) private let tooManyParametersMark = UnsafeMutableRawPointer(bitPattern: 0x7F)!
+/// The `req_cls` ``readTarget`` gives a request whose target holds a space or a control byte.
+nonisolated(unsafe) private let blankInTargetMark = UnsafeMutableRawPointer(bitPattern: 0x7E)!
+
+/// MHD_OPTION_URI_LOG_CALLBACK: the request target as received, before libmicrohttpd parses its
+/// query into the connection's memory, where each parameter takes about 64 bytes and a few
+/// hundred exhaust it (the client then got no answer at all). Past
+/// ``HTTPServerConfiguration/maxQueryParameters`` the query is cut off here, in the read buffer
+/// libmicrohttpd is parsing (the `?` keeps its place: the target ends after it), so nothing of it
+/// is kept, and the request is marked for a 414 on its first access-handler call.
+///
+/// A target holding a space (`GET /a b HTTP/1.1`, which libmicrohttpd reads as the target `/a b`;
+/// its strict mode closes the connection without an answer instead) or another control byte is
+/// marked for a 400 (RFC 9112 §3.2): its query is cut off the same way.
+func readTarget(_ serverPointer: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
+    guard let serverPointer, let uri else { return nil }
+    var scan = uri
+    while scan.pointee != 0 {
+        let byte = UInt8(bitPattern: scan.pointee)
+        if byte <= 0x20 || byte == 0x7F {
+            if let question = strchr(uri, Int32(UInt8(ascii: "?"))) { UnsafeMutablePointer(mutating: question)[1] = 0 }
+            return blankInTargetMark
+        }
+        scan += 1
+    }
+    guard let question = strchr(uri, Int32(UInt8(ascii: "?"))) else { return nil }
+    let limit = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().maxQueryParameters
+    var parameters = 1
+    var cursor = UnsafePointer(question) + 1
+    while let ampersand = strchr(cursor, Int32(UInt8(ascii: "&"))) {
+        parameters += 1
+        if parameters > limit {
+            // The buffer is libmicrohttpd's own, writable; the pointer is const only in its signature.
+            UnsafeMutablePointer(mutating: question)[1] = 0
+            return tooManyParametersMark
+        }
+        cursor = UnsafePointer(ampersand) + 1
+    }
+    return nil
 }
 
 /// MHD_RequestCompletedCallback: the request is over (answered, client gone, timeout or daemon
@@ -88,6 +185,11 @@ func requestCompleted(
 ) {
     if let connection { headTrack(connection)?.requestCompleted() }
     guard let requestPointer, let existing = requestPointer.pointee else { return }
+    guard existing != tooManyParametersMark && existing != blankInTargetMark else {
+        // Ended before its first access-handler call: no context was made, none counted.
+        requestPointer.pointee = nil
+        return
+    }
     Unmanaged<RequestContext>.fromOpaque(existing).release()
     requestPointer.pointee = nil
     if let serverPointer {
@@ -134,10 +236,6 @@ private func makeRequest(
     connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
     context: RequestContext
 ) -> HTTPRequest {
-    var headers = HTTPHeaders(minimumCapacity: 8)
-    _ = withUnsafeMutablePointer(to: &headers) {
-        MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, $0)
-    }
     var query: [(name: String, value: String)] = []
     _ = withUnsafeMutablePointer(to: &query) {
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryItem, $0)
@@ -147,7 +245,7 @@ private func makeRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: url.map { originPath(String(cString: $0)) } ?? "/",
         query: query,
-        headers: headers,
+        headers: context.headers,
         body: context.body,
         bodyExceededLimit: context.bodyExceededLimit,
         remoteAddress: remoteAddress,
@@ -178,17 +276,6 @@ private func httpSchemeLength(_ byte: (Int) -> UInt8) -> Int? {
         return scheme.utf8.count
     }
     return nil
-}
-
-/// MHD_KeyValueIteratorN appending each request header to an `HTTPHeaders`.
-private func collectHeader(
-    _ headersPointer: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
-    _ value: UnsafePointer<CChar>?, _ valueSize: Int
-) -> MHD_Result {
-    guard let headersPointer else { return .NO }
-    headersPointer.assumingMemoryBound(to: HTTPHeaders.self).pointee.add(
-        string(key, keySize), string(value, valueSize))
-    return .YES
 }
 
 /// MHD_KeyValueIteratorN appending each query parameter, in order; `?flag` gives value "".

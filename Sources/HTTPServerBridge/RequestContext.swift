@@ -12,6 +12,8 @@ final class RequestContext: @unchecked Sendable {
     enum Outcome: Sendable {
         case pending
         case respond(HTTPResponse)
+        /// The head was admitted (``HTTPHeadStep/proceed``): invite and read the body.
+        case proceed
         /// The server is stopping: close without an answer.
         case close
     }
@@ -24,6 +26,12 @@ final class RequestContext: @unchecked Sendable {
     /// Set when the connection was handed to the async handler; the next handler call for it is
     /// the one after `MHD_resume_connection`.
     var isSuspended = false
+    /// Set while the head of a request that asked for `100 Continue` is being decided off the
+    /// server thread (``HTTPHandler/admitHead(_:)``); the next handler call is the one after
+    /// `MHD_resume_connection`, still before the body.
+    var isDecidingHead = false
+    /// The header fields, read once on the first handler call.
+    var headers = HTTPHeaders()
     /// A HEAD request: its answer carries the length a GET would have had, and no body.
     var isHead = false
     let outcome = Mutex<Outcome>(.pending)

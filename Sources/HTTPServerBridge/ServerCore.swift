@@ -27,8 +27,12 @@ final class ServerCore: Sendable {
     let headDeadlines: RequestHeadDeadlines?
     let state = Mutex(State())
 
-    init(handler: some HTTPHandler, maxBodyBytes: Int, requestHeadTimeoutSeconds: Int = 0) {
+    /// Most query parameters a request target may hold (``HTTPServerConfiguration/maxQueryParameters``).
+    let maxQueryParameters: Int
+
+    init(handler: some HTTPHandler, maxBodyBytes: Int, requestHeadTimeoutSeconds: Int = 0, maxQueryParameters: Int = 100) {
         self.handler = ErasedHandler(handler)
+        self.maxQueryParameters = maxQueryParameters
         self.maxBodyBytes = maxBodyBytes
         headDeadlines = requestHeadTimeoutSeconds > 0 ? RequestHeadDeadlines(seconds: requestHeadTimeoutSeconds) : nil
     }
@@ -37,6 +41,12 @@ final class ServerCore: Sendable {
     /// thread, inside the access handler.
     /// - Returns: false when the server is stopping (nothing was suspended).
     func suspend(_ context: RequestContext, continuing respond: @escaping @Sendable () async -> HTTPResponse) -> Bool {
+        suspend(context) { .respond(await respond()) }
+    }
+
+    /// Suspends the connection and runs `work` in a Task; the connection comes back with its outcome.
+    /// - Returns: false when the server is stopping (nothing was suspended).
+    func suspend(_ context: RequestContext, deciding work: @escaping @Sendable () async -> RequestContext.Outcome) -> Bool {
         // Set first: once suspended, the Task may resume the connection at any moment (MHD only
         // acts on that after this access-handler call returns, on this same thread).
         context.isSuspended = true
@@ -51,8 +61,7 @@ final class ServerCore: Sendable {
             return false
         }
         Task { [self] in
-            let response = await respond()
-            resume(context, with: .respond(response))
+            resume(context, with: await work())
         }
         return true
     }

@@ -22,6 +22,10 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case uriTooLong = "uri_too_long"
     case headerFieldsTooLarge = "header_fields_too_large"
     case unsupportedMediaType = "unsupported_media_type"
+    /// `Expect` holds an expectation other than `100-continue` (RFC 9110 §10.1.1).
+    case expectationFailed = "expectation_failed"
+    /// A transfer coding other than `chunked` (RFC 9112 §6.1).
+    case notImplemented = "not_implemented"
     case upstreamError = "upstream_error"
     case upstreamUnavailable = "upstream_unavailable"
     case `internal`
@@ -39,6 +43,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .uriTooLong: 414
         case .headerFieldsTooLarge: 431
         case .unsupportedMediaType: 415
+        case .expectationFailed: 417
+        case .notImplemented: 501
         case .throttled, .rateLimited: 429
         case .internal: 500
         case .upstreamError: 502
@@ -69,6 +75,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .uriTooLong: "URI too long"
         case .headerFieldsTooLarge: "Request header fields too large"
         case .unsupportedMediaType: "Unsupported media type"
+        case .expectationFailed: "Expectation failed"
+        case .notImplemented: "Not implemented"
         case .upstreamError: "Upstream error"
         case .upstreamUnavailable: "Upstream unavailable"
         case .internal: "Internal error"

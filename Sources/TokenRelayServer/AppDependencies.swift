@@ -168,6 +168,9 @@ package struct AppDependencies: Sendable {
         let leaseWaiters = LeaseWaiters()
         let suspensions = TenantSuspensions()
         let grantMemory = GrantTokenMemory()
+        // Every per-replica memory of accounts and tenants, forgotten through one object.
+        let memories = ReplicaMemory(
+            tokens: memory, accounts: accounts, uiRequired: uiRequired, declinedScopes: declinedScopes, throttles: throttles, grantTokens: grantMemory)
         let redemptionLimiter = RedemptionLimiter(limit: tokenSettings.maxConcurrentRefreshes)
         let backgroundTasks = BackgroundTasks(graceSeconds: Double(configuration.http.shutdownTimeoutSeconds), logger: logger)
         self.backgroundTasks = backgroundTasks
@@ -183,12 +186,8 @@ package struct AppDependencies: Sendable {
             refresher: refresher,
             background: BackgroundRefresher(
                 refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: identity.clientCapabilities, logger: logger,
-                now: now,
-                forget: {
-                    SilentAcquisition.forget(
-                        $0, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles)
-                }),
-            store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
+                now: now, forget: memories.forget(account:)),
+            memories: memories, store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
             clientId: identity.clientId,
             clientCapabilities: identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
             allowExtendedLifetime: tokenSettings.allowExtendedLifetime, suspensions: suspensions)
@@ -199,11 +198,7 @@ package struct AppDependencies: Sendable {
             now: now, suspensions: suspensions)
         // A suspension forgets what memory holds of the tenant (behaviour §12 Tenants); the
         // refusal itself does not depend on it.
-        suspensions.onSuspended { tenant in
-            for accountId in accounts.accountIds(ofTenant: tenant) { tokens.forgetInMemory(accountId) }
-            memory.removeAll(realm: tenant)
-            grantMemory.removeAll(realm: tenant)
-        }
+        suspensions.onSuspended(memories.forget(tenant:))
         let tenantStore = TenantStore(database: database, clientId: identity.clientId)
         let tenantReloader = TenantSuspensionReloader(
             store: tenantStore, suspensions: suspensions, intervalSeconds: tokenSettings.cacheTTLSeconds, logger: logger)
@@ -211,7 +206,7 @@ package struct AppDependencies: Sendable {
         let signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http, clock: clock), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: identity.clientId, urls: urls, redirectAfterOrigins: identity.redirectAfterOrigins,
-            clientCapabilities: identity.clientCapabilities, forgetInMemory: tokens.forgetInMemory, logger: logger, now: now,
+            clientCapabilities: identity.clientCapabilities, forgetInMemory: memories.forget(account:), logger: logger, now: now,
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
         let downstream = DownstreamService(
             apis: configuration.downstream.apis, publicBaseURL: { urls.baseURL }, tokens: tokens, grants: grants, http: upstream,
@@ -239,7 +234,7 @@ package struct AppDependencies: Sendable {
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
                 ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
-            ] + Self.memoryGauges(["tokens": memory.usage, "accounts": accounts.usage])
+            ] + Self.memoryGauges(memories.usage)
         }
         keepAlive = KeepAliveJob(
             store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,
@@ -254,29 +249,35 @@ package struct AppDependencies: Sendable {
                 database: database, url: url, secret: configuration.webhooks.secret ?? "", http: http,
                 maxBackoffSeconds: configuration.webhooks.maxBackoffSeconds, metrics: metrics, logger: logger)
         }
-        let authenticator = APIKeyAuthenticator(
-            bootstrapKey: configuration.apiKeys.bootstrapKey, keys: APIKeyStore(database: database), rateLimitPerKey: configuration.limits.rateLimitPerKey,
-            cacheTTL: TimeInterval(tokenSettings.cacheTTLSeconds), clock: clock)
-        self.authenticator = authenticator
         let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
         self.invalidation = invalidation
-        invalidation.onAccountForgotten(tokens.forgetInMemory)
-        invalidation.onAccessTokensReplaced { memory.removeAll(accountId: $0) }
-        invalidation.onAPIKeyRevoked(authenticator.forget(keyId:))
+        let keyStore = APIKeyStore(database: database)
+        let keyDirectory = KeyDirectory { invalidation.isListening }
+        let authenticator = APIKeyAuthenticator(
+            bootstrapKey: configuration.apiKeys.bootstrapKey, keys: keyStore, rateLimitPerKey: configuration.limits.rateLimitPerKey,
+            cacheTTL: TimeInterval(tokenSettings.cacheTTLSeconds), directory: keyDirectory, clock: clock)
+        self.authenticator = authenticator
+        // Loaded each time notifications start flowing, so no creation falls between (behaviour §7.1).
+        invalidation.onListening {
+            keyDirectory.invalidate()
+            backgroundTasks.start { await keyDirectory.load { try await keyStore.activeKeyIds(limit: $0) } }
+        }
+        invalidation.onAPIKeyCreated(authenticator.keyCreated)
+        invalidation.onAccountForgotten(memories.forget(account:))
+        invalidation.onAccessTokensReplaced(memories.forgetAccessTokens(of:))
+        invalidation.onAPIKeyRevoked(authenticator.keyRevoked)
         invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
         invalidation.onTenantChanged { suspensions.apply(tenantId: $0, suspended: $1) }
-        // Its accounts' own `account.deleted` messages forget them; the data key and what memory
-        // holds of the realm go here (ADR 0017).
+        // The data key and what memory holds of the tenant go (ADR 0017); its accounts' own
+        // `account.deleted` messages follow.
         invalidation.onTenantForgotten { tenant in
             dataKeys.drop(tenantId: tenant)
-            memory.removeAll(realm: tenant)
-            grantMemory.removeAll(realm: tenant)
+            memories.forget(tenant: tenant)
         }
         invalidation.onResynchronise {
             dataKeys.dropAll()
-            accounts.removeAll()
+            memories.removeAll()
             authenticator.forgetAll()
-            memory.removeAll()
             backgroundTasks.startIfRoom { await tenantReloader.reload() }
         }
         metrics.addGauges {

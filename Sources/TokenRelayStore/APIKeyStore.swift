@@ -41,16 +41,30 @@ package struct APIKeyStore: Sendable {
         keyId: String, name: String, secretHash: [UInt8], permissions: [Permission], tenants: [String] = [], scopePatterns: [String] = []
     ) async throws {
         _ = try await database.run { connection in
+            // One statement: every replica's key directory learns the id when it commits
+            // (``KeyDirectory``), so the new key is not refused as unknown.
             try connection.query(
                 """
-                INSERT INTO api_keys (key_id, name, secret_hash, permissions, tenants, scope_patterns)
-                VALUES ($1, $2, $3, $4::text[], $5::text[], $6::text[])
+                WITH created AS (
+                  INSERT INTO api_keys (key_id, name, secret_hash, permissions, tenants, scope_patterns)
+                  VALUES ($1, $2, $3, $4::text[], $5::text[], $6::text[]) RETURNING key_id)
+                SELECT pg_notify($7, $8 || key_id || ' ' || $9) FROM created
                 """,
                 [
                     .text(keyId), .text(name), .bytes(secretHash), .text(Self.arrayLiteral(permissions.map(\.rawValue))),
-                    .text(Self.arrayLiteral(tenants)), .text(Self.arrayLiteral(scopePatterns)),
+                    .text(Self.arrayLiteral(tenants)), .text(Self.arrayLiteral(scopePatterns)), .text(ReplicaNotifications.channel),
+                    .text(ReplicaNotifications.Message.apiKeyCreatedPrefix), .text(ReplicaNotifications.origin),
                 ]
-            ).affectedRows
+            ).rows.count
+        }
+    }
+
+    /// The ids of active keys, at most `limit` (for ``KeyDirectory``).
+    package func activeKeyIds(limit: Int) async throws -> [String] {
+        try await database.run { connection in
+            try connection.query("SELECT key_id FROM api_keys WHERE revoked_at IS NULL LIMIT $1", [.int(Int64(limit))]).rows.compactMap {
+                $0.string("key_id")
+            }
         }
     }
 

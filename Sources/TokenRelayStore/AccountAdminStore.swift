@@ -20,7 +20,9 @@ package struct AccountAdminStore: Sendable {
         return try await database.run { connection in
             try connection.query(
                 TokenStore.accountPage(
-                    filters: { a in "($1::text IS NULL OR \(a).client_id = $1) AND ($2::text IS NULL OR lower(\(a).username) = lower($2))" },
+                    filters: { a in
+                        "($1::text IS NULL OR \(a).client_id = $1) AND ($2::text IS NULL OR \(TokenStore.usernameKey("\(a).username")) = \(TokenStore.usernameKey("$2")))"
+                    },
                     tenant: "$3", byTenant: tenantId != nil, after: "$4", limit: "$5"),
                 [
                     TokenStore.optional(clientId), TokenStore.optional(username), TokenStore.optional(tenantId), TokenStore.optional(afterAccountId),

@@ -21,6 +21,8 @@ package enum ReplicaNotifications {
         case accountChanged(String)
         case accessTokensReplaced(String)
         case apiKeyRevoked(String)
+        /// A key was created: its id joins every replica's key directory.
+        case apiKeyCreated(String)
         /// A redemption of the account's refresh token ended and its lease is free: waiters on
         /// other replicas claim again at once instead of at their next poll (ADR 0012).
         case refreshReleased(String)
@@ -32,6 +34,7 @@ package enum ReplicaNotifications {
 
         package static let accountDeletedPrefix = "account.deleted:"
         package static let apiKeyRevokedPrefix = "api_key.revoked:"
+        package static let apiKeyCreatedPrefix = "api_key.created:"
 
         /// The payload sent, naming this process as the origin.
         package var payload: String { body + " " + ReplicaNotifications.origin }
@@ -43,11 +46,19 @@ package enum ReplicaNotifications {
             case .accountChanged(let id): "account.changed:" + id
             case .accessTokensReplaced(let id): "tokens.replaced:" + id
             case .apiKeyRevoked(let id): Self.apiKeyRevokedPrefix + id
+            case .apiKeyCreated(let id): Self.apiKeyCreatedPrefix + id
             case .refreshReleased(let id): "refresh.released:" + id
             case .tenantSuspended(let id): "tenant.suspended:" + id
             case .tenantResumed(let id): "tenant.resumed:" + id
             case .tenantForgotten(let id): "tenant.forgotten:" + id
             }
+        }
+
+        /// Whether the process that sent it applies it too (a key's creation: see
+        /// ``ReplicaInvalidation/handle(_:)``).
+        package var reachesItsOrigin: Bool {
+            if case .apiKeyCreated = self { return true }
+            return false
         }
 
         /// The metric label of the message kind.
@@ -71,6 +82,7 @@ package enum ReplicaNotifications {
             case "account.changed": self = .accountChanged(id)
             case "tokens.replaced": self = .accessTokensReplaced(id)
             case "api_key.revoked": self = .apiKeyRevoked(id)
+            case "api_key.created": self = .apiKeyCreated(id)
             case "refresh.released": self = .refreshReleased(id)
             case "tenant.suspended": self = .tenantSuspended(id)
             case "tenant.resumed": self = .tenantResumed(id)

@@ -50,14 +50,17 @@ extension TokenStore {
     ///   (a re-run migration makes no duplicate accounts).
     /// - Throws: `RelayError` 409 `conflict` naming `external_id` when another account of its owner
     ///   holds it (nothing is written); `StoreError`.
+    ///   - owner: the caller's key owner: the import is its own until a redemption confirms the
+    ///     user (behaviour §3.6), and it replaces only that owner's pending import.
     package func importAccount(
-        username: String, authority: Authority, refreshToken: String, actor: String, detail: [String: JSONValue], externalId: ExternalId? = nil
+        username: String, authority: Authority, refreshToken: String, actor: String, detail: [String: JSONValue], externalId: ExternalId? = nil,
+        owner: String? = nil
     ) async throws -> (account: AccountRecord, created: Bool) {
         let clientId = self.clientId
         let accountId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
             if let pending = try self.lockPendingImport(
-                in: connection, username: username, environment: authority.environment, realm: authority.tenant.lowercased())
+                in: connection, username: username, environment: authority.environment, realm: authority.tenant.lowercased(), owner: owner)
             {
                 let wasDead = try self.isInteractionRequired(in: connection, accountId: pending)
                 _ = try connection.query(
@@ -79,12 +82,12 @@ extension TokenStore {
             }
             _ = try connection.query(
                 """
-                INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, username, authority, authority_type, state)
-                VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, 'active')
+                INSERT INTO accounts (account_id, client_id, environment, home_account_id, realm, username, authority, authority_type, state, imported_by)
+                VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, 'active', $8)
                 """,
                 [
                     .text(accountId), .text(clientId), .text(authority.environment), .text(authority.tenant.lowercased()), .text(username),
-                    .text(authority.url), .text(authority.type.rawValue),
+                    .text(authority.url), .text(authority.type.rawValue), Self.optional(owner),
                 ])
             try self.saveRefreshToken(in: connection, accountId: accountId, tenantId: authority.tenant, token: refreshToken, familyId: nil, cause: .importToken)
             if let externalId, try Self.assign(externalId, to: accountId, in: connection) == .heldByAnother { throw ExternalId.conflict() }
@@ -96,15 +99,18 @@ extension TokenStore {
     /// The pending import of `username` in `environment` and `realm` (the import's tenant: an
     /// import into one tenant never replaces another tenant's), with its refresh lock taken (the
     /// lock before the row, as in every transaction), or nil when there is none.
-    package func lockPendingImport(in connection: PostgresConnection, username: String, environment: String, realm: String) throws -> String? {
+    /// Only an import of `owner` (or one written before imports recorded their owner) is replaced.
+    package func lockPendingImport(in connection: PostgresConnection, username: String, environment: String, realm: String, owner: String? = nil) throws
+        -> String?
+    {
         guard
             let pending = try connection.query(
                 """
-                SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id IS NULL AND lower(username) = lower($3)
-                  AND lower(realm) = lower($4)
+                SELECT account_id FROM accounts WHERE client_id = $1 AND environment = $2 AND home_account_id IS NULL AND \(Self.usernameKey("username")) = \(Self.usernameKey("$3"))
+                  AND lower(realm) = lower($4) AND (imported_by IS NULL OR imported_by = $5::text)
                 ORDER BY account_id LIMIT 1
                 """,
-                [.text(clientId), .text(environment), .text(username), .text(realm)]
+                [.text(clientId), .text(environment), .text(username), .text(realm), Self.optional(owner)]
             ).rows.first?.string("account_id")
         else { return nil }
         try Self.lockRefresh(in: connection, accountId: pending, clientId: clientId)

@@ -101,9 +101,33 @@ package struct TokenStore: Sendable {
         }
     }
 
-    /// Accounts matching a home_account_id, or a username (case-insensitive) optionally narrowed
+    /// The SQL expression every username comparison uses, for the text `expression` (a column or a
+    /// parameter): ASCII letters folded to lower case, every other character kept as it is, as
+    /// the identity platform compares user principal names (behaviour §12 Accounts). `lower()`
+    /// under the database's collation is Unicode-aware (`İ` became `i̇`, the Kelvin sign `k`);
+    /// under the "C" collation it changes ASCII letters only. The index
+    /// `accounts_username_ascii_idx` is on this expression (migration 0019).
+    package static func usernameKey(_ expression: String) -> String {
+        "lower((\(expression)) COLLATE \"C\")"
+    }
+
+    /// The SQL condition that an account (alias `a`, none for the table itself) is seen by the key
+    /// owner in parameter `owner`: any account whose user a redemption or sign-in confirmed
+    /// (`home_account_id` set), an import of that owner, or one written before imports recorded
+    /// their owner (behaviour §3.6). An import's username is only what its importer claimed: it
+    /// must not make another owner's look-up ambiguous.
+    package static func provenOr(_ owner: String, of a: String? = nil) -> String {
+        let column = { (name: String) in a.map { "\($0).\(name)" } ?? name }
+        return "(\(column("home_account_id")) IS NOT NULL OR \(column("imported_by")) IS NULL OR \(column("imported_by")) = \(owner)::text)"
+    }
+
+    /// Accounts matching a home_account_id, or a username (ASCII case-insensitive, ``usernameKey(_:)``) optionally narrowed
     /// to a tenant. More than one result means the caller must disambiguate (409).
-    package func accounts(homeAccountId: String? = nil, username: String? = nil, tenantId: String? = nil, limit: Int = 10) async throws -> [AccountRecord] {
+    /// - Parameter owner: the caller's key owner: an import whose user no redemption has
+    ///   confirmed yet is found by username only for the owner that imported it (behaviour §3.6).
+    package func accounts(homeAccountId: String? = nil, username: String? = nil, tenantId: String? = nil, limit: Int = 10, owner: String? = nil) async throws
+        -> [AccountRecord]
+    {
         let clientId = self.clientId
         return try await database.run { connection in
             try connection.query(
@@ -111,11 +135,14 @@ package struct TokenStore: Sendable {
                 SELECT \(Self.accountColumns) FROM accounts
                 WHERE client_id = $1
                   AND ($2::text IS NULL OR home_account_id = $2)
-                  AND ($3::text IS NULL OR lower(username) = lower($3))
+                  AND ($3::text IS NULL OR (\(Self.usernameKey("username")) = \(Self.usernameKey("$3")) AND \(Self.provenOr("$6"))))
                   AND ($4::text IS NULL OR \(Self.inTenant("$4")))
                 ORDER BY account_id LIMIT $5
                 """,
-                [.text(clientId), Self.optional(homeAccountId), Self.optional(username), Self.optional(tenantId), .int(Int64(limit))]
+                [
+                    .text(clientId), Self.optional(homeAccountId), Self.optional(username), Self.optional(tenantId), .int(Int64(limit)),
+                    Self.optional(owner),
+                ]
             ).rows.map(Self.account(from:))
         }
     }
@@ -123,8 +150,9 @@ package struct TokenStore: Sendable {
     /// One page of accounts ordered by `account_id`, starting after `afterAccountId`.
     /// - Parameter visibleTenants: lower-cased tenants an API key is limited to (`KeyAccess`); nil = every tenant.
     ///   Matches the realm, as `KeyAccess.tenants(of:)` does.
+    /// - Parameter owner: the caller's key owner: an unconfirmed import of another owner is left out.
     package func listAccounts(
-        username: String?, tenantId: String?, afterAccountId: String?, limit: Int, visibleTenants: [String]? = nil
+        username: String?, tenantId: String?, afterAccountId: String?, limit: Int, visibleTenants: [String]? = nil, owner: String? = nil
     ) async throws -> [AccountRecord] {
         let clientId = self.clientId
         return try await database.run { connection in
@@ -132,7 +160,7 @@ package struct TokenStore: Sendable {
                 Self.listAccountsStatement(tenant: tenantId != nil),
                 [
                     .text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit)),
-                    Self.optional(visibleTenants.map(APIKeyStore.arrayLiteral)),
+                    Self.optional(visibleTenants.map(APIKeyStore.arrayLiteral)), Self.optional(owner),
                 ]
             ).rows.map(Self.account(from:))
         }
@@ -140,11 +168,12 @@ package struct TokenStore: Sendable {
 
     /// ``listAccounts(username:tenantId:afterAccountId:limit:visibleTenants:)``'s statement, with
     /// or without a tenant: `$1` client id, `$2` username, `$3` tenant id, `$4` cursor
-    /// (exclusive), `$5` limit, `$6` the key's tenants (`text[]`); null leaves a filter out.
+    /// (exclusive), `$5` limit, `$6` the key's tenants (`text[]`), `$7` the key's owner (an
+    /// unconfirmed import of another owner is left out); null leaves a filter out.
     package static func listAccountsStatement(tenant: Bool) -> String {
         accountPage(
             filters: { a in
-                "\(a).client_id = $1 AND ($2::text IS NULL OR lower(\(a).username) = lower($2)) AND ($6::text[] IS NULL OR \(inAnyTenant("$6", of: a)))"
+                "\(a).client_id = $1 AND ($2::text IS NULL OR \(usernameKey("\(a).username")) = \(usernameKey("$2"))) AND ($6::text[] IS NULL OR \(inAnyTenant("$6", of: a))) AND \(provenOr("$7", of: a))"
             }, tenant: "$3", byTenant: tenant, after: "$4", limit: "$5")
     }
 

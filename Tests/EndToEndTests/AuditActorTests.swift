@@ -39,6 +39,7 @@ struct AuditActorTests {
         let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let key = try #require(created["api_key"] as? String)
         let keyId = try #require(created["key_id"] as? String)
+        try await StackHelpers.awaitKnown(key, on: [stack.baseURL], stack)
         let auth = ["Authorization": "Bearer \(key)"]
 
         // Through the API with the created key.

@@ -24,6 +24,7 @@ struct CommandLineTests {
         let key = try #require(created["api_key"] as? String)
         let keyId = try #require(created["key_id"] as? String)
         #expect(key.hasPrefix("trk_\(keyId)_"))
+        try await StackHelpers.awaitKnown(key, on: [stack.baseURL], stack)
 
         let allowed = try await stack.request("GET", "/v1/accounts", headers: ["Authorization": "Bearer \(key)"], authenticated: false)
         #expect(allowed.status == 200)

@@ -82,6 +82,11 @@ struct HardeningTests {
         for path in [
             "/v1/downstream/graph/..%2F..%2Fetc", "/v1/downstream/graph/me/%2e%2e/%2e%2e/x", "/v1/downstream/graph/%2E%2E/x",
             "/v1/downstream/graph/me//messages", "/v1/downstream/graph//me", "/v1/downstream/graph/me/",
+            // Dot segments with a `;` parameter or behind a `\\` (strict at the edges: these reached
+            // the API as `/v1.0/..;/beta/x` and `/v1.0/..%5Cbeta`, which Tomcat and IIS read as `..`).
+            "/v1/downstream/graph/%2e%2e;/beta/x", "/v1/downstream/graph/..%3b/beta/x", "/v1/downstream/graph/..;/secret",
+            "/v1/downstream/graph/..%5cbeta", "/v1/downstream/graph/me/..%5C..%5Cbeta", "/v1/downstream/graph/.;x/me",
+            "/v1/downstream/graph/me%5C..",
         ] {
             let refused = try await stack.request("GET", path, headers: ["X-Account-Id": id])
             #expect(refused.status == 400, "\(path): \(refused.text)")

@@ -21,6 +21,12 @@ struct RedirectAfterTests {
         "\(origin)/x#one#two",
         "//127.0.0.1:9/relative",
         "/relative",
+        // Strict at the edges: userinfo reads as another host, and an account_id of its own came
+        // before the real one (`?account_id=acc_FAKE&account_id=<id>`).
+        "http://evil.example@127.0.0.1:9/",
+        "http://user:pass@127.0.0.1:9/done",
+        "\(origin)/done?account_id=acc_FAKE",
+        "\(origin)/done?x=1&account%5Fid=acc_FAKE",
     ]
 
     static func stack(_ name: String) async throws -> TokenRelayStack {

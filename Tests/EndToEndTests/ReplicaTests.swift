@@ -91,6 +91,7 @@ struct ReplicaTests {
         let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let key = try #require(created["api_key"] as? String)
         let keyId = try #require(created["key_id"] as? String)
+        try await StackHelpers.awaitKnown(key, on: [stack.baseURL, other.baseURL], stack)
         let id = try await stack.signInAccountId("alice@contoso.example")
 
         // The other replica learns the key and the account (both now in its memory).

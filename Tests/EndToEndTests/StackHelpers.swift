@@ -19,7 +19,22 @@ enum StackHelpers {
         guard status == 0, let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
             let key = object["api_key"] as? String, let keyId = object["key_id"] as? String
         else { throw TestFailure("api-keys create exited \(status): \(output)") }
+        try await awaitKnown(key, on: [stack.baseURL], stack)
         return (key, keyId)
+    }
+
+    /// Waits until each replica at `baseURLs` knows `key` (up to 2 s): a key made by the CLI
+    /// reaches a replica's key directory by notification, a few milliseconds after it commits
+    /// (behaviour §7.1).
+    static func awaitKnown(_ key: String, on baseURLs: [String], _ stack: TokenRelayStack) async throws {
+        for baseURL in baseURLs {
+            let started = ContinuousClock.now
+            while started.duration(to: .now) < .seconds(2) {
+                let probe = try await stack.request("GET", baseURL + "/v1/accounts?limit=1", headers: ["Authorization": "Bearer \(key)"], authenticated: false)
+                if probe.status != 401 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
     }
 
     static func cliEnvironment(_ stack: TokenRelayStack) -> [String: String] {

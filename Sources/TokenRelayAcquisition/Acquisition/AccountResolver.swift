@@ -45,7 +45,7 @@ package struct AccountResolver: Sendable {
             // One home_account_id may be signed in through several clouds (environments).
             return try Self.single(try await store.accounts(homeAccountId: home), "home_account_id")
         case .username(let username, let tenantId):
-            return try Self.single(try await store.accounts(username: username, tenantId: tenantId), "username; narrow by tenant_id")
+            return try Self.single(try await store.accounts(username: username, tenantId: tenantId, owner: owner), "username; narrow by tenant_id")
         }
     }
 
@@ -86,7 +86,8 @@ package struct AccountResolver: Sendable {
         case .homeAccountId(let home):
             return try Self.single(try await store.accounts(homeAccountId: home).filter(access.sees), "home_account_id")
         case .username(let username, let tenantId):
-            return try Self.single(try await store.accounts(username: username, tenantId: tenantId).filter(access.sees), "username; narrow by tenant_id")
+            return try Self.single(
+                try await store.accounts(username: username, tenantId: tenantId, owner: owner).filter(access.sees), "username; narrow by tenant_id")
         }
     }
 

@@ -34,6 +34,8 @@ package final class ReplicaInvalidation: Sendable {
         var account: [@Sendable (String) -> Void] = []
         var accessTokens: [@Sendable (String) -> Void] = []
         var apiKey: [@Sendable (String) -> Void] = []
+        var apiKeyCreated: [@Sendable (String) -> Void] = []
+        var listening: [@Sendable () -> Void] = []
         var resynchronise: [@Sendable () -> Void] = []
         var refreshReleased: [@Sendable (String) -> Void] = []
         var tenant: [@Sendable (String, Bool) -> Void] = []
@@ -57,6 +59,9 @@ package final class ReplicaInvalidation: Sendable {
     package func onAccountForgotten(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.account.append(hook) } }
     package func onAccessTokensReplaced(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.accessTokens.append(hook) } }
     package func onAPIKeyRevoked(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.apiKey.append(hook) } }
+    package func onAPIKeyCreated(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.apiKeyCreated.append(hook) } }
+    /// Called each time notifications start flowing: the first time and after every gap.
+    package func onListening(_ hook: @escaping @Sendable () -> Void) { hooks.withLock { $0.listening.append(hook) } }
     package func onRefreshReleased(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.refreshReleased.append(hook) } }
     /// `hook(tenantId, suspended)`.
     package func onTenantChanged(_ hook: @escaping @Sendable (String, Bool) -> Void) { hooks.withLock { $0.tenant.append(hook) } }
@@ -74,6 +79,8 @@ package final class ReplicaInvalidation: Sendable {
             for hook in hooks.accessTokens { hook(id) }
         case .apiKeyRevoked(let id):
             for hook in hooks.apiKey { hook(id) }
+        case .apiKeyCreated(let id):
+            for hook in hooks.apiKeyCreated { hook(id) }
         case .refreshReleased(let id):
             for hook in hooks.refreshReleased { hook(id) }
         case .tenantSuspended(let id):
@@ -108,12 +115,14 @@ package final class ReplicaInvalidation: Sendable {
     private func handle(_ event: PostgresListener.Event) {
         switch event {
         case .notification(let channel, let payload):
-            guard channel == ReplicaNotifications.channel, Message.origin(of: payload) != Self.origin,
-                let message = Message(payload: payload)
-            else { return }
+            // This process applies its own changes as it makes them, except a key's creation,
+            // which the creating call (the CLI's, a test's) does not hand to the key directory.
+            guard channel == ReplicaNotifications.channel, let message = Message(payload: payload) else { return }
+            if Message.origin(of: payload) == Self.origin, !message.reachesItsOrigin { return }
             apply(message)
         case .listening(let afterGap):
             lossLogged.withLock { $0 = false }
+            for hook in hooks.withLock({ $0.listening }) { hook() }
             guard afterGap else { return }
             metrics.increment("tokenrelay_invalidation_listener_reconnects_total")
             logger.info("invalidation.listening_again", [:])

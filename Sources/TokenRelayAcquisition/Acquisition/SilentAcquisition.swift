@@ -12,6 +12,8 @@ import TokenRelayStore
 /// ``BackgroundRefresher``; this type puts them in order and keeps the per-replica memories.
 package struct SilentAcquisition: Sendable {
     package let resolver: AccountResolver
+    /// Every per-replica memory of accounts and tenants (``ReplicaMemory``).
+    package let memories: ReplicaMemory
     package let cache: TokenCacheReader
     package let refresher: CoalescedRefresher
     package let background: BackgroundRefresher
@@ -31,7 +33,8 @@ package struct SilentAcquisition: Sendable {
     package let now: @Sendable () -> Int
 
     package init(
-        resolver: AccountResolver, cache: TokenCacheReader, refresher: CoalescedRefresher, background: BackgroundRefresher, store: TokenStore, sts: STSClient,
+        resolver: AccountResolver, cache: TokenCacheReader, refresher: CoalescedRefresher, background: BackgroundRefresher, memories: ReplicaMemory,
+        store: TokenStore, sts: STSClient,
         authorities: AuthorityValidator, declinedScopes: DeclinedScopesMemory, uiRequired: UIRequiredMemory, throttles: [ThrottleMemory], clientId: String,
         clientCapabilities: [String], metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Int, allowExtendedLifetime: Bool = false,
         suspensions: TenantSuspensions = TenantSuspensions()
@@ -40,6 +43,7 @@ package struct SilentAcquisition: Sendable {
         self.cache = cache
         self.refresher = refresher
         self.background = background
+        self.memories = memories
         self.store = store
         self.sts = sts
         self.authorities = authorities
@@ -205,23 +209,9 @@ package struct SilentAcquisition: Sendable {
     }
 
     /// Drops everything this replica holds in memory for the account (deleted, signed in again,
-    /// refresh token dead).
+    /// refresh token dead): ``ReplicaMemory/forget(account:)``.
     package func forgetInMemory(_ accountId: String) {
-        Self.forget(accountId, memory: memory, accounts: accounts, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles)
-    }
-
-    /// The one place an account is forgotten in memory: its access tokens, its record, and its
-    /// declined-scopes, UI-required and throttle memories (behaviour §12 Memories and replicas), for a
-    /// local sign-in, a dead refresh token and the `ReplicaInvalidation` hooks alike.
-    package static func forget(
-        _ accountId: String, memory: MemoryTokenCache, accounts: AccountCache, declinedScopes: DeclinedScopesMemory, uiRequired: UIRequiredMemory,
-        throttles: [ThrottleMemory]
-    ) {
-        memory.removeAll(accountId: accountId)
-        accounts.remove(id: accountId)
-        declinedScopes.forget(accountId: accountId)
-        uiRequired.forget(accountId: accountId)
-        for throttle in throttles { throttle.forget(accountId: accountId) }
+        memories.forget(account: accountId)
     }
 
     // MARK: After a cache hit

@@ -100,11 +100,14 @@ package struct DownstreamService: Sendable {
         // The bridge leaves an encoded NUL as the three characters `%00` (a `%` of the text is
         // `%25`), and `decodedSegment` keeps them: unchecked, `me%00` was relayed as the literal
         // `me%2500`, another resource than the one asked for. NUL is a control character.
-        guard !call.path.isEmpty, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
+        guard !call.path.isEmpty, !parts.contains(where: { $0.isEmpty || Self.isDotSegment($0) }),
             !call.path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }), !call.path.contains("%00")
         else {
-            throw RelayError.invalidRequest(field: "path", "The downstream path may not be empty or contain '.', '..', empty segments or control characters.")
+            throw RelayError.invalidRequest(
+                field: "path",
+                "The downstream path may not be empty or contain '.', '..' (also with ';' parameters or '\\'), empty segments or control characters.")
         }
+        try Self.checkForwardedHeaders(call.headers)
         // An external id in `X-Account-Id` (behaviour §3.7) names its account from here on, in the
         // throttle memory too (whose entries go with the account's other memories).
         if case .account(let value) = call.identity, context.owner != nil, !ExternalId.looksLikeAccountId(value) {
@@ -149,6 +152,28 @@ package struct DownstreamService: Sendable {
             }
         }
         return relayed(response, from: api, named: call.api)
+    }
+
+    /// Whether a decoded path segment is one some server reads as `.` or `..` (RFC 3986 §3.3,
+    /// §5.2.4): the segment itself, or any piece of it between `\` (IIS and other Windows servers
+    /// read it as `/`) whose part before a `;` (a path parameter: Tomcat and other servlet
+    /// containers read `..;x` as `..`) is `.` or `..`.
+    package static func isDotSegment(_ segment: Substring) -> Bool {
+        segment.split(separator: "\\", omittingEmptySubsequences: false).contains { piece in
+            let name = piece.prefix { $0 != ";" }
+            return name == "." || name == ".."
+        }
+    }
+
+    /// The forwarded request headers hold no CR, LF or NUL (RFC 9110 §5.5): 400 naming the first
+    /// that does, before any call. libcurl would have refused a CR as a malformed request (and the
+    /// caller seen 503 after retries) and cut a value at a NUL.
+    package static func checkForwardedHeaders(_ headers: HTTPHeaders) throws(RelayError) {
+        for name in forwardedRequestHeaders {
+            for value in headers.values(for: name) where value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+                throw RelayError.invalidRequest(field: name, "The header '\(name)' holds a CR, LF or NUL; a field value may not (RFC 9110 §5.5).")
+            }
+        }
     }
 
     /// 409 `interaction_required` for a resource's claims challenge that no silent acquisition

@@ -295,10 +295,30 @@ package struct SignInService: Sendable {
                 field: "redirect_after",
                 "'redirect_after' must be an absolute http(s) URL of RFC 3986 characters only (percent-encode spaces, control and non-ASCII characters).")
         }
+        // Userinfo (`https://evil.example@app.contoso.com/`) reads to a person as another host
+        // (RFC 3986 §7.6; RFC 9110 §4.2.4 forbids it in http(s) URIs).
+        guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil,
+            !Self.authority(of: url).contains("@")
+        else {
+            throw RelayError.invalidRequest(field: "redirect_after", "'redirect_after' may not hold userinfo ('user@' before the host).")
+        }
+        // The callback adds the account's own `account_id`: one the URL already holds would come
+        // first and be the one an application reads.
+        guard !(components.percentEncodedQueryItems ?? []).contains(where: { $0.name.removingPercentEncoding == "account_id" || $0.name == "account_id" })
+        else {
+            throw RelayError.invalidRequest(field: "redirect_after", "'redirect_after' may not hold an account_id parameter; the callback adds it.")
+        }
         let origin = "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
         guard redirectAfterOrigins.contains(where: { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == origin }) else {
             throw RelayError.invalidRequest(field: "redirect_after", "'redirect_after' is not on an allowed origin (TOKENRELAY_REDIRECT_AFTER_ORIGINS).")
         }
+    }
+
+    /// The authority part of an absolute URI (RFC 3986 §3.2): what lies between `//` and the next
+    /// `/`, `?` or `#`; empty when there is none.
+    package static func authority(of url: String) -> Substring {
+        guard let start = url.range(of: "//") else { return "" }
+        return url[start.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
     }
 
     /// An error the authority sent to the redirect URI (RFC 6749 §4.1.2.1).

@@ -66,6 +66,9 @@ package final class APIKeyAuthenticator: Sendable {
     private let clock: RelayClock
     /// Requests per second per key in this replica; 0 = no limit.
     package let rateLimitPerKey: Double
+    /// The ids of every active key, when this replica holds them: an id outside it is refused
+    /// without a database read (``KeyDirectory``). Nil: every unknown id is asked of the store.
+    package let directory: KeyDirectory?
 
     /// - Parameters:
     ///   - bootstrapKey: `TOKENRELAY_BOOTSTRAP_API_KEY`, an admin key held only in memory.
@@ -73,11 +76,13 @@ package final class APIKeyAuthenticator: Sendable {
     ///   - cacheLimit: most key ids remembered at once (also bounds the rate buckets).
     ///   - rateLimitPerKey: `TOKENRELAY_RATE_LIMIT_PER_KEY`, requests per second; 0 = no limit.
     ///   - cacheTTL: `TOKENRELAY_CACHE_TTL_S`, seconds a looked-up key is trusted. Default 30.
+    ///   - directory: the ids of every active key (``KeyDirectory``); nil: none.
     ///   - clock: the service's clock, for how long a key is trusted. Default the system's.
     package init(
         bootstrapKey: String?, keys: APIKeyStore, cacheLimit: Int = 10_000, rateLimitPerKey: Double = 0, cacheTTL: TimeInterval = 30,
-        clock: RelayClock = .system
+        directory: KeyDirectory? = nil, clock: RelayClock = .system
     ) {
+        self.directory = directory
         self.clock = clock
         self.cacheLimit = cacheLimit
         cache = ExpiringMap(capacity: max(1, cacheLimit))
@@ -101,6 +106,8 @@ package final class APIKeyAuthenticator: Sendable {
         guard let (keyId, secret) = Self.split(presented) else {
             throw Self.unauthenticated("The API key is not valid.")
         }
+        // A key id no key has: refused without a database read.
+        if directory?.certainlyUnknown(keyId) == true { throw Self.unauthenticated("The API key is not valid.") }
         let entry = try await lookup(keyId)
         guard let storedHash = entry.secretHash, let caller = entry.caller,
             ConstantTime.equals(SHA256.hash(utf8: secret), storedHash)
@@ -134,6 +141,8 @@ package final class APIKeyAuthenticator: Sendable {
         guard let (keyId, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
         let now = clock.date
         guard let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate), now.timeIntervalSince(cached.fetchedAt) < cacheTTL else {
+            // A key id no key has is refused here, without a database read (behaviour §7.1).
+            if directory?.certainlyUnknown(keyId) == true { return .refused(Self.unauthenticated("The API key is not valid.")) }
             return .unknown
         }
         guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
@@ -186,6 +195,19 @@ package final class APIKeyAuthenticator: Sendable {
     /// when the key is revoked or changed (e.g. on a notification from another replica).
     package func forget(keyId: String) {
         cache.removeValue(for: keyId)
+    }
+
+    /// A key was created (a notification from the process that created it): its id joins the
+    /// directory, and whatever this replica remembered of the id (an unknown id) is dropped.
+    package func keyCreated(_ keyId: String) {
+        directory?.created(keyId)
+        cache.removeValue(for: keyId)
+    }
+
+    /// A key was revoked: forgotten, and out of the directory.
+    package func keyRevoked(_ keyId: String) {
+        directory?.revoked(keyId)
+        forget(keyId: keyId)
     }
 
     /// Drops every remembered key (invalidation notifications may have been missed).

@@ -65,6 +65,65 @@ package final class AppHTTPHandler: HTTPHandler {
         return finish(response, prepared, suspended: true)
     }
 
+    /// A request the server refused on its head (behaviour §7.4): problem+json naming the field
+    /// (400 `invalid_request`, 501 `not_implemented`, 417 `expectation_failed`; 414 `uri_too_long`
+    /// for too many query parameters), counted and logged
+    /// like any answer.
+    package func refused(_ refusal: HTTPHeadRefusal, request: HTTPRequest) -> HTTPResponse {
+        let prepared = PreparedRequest(http: request, correlationId: Self.correlationId(request.headers))
+        let code: ProblemCode =
+            switch refusal.status {
+            case 501: .notImplemented
+            case 417: .expectationFailed
+            case 414: .uriTooLong
+            default: .invalidRequest
+            }
+        var problem = RelayError(code, refusal.reason, extensions: refusal.field.map { ["field": .string($0)] } ?? [:])
+        problem.closesConnection = true
+        return finish(render(problem, prepared), prepared, suspended: false)
+    }
+
+    /// The head of a request waiting for `100 Continue` (behaviour §7.4): the body is invited only
+    /// once the head's limits, the route and the API key with its permission are accepted (the
+    /// declared length is checked by the server before). The key is asked of the store, off the
+    /// server thread, when memory does not know it; the rate budget is taken with the whole request.
+    package func admitHead(_ request: HTTPRequest) -> HTTPHeadStep {
+        let prepared = PreparedRequest(http: request, correlationId: Self.correlationId(request.headers))
+        do {
+            try RequestHeadLimits.check(request)
+            switch router.match(method: request.method, path: request.path) {
+            case .notFound, .methodNotAllowed:
+                // The whole request gets the answer, from the same code (404/405 need no body).
+                return .proceed
+            case .found(let route, _):
+                guard case .requires(let permission) = route.access else { return .proceed }
+                switch authenticator.authenticateFromMemory(try request.headers.only("Authorization")) {
+                case .caller(let caller):
+                    guard caller.may(permission) else { throw Self.lacking(permission) }
+                    return .proceed
+                case .refused(let problem):
+                    throw problem
+                case .unknown:
+                    return .suspend { [self] in
+                        do {
+                            let caller = try await authenticator.authenticate(request.headers["Authorization"])
+                            guard caller.may(permission) else { throw Self.lacking(permission) }
+                            return nil
+                        } catch {
+                            return finish(render(error, prepared), prepared, suspended: true)
+                        }
+                    }
+                }
+            }
+        } catch {
+            return .respond(finish(render(error, prepared), prepared, suspended: false))
+        }
+    }
+
+    private static func lacking(_ permission: Permission) -> RelayError {
+        RelayError(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
+    }
+
     /// Everything memory can do for the request, in the order the answers take precedence.
     /// - Returns: the answer, or nil to suspend (the key must be looked up, or the handler run).
     private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
@@ -127,9 +186,7 @@ package final class AppHTTPHandler: HTTPHandler {
     /// per request, in whichever step the caller became known.
     private static func admit(_ caller: Caller, _ permission: Permission, _ context: inout RequestContext) throws(RelayError) {
         try caller.takeRequest()
-        guard caller.may(permission) else {
-            throw RelayError(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
-        }
+        guard caller.may(permission) else { throw lacking(permission) }
         context.caller = caller.keyId
         context.owner = caller.owner
         context.access = caller.access

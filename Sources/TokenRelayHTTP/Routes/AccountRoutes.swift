@@ -29,7 +29,7 @@ package enum AccountRoutes {
             // One row more than asked tells whether another page exists.
             var page = try await services.store.listAccounts(
                 username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1,
-                visibleTenants: access.visibleTenants)
+                visibleTenants: access.visibleTenants, owner: request.context.owner)
             var next: JSONValue = .null
             if page.count > limit {
                 page.removeLast()

@@ -44,7 +44,7 @@ package enum ImportRoutes {
             let externalId = try body.externalId(owner: request.context.owner)
             let (account, created) = try await services.store.importAccount(
                 username: username, authority: authority, refreshToken: refreshToken, actor: request.context.caller ?? "unknown", detail: detail,
-                externalId: externalId)
+                externalId: externalId, owner: request.context.owner)
             // A pending import of the same username got the new token: it leaves the STS's answers
             // for the old one behind.
             if !created { services.tokens.forgetInMemory(account.accountId) }

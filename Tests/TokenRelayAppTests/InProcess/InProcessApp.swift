@@ -226,6 +226,8 @@ final class InProcessApp: Sendable {
             return permission
         }
         let created = try await APIKeyAuthenticator.create(name: name, permissions: parsed, tenants: tenants, scopePatterns: scopes, store: keyStore)
+        // Its notification reaches this process's key directory too, a moment later: no waiting.
+        dependencies.authenticator.keyCreated(created.keyId)
         TestLogs.record([created.apiKey], in: secretsFile)
         return (created.apiKey, created.keyId)
     }

@@ -1,0 +1,188 @@
+internal import CMicroHTTPD
+internal import Glibc
+import HTTPCommon
+
+/// What the first access-handler call learns from a request's head in one pass over its fields
+/// (behaviour §7.4): the fields themselves, the framing refusal if there is one, the declared
+/// length and whether the client waits for `100 Continue`.
+///
+/// libmicrohttpd 0.9.75 is lenient where RFC 9112 asks a server to refuse: it frames a body by
+/// `Transfer-Encoding` and passes a `Content-Length` beside it on, reads a body of an unknown
+/// coding until the connection closes, accepts chunked on HTTP/1.0, takes a bare LF for a line's
+/// end, and joins a folded line (obs-fold) onto the previous field's *name*. The first four are
+/// seen in the fields; the last two only in how the head lies in memory: libmicrohttpd parses it
+/// in place, replacing each CRLF by two NULs (a bare LF by one), the colon by a NUL, and keeping
+/// pointers to each name and value. So a well-framed head is exactly: the version, two NULs,
+/// then per field its name, a NUL, blanks, its value, two NULs; then two NULs more, and the head
+/// ends (`MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE` bytes after the method). Any other distance
+/// is a bare LF (one NUL), a NUL inside a value (libmicrohttpd cut the value there), or a folded
+/// line (libmicrohttpd moved the name it grew elsewhere in its pool). Only pointers are compared,
+/// and bytes are read only between two positions already known to lie in the head.
+struct HeadReading {
+    /// A field value read as a number between optional spaces and tabs (OWS, RFC 9110 §5.6.3),
+    /// as `Content-Length` is written; nil when it is not one. Byte by byte: a `CharacterSet`
+    /// built per request cost a sixth of a cached answer.
+    static func number(_ text: String) -> Int? {
+        var value = Substring(text)
+        while let first = value.utf8.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+        while let last = value.utf8.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+        return Int(value)
+    }
+
+    var headers = HTTPHeaders(minimumCapacity: 8)
+    var refusal: HTTPHeadRefusal?
+    /// The first `Content-Length`, or 0 when absent or unparsable (libmicrohttpd refuses a malformed one with 400).
+    var contentLength = 0
+    var expectsContinue = false
+
+    /// What the walk keeps between fields.
+    fileprivate struct Walk {
+        var reading = HeadReading()
+        /// Where the previous line's value (or the version) ended; nil when the layout is not checked.
+        var lineEnd: UnsafePointer<CChar>?
+        var headStart: UnsafePointer<CChar>
+        var headEnd: UnsafePointer<CChar>
+        var previousName: String?
+        var hasContentLength = false
+        var transferCodings: [Substring] = []
+        var transferEncodingFields = 0
+        var expectations: [Substring] = []
+    }
+
+    /// Reads the head of the request on `connection`, whose request line's method and version
+    /// libmicrohttpd passed to the access handler.
+    static func read(_ connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?) -> HeadReading {
+        let size = cmhd_connection_header_size(connection)
+        let start = method ?? UnsafePointer(bitPattern: 1)!
+        var walk = Walk(headStart: start, headEnd: start + max(0, size))
+        // The layout is checked only when the version lies inside the head (it always does for a
+        // request line with a version: libmicrohttpd points into the line it parsed).
+        if let method, let version, size > 0, version > method, version < walk.headEnd {
+            walk.lineEnd = version + strlen(version)
+        }
+        _ = withUnsafeMutablePointer(to: &walk) {
+            MHD_get_connection_values_n(connection, .HEADER_KIND, readField, $0)
+        }
+        var reading = walk.reading
+        if reading.refusal == nil, let lineEnd = walk.lineEnd, lineEnd + 4 != walk.headEnd {
+            reading.refusal = lineRefusal(distance: walk.headEnd - lineEnd, expected: 4, after: walk.previousName)
+        }
+        if reading.refusal == nil { reading.refusal = framingRefusal(walk, version: version) }
+        return reading
+    }
+
+    /// The refusal for a line whose end is `distance` bytes from where its value ended (`expected`
+    /// for CRLF), after the field `name` (nil: the request line).
+    fileprivate static func lineRefusal(distance: Int, expected: Int, after name: String?) -> HTTPHeadRefusal {
+        let line = name.map { "The '\($0)' line" } ?? "The request line"
+        if distance > 0 && distance < expected {
+            return HTTPHeadRefusal(status: 400, field: name, reason: "\(line) of the request head ends with a bare LF; lines end with CRLF (RFC 9112 §2.2).")
+        }
+        // More bytes than a CRLF: a NUL cut the value short, or the line after it was not read
+        // as a field (libmicrohttpd ends the head at a line with an empty name, `: x`).
+        return HTTPHeadRefusal(
+            status: 400, field: name,
+            reason: "\(line) of the request head holds a NUL, or is followed by a line with an empty field name (RFC 9110 §5.5, §5.1).")
+    }
+
+    /// RFC 9112 §6.1 and §6.3 on `Transfer-Encoding` and `Content-Length`; RFC 9110 §10.1.1 on `Expect`.
+    private static func framingRefusal(_ walk: Walk, version: UnsafePointer<CChar>?) -> HTTPHeadRefusal? {
+        if walk.transferEncodingFields > 0 {
+            let field = "Transfer-Encoding"
+            if let version, strcmp(version, "HTTP/1.0") == 0 {
+                return HTTPHeadRefusal(status: 400, field: field, reason: "An HTTP/1.0 request cannot carry Transfer-Encoding (RFC 9112 §6.1).")
+            }
+            if walk.hasContentLength {
+                return HTTPHeadRefusal(
+                    status: 400, field: field, reason: "The request carries both Content-Length and Transfer-Encoding; send one (RFC 9112 §6.1, §6.3).")
+            }
+            let codings = walk.transferCodings.map { $0.lowercased() }
+            guard codings.last == "chunked", codings.dropLast().allSatisfy({ $0 != "chunked" }) else {
+                return HTTPHeadRefusal(
+                    status: 400, field: field,
+                    reason: "Transfer-Encoding must end with chunked, applied once; the body's length cannot be told (RFC 9112 §6.3).")
+            }
+            if codings.count > 1 {
+                return HTTPHeadRefusal(status: 501, field: field, reason: "Only the chunked transfer coding is implemented (RFC 9112 §6.1).")
+            }
+        }
+        if !walk.expectations.isEmpty, walk.expectations.contains(where: { $0.lowercased() != "100-continue" }) {
+            return HTTPHeadRefusal(status: 417, field: "Expect", reason: "The only expectation met is 100-continue (RFC 9110 §10.1.1).")
+        }
+        return nil
+    }
+
+    /// The members of a comma-separated field value, without blanks around them; empty members dropped.
+    fileprivate static func members(_ value: String) -> [Substring] {
+        value.split(separator: ",").map { member in
+            let trimmed = member.drop { $0 == " " || $0 == "\t" }
+            return trimmed.dropLast(trimmed.reversed().prefix { $0 == " " || $0 == "\t" }.count)
+        }.filter { !$0.isEmpty }
+    }
+}
+
+/// Whether `name` (of `count` bytes) is `expected` in any ASCII case.
+private func named(_ name: UnsafePointer<CChar>, _ count: Int, _ expected: StaticString) -> Bool {
+    guard count == expected.utf8CodeUnitCount else { return false }
+    return strncasecmp(name, UnsafeRawPointer(expected.utf8Start).assumingMemoryBound(to: CChar.self), count) == 0
+}
+
+/// MHD_KeyValueIteratorN of ``HeadReading/read(_:method:version:)``: one field, in the order sent.
+private func readField(
+    _ walkPointer: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+    _ value: UnsafePointer<CChar>?, _ valueSize: Int
+) -> MHD_Result {
+    guard let walkPointer, let key else { return .NO }
+    let walk = walkPointer.assumingMemoryBound(to: HeadReading.Walk.self)
+    let name = keySize > 0 ? String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self) : ""
+    let text = valueSize > 0 && value != nil ? String(decoding: UnsafeRawBufferPointer(start: value, count: valueSize), as: UTF8.self) : ""
+    walk.pointee.reading.headers.add(name, text)
+    guard walk.pointee.reading.refusal == nil else { return .YES }
+
+    if let lineEnd = walk.pointee.lineEnd, let value {
+        let head = walk.pointee
+        // The previous line ends with CRLF (two NULs) and this field's name starts right after.
+        if key != lineEnd + 2 || lineEnd[0] != 0 || lineEnd[1] != 0 {
+            if key > lineEnd && key < head.headEnd {
+                walk.pointee.reading.refusal = HeadReading.lineRefusal(distance: key - lineEnd, expected: 2, after: head.previousName)
+            } else {
+                // The name is not where its line is: libmicrohttpd grew it elsewhere for a folded
+                // line (and the name it holds now has the folded text in it: not named).
+                walk.pointee.reading.refusal = HTTPHeadRefusal(
+                    status: 400, field: nil, reason: "A header field is folded onto the next line (obs-fold), which is refused (RFC 9112 §5.2).")
+            }
+            return .YES
+        }
+        // Name, the colon's NUL, blanks, value: anything else is a folded line.
+        let colon = key + keySize
+        guard value > colon, value < head.headEnd, colon[0] == 0,
+            (1..<(value - colon)).allSatisfy({ colon[$0] == 0x20 || colon[$0] == 0x09 })
+        else {
+            walk.pointee.reading.refusal = HTTPHeadRefusal(
+                status: 400, field: nil, reason: "A header field is folded onto the next line (obs-fold), which is refused (RFC 9112 §5.2).")
+            return .YES
+        }
+        walk.pointee.lineEnd = value + valueSize
+        walk.pointee.previousName = name
+    }
+    // RFC 9110 §5.5: CR, LF and NUL are never part of a field value (LF and NUL end it here).
+    if let value, valueSize > 0, memchr(value, 0x0D, valueSize) != nil {
+        walk.pointee.reading.refusal = HTTPHeadRefusal(
+            status: 400, field: name, reason: "The value of '\(name)' holds a CR; a field value may not (RFC 9110 §5.5).")
+        return .YES
+    }
+    if named(key, keySize, "Content-Length") {
+        if !walk.pointee.hasContentLength { walk.pointee.reading.contentLength = HeadReading.number(text) ?? 0 }
+        walk.pointee.hasContentLength = true
+    } else if named(key, keySize, "Transfer-Encoding") {
+        walk.pointee.transferEncodingFields += 1
+        let members = HeadReading.members(text)
+        // An empty value names no coding: the length cannot be told.
+        walk.pointee.transferCodings += members.isEmpty ? [""] : members
+    } else if named(key, keySize, "Expect") {
+        let members = HeadReading.members(text)
+        walk.pointee.expectations += members.isEmpty ? [""] : members
+        walk.pointee.reading.expectsContinue = walk.pointee.reading.expectsContinue || members.contains { $0.lowercased() == "100-continue" }
+    }
+    return .YES
+}
