@@ -36,7 +36,8 @@ struct ReplicaMemoryTests {
             memory.tokens.store(token(id, realm: realm), now: now)
             memory.uiRequired.remember(RelayError(.interactionRequired, "MFA"), accountId: id, key: "k", now: now)
             memory.declinedScopes.remember(.init(token: token(id, realm: realm), declined: ["x"]), accountId: id, key: "k", now: now)
-            memory.throttles[0].remember(ThrottleMemory.Key("sts|\(id)", accountId: id), seconds: 60, status: 429, now: Date(timeIntervalSince1970: Double(now)))
+            memory.throttles[0].remember(
+                ThrottleMemory.Key("sts|\(id)", accountId: id), seconds: 60, status: 429, now: Date(timeIntervalSince1970: Double(now)))
         }
         return memory
     }
