@@ -50,7 +50,9 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
     /// Most keys held at once; 0 or less holds nothing.
     package let capacity: Int
     package let whenFull: WhenFull
-    private let state = Mutex(State())
+    // Not private: the service's layers are optimised across modules (Package.swift), and a private
+    // type cannot be specialised into the memories built on this map in other modules.
+    package let state = Mutex(State())
 
     /// - Parameters:
     ///   - capacity: most keys held at once (a bound on memory); 0 or less holds nothing.
@@ -135,13 +137,13 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
 
 extension ExpiringMap {
     /// An entry and the serial of its heap node.
-    private struct Slot {
+    package struct Slot {
         var entry: Entry
         var serial: UInt64
     }
 
     /// A heap node: live while its key's slot has the same serial.
-    private struct Node {
+    package struct Node {
         let expiresAt: Double
         let serial: UInt64
         let key: Key
@@ -153,7 +155,7 @@ extension ExpiringMap {
     }
 
     /// The map and a binary min-heap of its expiry times (with stale nodes).
-    private struct State: Sendable {
+    package struct State: Sendable {
         var slots: [Key: Slot] = [:]
         var heap: [Node] = []
         var nextSerial: UInt64 = 0
@@ -192,7 +194,7 @@ extension ExpiringMap {
 
         /// Makes room for one more key: drops every expired entry, then (when still full) the one
         /// expiring soonest, or reports no room.
-        private mutating func makeRoom(now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
+        package mutating func makeRoom(now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
             guard capacity > 0 else { return false }
             guard slots.count >= capacity else { return true }
             // Expired entries are at the top of the heap, with stale nodes.
@@ -210,7 +212,7 @@ extension ExpiringMap {
             return true
         }
 
-        private func isLive(_ node: Node) -> Bool { slots[node.key]?.serial == node.serial }
+        package func isLive(_ node: Node) -> Bool { slots[node.key]?.serial == node.serial }
 
         /// One node per slot, in order (a sorted array is a valid heap).
         mutating func rebuildHeap() {
@@ -218,7 +220,7 @@ extension ExpiringMap {
             heap.sort { $0.precedes($1) }
         }
 
-        private mutating func push(_ node: Node) {
+        package mutating func push(_ node: Node) {
             heap.append(node)
             var child = heap.count - 1
             while child > 0 {
@@ -229,7 +231,7 @@ extension ExpiringMap {
             }
         }
 
-        private mutating func popTop() {
+        package mutating func popTop() {
             heap.swapAt(0, heap.count - 1)
             heap.removeLast()
             var parent = 0
