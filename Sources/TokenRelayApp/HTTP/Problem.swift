@@ -20,6 +20,9 @@ struct Problem: Error, Sendable {
     /// Who should sign in again, and for what: the handler mints the problem's `sign_in_url`
     /// from it when it renders the answer (behaviour §12: freshly minted on every answer, replays too).
     var signInHint: SignInHint?
+    /// Where a person's browser may go back to after a failed sign-in: the sign-in's
+    /// `redirect_after` with `error` added (``BrowserPage``); never in the problem+json body.
+    var returnTo: String?
     /// Set for the STS's policy answers (MFA, consent, conditional access) that the UI-required
     /// memory may replay (behaviour §5); never for TokenRelay's own refusals.
     var replayable = false

@@ -26,13 +26,16 @@ struct Router: Sendable {
         let query: RouteQuery
         /// Route-specific preparation run once the caller is known (see ``RoutePreparation``).
         let prepare: RoutePreparation?
+        /// A route a person's browser visits: its problems answer a request asking for HTML with
+        /// a readable page (``BrowserPage``).
+        let page: Bool
         let handler: RouteHandler
         /// Literal segments of the template: the more, the more specific.
         let literalCount: Int
 
         init(
             method: String, template: String, segments: [Segment], access: RouteAccess, body: RouteBody, query: RouteQuery,
-            prepare: RoutePreparation?, handler: @escaping RouteHandler, literalCount: Int
+            prepare: RoutePreparation?, page: Bool, handler: @escaping RouteHandler, literalCount: Int
         ) {
             self.method = method
             self.template = template
@@ -41,6 +44,7 @@ struct Router: Sendable {
             self.body = body
             self.query = query
             self.prepare = prepare
+            self.page = page
             self.handler = handler
             self.literalCount = literalCount
         }
@@ -72,14 +76,15 @@ struct Router: Sendable {
     ///     any other with 400 naming it before the handler runs.
     ///   - prepare: memory-only work run before the handler, on the server thread when the
     ///     caller is known there; it may answer by itself.
+    ///   - page: a route a person's browser visits (``Route/page``).
     mutating func add(
         _ method: String, _ template: String, access: RouteAccess, body: RouteBody = .none, query: RouteQuery = .none,
-        prepare: RoutePreparation? = nil, _ handler: @escaping RouteHandler
+        prepare: RoutePreparation? = nil, page: Bool = false, _ handler: @escaping RouteHandler
     ) {
         let segments = Self.parse(template)
         let route = Route(
             method: method, template: template, segments: segments, access: access, body: body, query: query, prepare: prepare,
-            handler: handler, literalCount: segments.count { if case .literal = $0 { true } else { false } })
+            page: page, handler: handler, literalCount: segments.count { if case .literal = $0 { true } else { false } })
         // A template of literals only is the most specific match of its path: looked up directly.
         if route.literalCount == route.segments.count {
             let path = "/" + Self.split(template).joined(separator: "/")
