@@ -82,6 +82,9 @@ struct HardeningTests {
         for path in [
             "/v1/downstream/graph/..%2F..%2Fetc", "/v1/downstream/graph/me/%2e%2e/%2e%2e/x", "/v1/downstream/graph/%2E%2E/x",
             "/v1/downstream/graph/me//messages", "/v1/downstream/graph//me", "/v1/downstream/graph/me/",
+            // The generated clients' form (decoded once), hiding the same behind one more encoding.
+            "/v1/downstream-encoded/graph/..%2F..%2Fetc", "/v1/downstream-encoded/graph/me%2F%252e%252e%2Fx",
+            "/v1/downstream-encoded/graph/me%2F%2Fmessages", "/v1/downstream-encoded/graph/me%2F", "/v1/downstream-encoded/graph/x%2500",
         ] {
             let refused = try await stack.request("GET", path, headers: ["X-Account-Id": id])
             #expect(refused.status == 400, "\(path): \(refused.text)")
