@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // TokenRelay: layers point one way.
 //   C* system libraries → *Bridge modules (the only code that touches C) → IdentityCore (pure
 //   Swift, no I/O) → TokenRelayApp (acquisition, accounts, routes, store) → two executables.
