@@ -136,7 +136,7 @@ struct DownstreamIdentityTests {
             DownstreamAPI(baseURL: "https://graph.microsoft.com/v1.0", scopes: ["User.Read"], appScopes: nil).effectiveAppScopes == [
                 "https://graph.microsoft.com/.default"
             ])
-        #expect(DownstreamAPI(baseURL: "http://127.0.0.1:8390", scopes: ["x"], appScopes: nil).effectiveAppScopes == ["http://127.0.0.1:9090/.default"])
+        #expect(DownstreamAPI(baseURL: "http://127.0.0.1:9090", scopes: ["x"], appScopes: nil).effectiveAppScopes == ["http://127.0.0.1:9090/.default"])
         #expect(DownstreamAPI(baseURL: "https://api.example/v2", scopes: ["x"], appScopes: ["api://app/.default"]).effectiveAppScopes == ["api://app/.default"])
         let parsed = try ConfigurationLoader.parseDownstreamAPIs(
             #"{"a": {"base_url": "https://a.example/", "scopes": ["s"], "app_scopes": ["api://a/.default"]}}"#)
