@@ -61,9 +61,12 @@ extension IdentityPlatformEmulator {
         do { scopes = try RequestedScopes.parse(scopeText) } catch {
             return redirectError(error == .severalResources ? .severalResources(scopeText) : .missingParameter("scope"))
         }
-        let page = SignInPage(
-            action: request.path, parameters: parameters.filter { !SignInPage.choiceFields.contains($0.name) }, clientID: clientID,
-            directory: resolved.tenant?.id ?? resolved.segment, accounts: pickableAccounts(resolved), scopes: scopeText)
+        // Made only when a browser is answered with it.
+        func page() -> SignInPage {
+            SignInPage(
+                action: request.path, parameters: parameters.filter { !SignInPage.choiceFields.contains($0.name) }, clientID: clientID,
+                directory: resolved.tenant?.id ?? resolved.segment, accounts: pickableAccounts(resolved), scopes: scopeText)
+        }
         var hint = value("login_hint")
         if posted {
             switch value("action") {
@@ -74,15 +77,15 @@ extension IdentityPlatformEmulator {
             case "accept":
                 let typed = (value("login") ?? "").trimmingCharacters(in: .whitespaces)
                 hint = typed.isEmpty ? value("account") : typed
-                guard let chosen = hint, !chosen.isEmpty else { return Outcome(response: page.response(hint: nil, error: SignInPage.noAccount)) }
+                guard let chosen = hint, !chosen.isEmpty else { return Outcome(response: page().response(hint: nil, error: SignInPage.noAccount)) }
             default:
                 return Outcome(response: errorResponse(.missingParameter("action"), b2c: false))
             }
         } else if value("prompt") != "none", request.headers["Accept"]?.lowercased().contains("text/html") == true {
-            return Outcome(response: page.response(hint: hint, error: nil))
+            return Outcome(response: page().response(hint: hint, error: nil))
         }
         guard let (user, tenant) = signInUser(hint: hint, authority: resolved) else {
-            if posted { return Outcome(response: page.response(hint: hint, error: SignInPage.unknownAccount)) }
+            if posted { return Outcome(response: page().response(hint: hint, error: SignInPage.unknownAccount)) }
             return redirectError(
                 STSError(
                     status: 302, error: "login_required", code: 50034,
