@@ -141,8 +141,10 @@ struct Router: Sendable {
 
     /// The templates in OpenAPI form (`{path}` for a remainder), for the route-parity test.
     var openAPIOperations: [(method: String, path: String)] {
-        routes.map { route in
-            (route.method, route.template.replacingOccurrences(of: "...}", with: "}"))
+        routes.flatMap { route -> [(method: String, path: String)] in
+            let path = route.template.replacingOccurrences(of: "...}", with: "}")
+            // A GET route answers HEAD too (RFC 9110 §9.3.2, ``match(method:path:)``): both are served.
+            return route.method == "GET" ? [("GET", path), ("HEAD", path)] : [(route.method, path)]
         }
     }
 
