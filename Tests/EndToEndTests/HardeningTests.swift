@@ -87,6 +87,9 @@ struct HardeningTests {
             "/v1/downstream/graph/%2e%2e;/beta/x", "/v1/downstream/graph/..%3b/beta/x", "/v1/downstream/graph/..;/secret",
             "/v1/downstream/graph/..%5cbeta", "/v1/downstream/graph/me/..%5C..%5Cbeta", "/v1/downstream/graph/.;x/me",
             "/v1/downstream/graph/me%5C..",
+            // The generated clients' form (decoded once), hiding the same behind one more encoding.
+            "/v1/downstream-encoded/graph/..%2F..%2Fetc", "/v1/downstream-encoded/graph/me%2F%252e%252e%2Fx",
+            "/v1/downstream-encoded/graph/me%2F%2Fmessages", "/v1/downstream-encoded/graph/me%2F", "/v1/downstream-encoded/graph/x%2500",
         ] {
             let refused = try await stack.request("GET", path, headers: ["X-Account-Id": id])
             #expect(refused.status == 400, "\(path): \(refused.text)")

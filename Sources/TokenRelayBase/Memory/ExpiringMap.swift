@@ -138,30 +138,30 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
 extension ExpiringMap {
     /// An entry and the serial of its heap node.
     package struct Slot {
-        var entry: Entry
-        var serial: UInt64
+        package var entry: Entry
+        package var serial: UInt64
     }
 
     /// A heap node: live while its key's slot has the same serial.
     package struct Node {
-        let expiresAt: Double
-        let serial: UInt64
-        let key: Key
+        package let expiresAt: Double
+        package let serial: UInt64
+        package let key: Key
 
         /// Sooner expiry first; ties: the older node.
-        func precedes(_ other: Node) -> Bool {
+        package func precedes(_ other: Node) -> Bool {
             expiresAt < other.expiresAt || (expiresAt == other.expiresAt && serial < other.serial)
         }
     }
 
     /// The map and a binary min-heap of its expiry times (with stale nodes).
     package struct State: Sendable {
-        var slots: [Key: Slot] = [:]
-        var heap: [Node] = []
-        var nextSerial: UInt64 = 0
+        package var slots: [Key: Slot] = [:]
+        package var heap: [Node] = []
+        package var nextSerial: UInt64 = 0
 
         /// The live entry of `key`; an expired one goes.
-        mutating func live(_ key: Key, now: Double) -> Entry? {
+        package mutating func live(_ key: Key, now: Double) -> Entry? {
             guard let slot = slots[key] else { return nil }
             guard slot.entry.expiresAt > now else {
                 slots[key] = nil
@@ -172,7 +172,7 @@ extension ExpiringMap {
 
         /// Stores `entry`; `held` is the expiry of the live entry it replaces, if any.
         /// - Returns: false when it was not stored (expired, or no room).
-        mutating func store(_ entry: Entry, for key: Key, replacing held: Double?, now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
+        package mutating func store(_ entry: Entry, for key: Key, replacing held: Double?, now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
             guard entry.expiresAt > now else {
                 slots[key] = nil
                 return false
@@ -215,7 +215,7 @@ extension ExpiringMap {
         package func isLive(_ node: Node) -> Bool { slots[node.key]?.serial == node.serial }
 
         /// One node per slot, in order (a sorted array is a valid heap).
-        mutating func rebuildHeap() {
+        package mutating func rebuildHeap() {
             heap = slots.map { Node(expiresAt: $0.value.entry.expiresAt, serial: $0.value.serial, key: $0.key) }
             heap.sort { $0.precedes($1) }
         }
