@@ -23,6 +23,7 @@ test: deps build           ## install, build once, start PostgreSQL, run every t
 		swift test --skip-build || { status=1; echo "PostgreSQL's log (scripts/pg-local problems):"; scripts/pg-local problems; }; \
 		scripts/scan-test-logs .build/test-logs || status=1; exit $$status
 	@scripts/check-deploy
+	@"$$(scripts/python-tools)/python" scripts/openapi-check --lint   # an example on every response of openapi.yaml, each matching its schema
 	@scripts/schemathesis      # a pinned schemathesis against the live service, seeds in scripts/schemathesis-seeds; about 2 minutes
 	@scripts/lint --check
 

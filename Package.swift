@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // TokenRelay: layers point one way, and the compiler holds them (a target may import only what
 // it depends on; docs/architecture.md draws this graph):
 //   C* system libraries → *Bridge modules (the only code that touches C)

@@ -81,6 +81,37 @@ public struct HTTPRequest: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// A path as the request line would carry it, made into a ``path``: every escape decoded but
+    /// those ``pathKeepsEscaped(_:)`` keeps, as the server does (a path given inside another, the
+    /// downstream relay's `{path}` decoded once, behaviour §6.2).
+    public static func serverDecodedPath(_ raw: String) -> String {
+        guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let utf8 = Array(raw.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        while index < utf8.count {
+            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count, let high = hex(utf8[index + 1]), let low = hex(utf8[index + 2]),
+                !pathKeepsEscaped(high << 4 | low)
+            {
+                bytes.append(high << 4 | low)
+                index += 3
+            } else {
+                bytes.append(utf8[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The first value of query parameter `name`, or nil.
     public func queryValue(_ name: String) -> String? {
         query.first { $0.name == name }?.value

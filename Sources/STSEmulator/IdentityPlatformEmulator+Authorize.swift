@@ -2,13 +2,17 @@ import Foundation
 import HTTPCommon
 
 extension IdentityPlatformEmulator {
-    /// The authorization endpoint without UI: signs in the user named by `login_hint` (else the
-    /// tenant's first user) and redirects with a code (RFC 6749 §4.1.2, PKCE S256 required,
-    /// RFC 7636). Errors after the redirect URI is known go to it as `error`,
-    /// `error_description`, `error_uri`, `state` (RFC 6749 §4.1.2.1); an unknown client or a
-    /// missing redirect URI answers 400 directly, as the platform shows an error page.
-    /// An unknown `login_hint` redirects `login_required` with AADSTS50034 (the platform would
-    /// show its sign-in page; without UI the emulator cannot).
+    /// The authorization endpoint (RFC 6749 §4.1.2, PKCE S256 required, RFC 7636). A browser
+    /// (`Accept` naming `text/html`) gets the sign-in page (``SignInPage``: pick or type an
+    /// account, consent or cancel), as the platform shows one; its form posts the authorize
+    /// parameters back here with the choice. Any other client (the tests' HTTP clients, `curl`)
+    /// and `prompt=none` get no UI: the user named by `login_hint` (else the tenant's first user)
+    /// is signed in at once and the answer redirects with a code. Errors after the redirect URI is
+    /// known go to it as `error`, `error_description`, `error_uri`, `state` (RFC 6749 §4.1.2.1);
+    /// an unknown client or a missing redirect URI answers 400 directly, as the platform shows an
+    /// error page. An unknown `login_hint` redirects `login_required` with AADSTS50034 without
+    /// UI; on the page, an unknown account typed is shown the same error and may try again. Cancel
+    /// redirects `access_denied` with AADSTS65004 and `error_subcode=cancel`.
     func authorize(_ request: HTTPRequest, authority: Route.Authority) -> Outcome {
         state.withLock { $0.authorizeRequests += 1 }
         let now = clock.now()
@@ -17,29 +21,33 @@ extension IdentityPlatformEmulator {
         case .success(let r): resolved = r
         case .failure(let error): return Outcome(response: errorResponse(error, b2c: false))
         }
-        let clientID = request.queryValue("client_id") ?? ""
+        // The sign-in page's form posts the authorize parameters back as hidden fields.
+        let posted = request.method == "POST"
+        let parameters = posted ? FormEncoding.parse(request.body) : request.query
+        func value(_ name: String) -> String? { parameters.first { $0.name == name }?.value }
+        let clientID = value("client_id") ?? ""
         guard clientID == configuration.clientID else {
             return Outcome(response: errorResponse(.unknownClient(clientID, tenant: resolved.tenant?.id ?? resolved.segment), b2c: false))
         }
-        guard let redirectURI = request.queryValue("redirect_uri"), let redirect = URLComponents(string: redirectURI),
+        guard let redirectURI = value("redirect_uri"), let redirect = URLComponents(string: redirectURI),
             redirect.scheme != nil, redirect.host != nil
         else {
             return Outcome(response: errorResponse(.missingParameter("redirect_uri"), b2c: false))
         }
-        let stateParameter = request.queryValue("state")
-        func redirectError(_ error: STSError, delay: Int = 0) -> Outcome {
-            var parameters = error.redirectParameters(now: now, traceID: Self.newGUID(), correlationID: Self.newGUID())
+        let stateParameter = value("state")
+        func redirectError(_ error: STSError, delay: Int = 0, extra: [(String, String)] = []) -> Outcome {
+            var parameters = error.redirectParameters(now: now, traceID: Self.newGUID(), correlationID: Self.newGUID()) + extra
             if let stateParameter { parameters.append(("state", stateParameter)) }
             return Outcome(response: Self.redirect(to: redirectURI, parameters), delayMilliseconds: delay)
         }
-        guard request.queryValue("response_type") == "code" else {
+        guard value("response_type") == "code" else {
             return redirectError(
                 STSError(
                     status: 302, error: "unsupported_response_type", code: 700054,
-                    message: "response_type '\(request.queryValue("response_type") ?? "")' is not enabled for the application."))
+                    message: "response_type '\(value("response_type") ?? "")' is not enabled for the application."))
         }
-        guard let challenge = request.queryValue("code_challenge"), !challenge.isEmpty,
-            request.queryValue("code_challenge_method") == "S256"
+        guard let challenge = value("code_challenge"), !challenge.isEmpty,
+            value("code_challenge_method") == "S256"
         else {
             // The platform requires PKCE only for SPAs (AADSTS9002325); the emulator requires
             // S256 for every client, as TokenRelay always sends it.
@@ -48,12 +56,36 @@ extension IdentityPlatformEmulator {
                     status: 302, error: "invalid_request", code: 9002325,
                     message: "Proof Key for Code Exchange is required; send code_challenge with code_challenge_method S256."))
         }
-        guard let scopeText = request.queryValue("scope") else { return redirectError(.missingParameter("scope")) }
+        guard let scopeText = value("scope") else { return redirectError(.missingParameter("scope")) }
         let scopes: RequestedScopes
         do { scopes = try RequestedScopes.parse(scopeText) } catch {
             return redirectError(error == .severalResources ? .severalResources(scopeText) : .missingParameter("scope"))
         }
-        guard let (user, tenant) = signInUser(hint: request.queryValue("login_hint"), authority: resolved) else {
+        // Made only when a browser is answered with it.
+        func page() -> SignInPage {
+            SignInPage(
+                action: request.path, parameters: parameters.filter { !SignInPage.choiceFields.contains($0.name) }, clientID: clientID,
+                directory: resolved.tenant?.id ?? resolved.segment, accounts: pickableAccounts(resolved), scopes: scopeText)
+        }
+        var hint = value("login_hint")
+        if posted {
+            switch value("action") {
+            case "cancel":
+                return redirectError(
+                    STSError(status: 302, error: "access_denied", code: 65004, message: "User declined to consent to access the app."),
+                    extra: [("error_subcode", "cancel")])
+            case "accept":
+                let typed = (value("login") ?? "").trimmingCharacters(in: .whitespaces)
+                hint = typed.isEmpty ? value("account") : typed
+                guard let chosen = hint, !chosen.isEmpty else { return Outcome(response: page().response(hint: nil, error: SignInPage.noAccount)) }
+            default:
+                return Outcome(response: errorResponse(.missingParameter("action"), b2c: false))
+            }
+        } else if value("prompt") != "none", request.headers["Accept"]?.lowercased().contains("text/html") == true {
+            return Outcome(response: page().response(hint: hint, error: nil))
+        }
+        guard let (user, tenant) = signInUser(hint: hint, authority: resolved) else {
+            if posted { return Outcome(response: page().response(hint: hint, error: SignInPage.unknownAccount)) }
             return redirectError(
                 STSError(
                     status: 302, error: "login_required", code: 50034,
@@ -82,9 +114,9 @@ extension IdentityPlatformEmulator {
         }
         let code = opaqueToken(prefix: "1.AXkA")
         let grant = EmulatorState.CodeGrant(
-            clientID: clientID, redirectURI: redirectURI, codeChallenge: challenge, nonce: request.queryValue("nonce"),
+            clientID: clientID, redirectURI: redirectURI, codeChallenge: challenge, nonce: value("nonce"),
             username: user.username, tenantID: tenant.id, policy: resolved.policy, scope: scopeText,
-            clientInfo: request.queryValue("client_info") == "1", claims: request.queryValue("claims"), issuedAt: now)
+            clientInfo: value("client_info") == "1", claims: value("claims"), issuedAt: now)
         state.withLock { state in
             state.codes = state.codes.filter { now.timeIntervalSince($0.value.issuedAt) < configuration.codeLifetimeSeconds }
             state.codes[code] = grant
@@ -95,10 +127,18 @@ extension IdentityPlatformEmulator {
             userControls.consentRequiredScopes.removeAll { name in scopes.permissions.contains { $0.caseInsensitiveEquals(name) } }
             if state.controls[key] != nil { state.controls[key] = userControls }
         }
-        var parameters = [("code", code)]
-        if let stateParameter { parameters.append(("state", stateParameter)) }
-        parameters.append(("session_state", Self.derivedGUID("session|" + user.objectID)))
-        return Outcome(response: Self.redirect(to: redirectURI, parameters), delayMilliseconds: delay)
+        var answer = [("code", code)]
+        if let stateParameter { answer.append(("state", stateParameter)) }
+        answer.append(("session_state", Self.derivedGUID("session|" + user.objectID)))
+        return Outcome(response: Self.redirect(to: redirectURI, answer), delayMilliseconds: delay)
+    }
+
+    /// The accounts the sign-in page offers to pick: the authority's tenant's users (every
+    /// non-B2C tenant's for `common` / `organizations`), at most 20 (a scale directory holds
+    /// thousands; any of them may still be typed).
+    func pickableAccounts(_ authority: ResolvedAuthority) -> [String] {
+        let tenants: [TestTenant] = authority.tenant.map { [$0] } ?? configuration.directory.tenants.filter { !$0.isB2C }
+        return Array(tenants.lazy.flatMap { $0.users.lazy.map(\.username) }.prefix(20))
     }
 
     /// The user an authorize request signs in.

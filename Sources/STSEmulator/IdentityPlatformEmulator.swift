@@ -11,7 +11,8 @@ import Synchronization
 /// Routes (`{authority}` is `{tenant}`, `{tenant}/{policy}` or `tfp/{tenant}/{policy}` for B2C):
 /// - `GET /{authority}/v2.0/.well-known/openid-configuration`
 /// - `GET /{authority}/discovery/v2.0/keys`
-/// - `GET /{authority}/oauth2/v2.0/authorize`
+/// - `GET /{authority}/oauth2/v2.0/authorize` (a browser gets the sign-in page, ``SignInPage``,
+///   whose form posts back to `POST /{authority}/oauth2/v2.0/authorize`)
 /// - `POST /{authority}/oauth2/v2.0/token`
 /// - `GET /v1.0/me`; `GET|POST /v1.0/me/messages` (`$top`/`$skip` paging with an absolute
 ///   `@odata.nextLink`), `GET|PATCH|DELETE /v1.0/me/messages/{id}`; `POST /v1.0/me/sendMail`;

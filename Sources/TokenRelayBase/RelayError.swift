@@ -32,6 +32,10 @@ package struct RelayError: Error, Sendable {
     /// Who should sign in again, and for what: the HTTP layer mints the problem's `sign_in_url`
     /// from it when it renders the answer (behaviour §12: freshly minted on every answer, replays too).
     package var signInHint: SignInHint?
+    /// Where a person's browser may go back to after a failed sign-in: the sign-in's
+    /// `redirect_after` with `error` added (the HTTP layer's browser page); never in the
+    /// problem+json body.
+    package var returnTo: String?
     /// Set for the STS's policy answers (MFA, consent, conditional access) that the UI-required
     /// memory may replay (behaviour §5); never for TokenRelay's own refusals.
     package var replayable = false

@@ -36,13 +36,30 @@ extension CommandLineTool {
             valued: ["--name", "--permissions", "--tenants", "--scopes"]),
         CommandHelp(["api-keys", "list"], "usage: token-relay api-keys list\n  Prints one JSON object per key (never the secret)."),
         CommandHelp(["api-keys", "revoke"], "usage: token-relay api-keys revoke KEY_ID"),
-        CommandHelp(["encryption"], "usage: token-relay encryption generate-key [--id ID] | rotate", options: nil),
+        CommandHelp(
+            ["encryption"], "usage: token-relay encryption generate-key [--id ID] | rotate [--batch-size N] | rewrap [--batch-size N] | create-kek",
+            options: nil),
         CommandHelp(
             ["encryption", "generate-key"], "usage: token-relay encryption generate-key [--id ID]\n  Prints a key ring entry id:base64key.", valued: ["--id"]),
         CommandHelp(
             ["encryption", "rotate"],
-            "usage: token-relay encryption rotate\n  Re-encrypts every stored secret under the ring's first key; progress on standard error.",
-            options: nil),
+            """
+            usage: token-relay encryption rotate [--batch-size N]
+              Online: rewraps the tenants' data keys under the first key-encryption key and moves rows still sealed
+              under a ring key to their tenant's data key, N rows per batch (default 500); progress on standard error.
+            """,
+            valued: ["--batch-size"]),
+        CommandHelp(
+            ["encryption", "rewrap"],
+            """
+            usage: token-relay encryption rewrap [--batch-size N]
+              Wraps every tenant's data key under the first key-encryption key (rows untouched) and prints
+              {"kek_id", "data_keys_rewrapped", "data_keys_failed", "data_keys_remaining", "seconds"}; progress on standard error.
+            """,
+            valued: ["--batch-size"]),
+        CommandHelp(
+            ["encryption", "create-kek"],
+            "usage: token-relay encryption create-kek\n  Makes the AES key TOKENRELAY_PKCS11_KEY_LABEL names inside the HSM token (TOKENRELAY_PKCS11_*)."),
         CommandHelp(
             ["accounts"],
             "usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T] | show ACCOUNT_ID | delete ACCOUNT_ID"),

@@ -8,8 +8,8 @@ import TokenRelayServer
 import TokenRelayStore
 
 /// `token-relay` sub-commands (behaviour §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
-/// `api-keys create|list|revoke`, `encryption generate-key|rotate`, `accounts list|show|delete`,
-/// `tenants suspend|resume|list`, `keepalive --once`. Exit codes: 0 success, 1 failure,
+/// `api-keys create|list|revoke`, `encryption generate-key|rotate|rewrap|create-kek`,
+/// `accounts list|show|delete`, `tenants suspend|resume|forget|list`, `keepalive --once`, `bench-seed`. Exit codes: 0 success, 1 failure,
 /// 2 usage or configuration error (one clear line on standard error).
 public enum CommandLineTool {
     public static func run(_ arguments: [String]) async -> Int32 {
@@ -211,18 +211,21 @@ public enum CommandLineTool {
         print(
             """
             usage: token-relay <command>
-              serve                      serve HTTP (default)
+              serve                      serve HTTP (the default command)
               migrate                    apply pending migrations and exit
               check-config               validate the configuration and exit
               healthcheck                exit 0 when /healthz passes
               api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes "User.*,https://vault.azure.net/*"]
-                                         | list | revoke KEY_ID
+              api-keys list | revoke KEY_ID
               encryption generate-key [--id ID]
               encryption rotate [--batch-size N]   rewrap data keys, re-encrypt rows still under a ring key
               encryption rewrap [--batch-size N]   wrap every tenant's data key under the primary KEK
               encryption create-kek                make the AES key TOKENRELAY_PKCS11_KEY_LABEL names in the token
-              accounts list [--limit N] [--cursor C] | show ACCOUNT_ID | delete ACCOUNT_ID
-              tenants suspend TENANT_ID | resume TENANT_ID | list [--limit N] [--cursor C]
+              accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T] | show ACCOUNT_ID | delete ACCOUNT_ID
+              tenants suspend TENANT_ID | resume TENANT_ID   switch a customer tenant off / on
+              tenants forget TENANT_ID --yes                 offboard: delete its accounts and tokens, destroy its data key
+              tenants forget TENANT_ID --dry-run             what --yes would delete; changes nothing
+              tenants list [--limit N] [--cursor C]
               keepalive --once           run one refresh-token keep-alive pass and exit
               bench-seed --accounts N    benchmark tool (bench/scale): seed N accounts with cached tokens
             every command and sub-command takes --help

@@ -9,11 +9,12 @@ package struct AccountRecord: Sendable, Equatable {
         case interactionRequired = "interaction_required"
     }
 
-    // The fields live in one immutable object shared by every copy: an account is copied into
+    // The fields live in one immutable object shared by every copy (not private: release builds
+    // inline its reads into the other layers, Package.swift): an account is copied into
     // and out of memory, the resolver and the answer on every cached silent request (behaviour
     // §10), and a copy of seventeen strings, arrays and dictionaries cost as many reference
     // count updates.
-    private let fields: Fields
+    package let fields: Fields
 
     package var accountId: String { fields.accountId }
     package var clientId: String { fields.clientId }
@@ -66,26 +67,26 @@ package struct AccountRecord: Sendable, Equatable {
     }
 
     /// The stored fields, as the initializer received them (`claims` parsed from `idTokenClaims`).
-    private final class Fields: Sendable, Equatable {
-        let accountId: String
-        let clientId: String
-        let environment: String
-        let homeAccountId: String?
-        let realm: String
-        let localAccountId: String?
-        let username: String?
-        let name: String?
-        let authority: String
-        let authorityType: AuthorityType
-        let state: State
-        let idTokenClaims: String
-        let createdAt: String
-        let lastUsedAt: String?
-        let tenantProfiles: [TenantProfile]
-        let externalIds: [String: String]
-        let claims: JSONValue
+    package final class Fields: Sendable, Equatable {
+        package let accountId: String
+        package let clientId: String
+        package let environment: String
+        package let homeAccountId: String?
+        package let realm: String
+        package let localAccountId: String?
+        package let username: String?
+        package let name: String?
+        package let authority: String
+        package let authorityType: AuthorityType
+        package let state: State
+        package let idTokenClaims: String
+        package let createdAt: String
+        package let lastUsedAt: String?
+        package let tenantProfiles: [TenantProfile]
+        package let externalIds: [String: String]
+        package let claims: JSONValue
 
-        init(
+        package init(
             accountId: String, clientId: String, environment: String, homeAccountId: String?, realm: String, localAccountId: String?, username: String?,
             name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String, createdAt: String, lastUsedAt: String?,
             tenantProfiles: [TenantProfile], externalIds: [String: String], claims: JSONValue
@@ -109,7 +110,7 @@ package struct AccountRecord: Sendable, Equatable {
             self.claims = claims
         }
 
-        static func == (lhs: Fields, rhs: Fields) -> Bool {
+        package static func == (lhs: Fields, rhs: Fields) -> Bool {
             lhs.accountId == rhs.accountId && lhs.clientId == rhs.clientId && lhs.environment == rhs.environment && lhs.homeAccountId == rhs.homeAccountId
                 && lhs.realm == rhs.realm && lhs.localAccountId == rhs.localAccountId && lhs.username == rhs.username && lhs.name == rhs.name
                 && lhs.authority == rhs.authority && lhs.authorityType == rhs.authorityType && lhs.state == rhs.state && lhs.idTokenClaims == rhs.idTokenClaims

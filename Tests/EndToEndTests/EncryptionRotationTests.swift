@@ -4,8 +4,9 @@ import Synchronization
 import Testing
 import TokenRelayTesting
 
-/// Key rotation while the service serves, swapped ciphertexts, key usage and a bad key ring
-/// (behaviour §7, §11, §12 Encryption keys), on the built binaries.
+/// Key rotation while the service serves, swapped ciphertexts, key usage, a key ring re-read on
+/// SIGHUP (and the sign-in links its dropped keys signed) and a bad key ring (behaviour §7, §11,
+/// §12 Encryption keys), on the built binaries.
 @Suite("Encryption keys: rotation, row binding, usage, start-up", .serialized)
 struct EncryptionRotationTests {
     static func key() -> String { Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() }
@@ -289,6 +290,34 @@ struct EncryptionRotationTests {
         try await hangup(expecting: "encryption.key_ring_reload_failed")
         #expect(try await Self.silent(stack, alice, force: true).status == 200)
         #expect(try await newSignInKeyId() == "k2")
+    }
+
+    @Test("After SIGHUP drops a key from the ring, sign-in links signed with it are refused and new links use the new key")
+    func hangupRetiresLinkKeys() async throws {
+        let file = TestLogs.directory + "/keyring-\(UUID().uuidString).txt"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try Data("k1:\(EncryptionRotationTests.key())".utf8).write(to: URL(fileURLWithPath: file))
+        let stack = try await TokenRelayStack(
+            name: "e2e_sighup_links", environment: ["TOKENRELAY_ENCRYPTION_KEYS": "", "TOKENRELAY_ENCRYPTION_KEYS_FILE": file])
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        _ = try await stack.control("POST", "/_control/users/alice@contoso.example", json: ["revoke_refresh_tokens": true])
+        let refused = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(refused.json["account_state"] as? String == "interaction_required", "\(refused.text)")
+        let oldLink = try #require(refused.json["sign_in_url"] as? String)
+
+        try Data("k2:\(EncryptionRotationTests.key())".utf8).write(to: URL(fileURLWithPath: file))
+        let seen = stack.relay.log().components(separatedBy: "encryption.key_ring_reloaded").count
+        stack.relay.send(signal: SIGHUP)
+        for _ in 0..<100 where stack.relay.log().components(separatedBy: "encryption.key_ring_reloaded").count == seen {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let old = try await stack.request("GET", oldLink, authenticated: false)
+        #expect(old.status == 403, "\(old.text)")
+        #expect(old.json["field"] as? String == "sig")
+        let again = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+        let newLink = try #require(again.json["sign_in_url"] as? String)
+        #expect(try await stack.request("GET", newLink, authenticated: false).status == 302)
     }
 
     /// Runs the built `token-relay` and returns its exit status and standard error.

@@ -3,8 +3,10 @@ import Testing
 import TokenRelayTesting
 
 /// A Python client generated from openapi.yaml by `openapi-python-client` (PyPI) signs a user
-/// in, gets a silent token and calls Graph /me against the real service (issue 6): a response
-/// that does not match its schema, or a route the spec names wrongly, fails here.
+/// in, gets a silent token and calls Graph /me against the real service (issue 6), then reaches
+/// Graph routes of several segments through `/v1/downstream-encoded` (issue 29 item 2: `me`,
+/// `me/messages` paged, `sendMail`, an id holding `%2F`): a response that does not match its
+/// schema, or a route the spec names wrongly, fails here.
 /// `make test` installs the generator (scripts/python-tools) and sets TOKENRELAY_TEST_PYTHON_BIN.
 @Suite("Generated client")
 struct GeneratedClientTests {
@@ -39,5 +41,12 @@ struct GeneratedClientTests {
             environment: ["TR_BASE_URL": stack.baseURL, "TR_API_KEY": stack.apiKey, "TR_USERNAME": "alice@contoso.example"])
         #expect(status == 0, "generated client flow failed:\n\(output)")
         #expect(output.contains("generated client flow: ok"))
+        // What Graph was asked for: each path as the client meant it, the encoded `/` kept inside its segment.
+        let asked = try await GraphSDKTests.graphRequests(stack).map { "\($0["method"] ?? "") \($0["path"] ?? "")" }
+        #expect(asked.filter { $0 == "GET /v1.0/me" }.count == 2, "\(asked)")
+        #expect(asked.filter { $0 == "POST /v1.0/me/messages" }.count == 12, "\(asked)")
+        #expect(asked.filter { $0 == "GET /v1.0/me/messages" }.count == 2, "two pages: \(asked)")
+        #expect(asked.filter { $0 == "POST /v1.0/me/sendMail" }.count == 1, "\(asked)")
+        #expect(asked.last == "GET /v1.0/users/alice@contoso.example%2Fx", "\(asked)")
     }
 }

@@ -49,6 +49,33 @@ struct GraphSDKTests {
         }
     }
 
+    @Test("examples/graph_sdk.py runs as it is, and the README's snippet is that file's code")
+    func exampleFile() async throws {
+        let root = BuiltProducts.packageRoot()
+        let example = try String(contentsOfFile: root + "/examples/graph_sdk.py", encoding: .utf8)
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "## Microsoft Graph SDK for Python").dropFirst().first)
+        let snippet = try #require(section.components(separatedBy: "```python\n").dropFirst().first?.components(separatedBy: "```").first)
+        let lines = Set(example.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
+        for line in snippet.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) where !line.isEmpty {
+            #expect(lines.contains(line), "the README's line is not in examples/graph_sdk.py: \(line)")
+        }
+        try await Self.withStack("e2e_graph_sdk_example") { stack, id in
+            for n in 1...12 {
+                let created = try await stack.request("POST", "/v1/downstream/graph/me/messages", json: ["subject": "m\(n)"], headers: ["X-Account-Id": id])
+                #expect(created.status == 201, "\(created.text)")
+            }
+            let bin = try #require(ProcessInfo.processInfo.environment["TOKENRELAY_TEST_PYTHON_BIN"], "make test sets TOKENRELAY_TEST_PYTHON_BIN")
+            let (status, output) = try await GeneratedClientTests.run(
+                bin + "/python", [root + "/examples/graph_sdk.py"],
+                environment: ["TR_BASE_URL": stack.baseURL, "TR_API_KEY": stack.apiKey, "TR_ACCOUNT_ID": id])
+            #expect(status == 0, "\(output)")
+            #expect(output.contains("signed in: \(Self.alice)\n"), "\(output)")
+            let subjects = output.split(separator: "\n").filter { $0.hasPrefix("message: ") }.map { String($0.dropFirst("message: ".count)) }
+            #expect(subjects == (1...12).map { "m\($0)" }, "two pages of Graph's default 10, through the relay: \(output)")
+        }
+    }
+
     @Test(
         "Paging: Graph's absolute @odata.nextLink comes back pointing at the relay, and the SDK's PageIterator fetches every page through it with the relay's token"
     )

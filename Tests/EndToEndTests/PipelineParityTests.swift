@@ -18,7 +18,7 @@ struct PipelineParityTests {
     }
 
     /// Every malformed-body case the suite knows (JSONBodyTests, CachedPathTests,
-    /// NewUserAttackTests, HardeningTests), in the usual shape for `account` where it matters.
+    /// CorrelationIdTests, InputValidationTests), in the usual shape for `account` where it matters.
     static func cases(account: String) -> [Case] {
         func json(_ text: String) -> [UInt8] { Array(text.utf8) }
         let manyScopes = "[" + (0..<1000).map { "\"S\($0)\"" }.joined(separator: ",") + "]"

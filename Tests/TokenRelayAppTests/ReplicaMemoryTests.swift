@@ -86,4 +86,16 @@ struct ReplicaMemoryTests {
         #expect(!memory.tokens.holdsTokens(of: "a"))
         #expect(memory.usage["tokens"]?.entries == 0)
     }
+
+    @Test("The UI-required and declined-scopes memories say whether they may hold an answer: none before one, none after its expiry")
+    func mayHold() {
+        let uiRequired = UIRequiredMemory(ttlSeconds: 60)
+        let declined = DeclinedScopesMemory()
+        #expect(!uiRequired.mayHold(now: Self.now) && !declined.mayHold(now: Self.now))
+        uiRequired.remember(RelayError(.interactionRequired, "MFA"), accountId: "a", key: "k", now: Self.now)
+        declined.remember(.init(token: Self.token("a", realm: Self.home), declined: ["x"]), accountId: "a", key: "k", now: Self.now)
+        #expect(uiRequired.mayHold(now: Self.now + 59) && declined.mayHold(now: Self.now + 3599))
+        #expect(!uiRequired.mayHold(now: Self.now + 60) && !declined.mayHold(now: Self.now + 3600))
+        #expect(!UIRequiredMemory(ttlSeconds: 0).mayHold(now: Self.now), "a memory turned off holds nothing")
+    }
 }

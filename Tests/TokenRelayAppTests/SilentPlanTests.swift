@@ -109,22 +109,22 @@ struct SilentPlanTests {
             case .recallUIRequired:
                 walk.steps.append("recallUIRequired")
                 plan.learn(uiRequired: world.uiRequired)
-            case .refresh(let redemption):
+            case .refresh:
                 walk.steps.append("refresh")
-                walk.redemption = redemption
+                walk.redemption = plan.redemption
                 if memoryOnly { return walk }
                 guard let outcome = world.outcome else { return walk }
                 plan.learn(outcome: outcome)
             case .lookUpExtendedLifetime:
                 walk.steps.append("lookUpExtendedLifetime")
                 plan.learn(extended: world.extended)
-            case .answer(let result, let after):
+            case .answer:
                 walk.steps.append("answer")
-                (walk.result, walk.aftermath) = (result, after)
+                (walk.result, walk.aftermath) = (plan.answer, plan.aftermath)
                 return walk
-            case .refuse(let error, let after):
+            case .refuse:
                 walk.steps.append("refuse")
-                (walk.refusal, walk.aftermath) = (error, after)
+                (walk.refusal, walk.aftermath) = (plan.refusal, plan.aftermath)
                 return walk
             }
         }

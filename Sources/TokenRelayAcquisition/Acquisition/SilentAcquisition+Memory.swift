@@ -17,22 +17,22 @@ extension SilentAcquisition {
             case .resolveAccount:
                 guard case .accountId(let id) = plan.request.account, let account = resolver.accountFromMemory(id, owner: owner) else { return nil }
                 plan.learn(account: account, storedTokens: nil)
-            case .checkSuspension(let account):
-                plan.learn(suspendedTenant: suspensions.suspendedTenant(of: account))
+            case .checkSuspension:
+                plan.learn(suspendedTenant: suspensions.suspendedTenant(of: plan.account!))
             case .checkMemories:
-                plan.learn(memoriesHoldUIRequired: uiRequired.count > 0, declinedScopes: declinedScopes.count > 0)
-            case .lookUpMemoryCache(let lookup):
-                plan.learn(memoryHit: memoryHit(lookup))
-            case .recallDeclinedScopes(let accountId, let key):
-                plan.learn(declined: declinedScopes.recall(accountId: accountId, key: key, now: plan.now))
-            case .recallUIRequired(let accountId, let key):
-                plan.learn(uiRequired: uiRequired.recall(accountId: accountId, key: key, now: plan.now))
-            case .answer(let result, let after):
-                carryOut(after, for: plan)
-                return result
-            case .refuse(let error, let after):
-                carryOut(after, for: plan)
-                throw error
+                plan.learn(memoriesHoldUIRequired: uiRequired.mayHold(now: plan.now), declinedScopes: declinedScopes.mayHold(now: plan.now))
+            case .lookUpMemoryCache:
+                plan.learn(memoryHit: memoryHit(plan.lookup))
+            case .recallDeclinedScopes:
+                plan.learn(declined: declinedScopes.recall(accountId: plan.account!.accountId, key: plan.recallKey, now: plan.now))
+            case .recallUIRequired:
+                plan.learn(uiRequired: uiRequired.recall(accountId: plan.account!.accountId, key: plan.recallKey, now: plan.now))
+            case .answer:
+                carryOut(plan.aftermath, for: plan)
+                return plan.answer
+            case .refuse:
+                carryOut(plan.aftermath, for: plan)
+                throw plan.refusal!
             case .completeImport, .lookUpStoredCache, .refresh, .lookUpExtendedLifetime:
                 // The plan asks the same again when the suspended step carries on.
                 return nil

@@ -118,33 +118,35 @@ package struct SilentAcquisition: Sendable {
                 } else {
                     plan.learn(account: try await resolver.resolve(plan.request.account, visibleTo: context.access, owner: context.owner), storedTokens: nil)
                 }
-            case .checkSuspension(let account):
-                plan.learn(suspendedTenant: suspensions.suspendedTenant(of: account))
+            case .checkSuspension:
+                plan.learn(suspendedTenant: suspensions.suspendedTenant(of: plan.account!))
             case .checkMemories:
-                plan.learn(memoriesHoldUIRequired: uiRequired.count > 0, declinedScopes: declinedScopes.count > 0)
-            case .completeImport(let account):
+                plan.learn(memoriesHoldUIRequired: uiRequired.mayHold(now: plan.now), declinedScopes: declinedScopes.mayHold(now: plan.now))
+            case .completeImport:
                 // An ADAL import not yet redeemed: the first redemption learns (or merges) its
                 // identity. Like a refresh, it runs on past the caller's deadline (its rotated
                 // refresh token must be stored) while the caller gets its 504 at the deadline
                 // (behaviour §5 Deadlines).
-                let request = plan.request
+                let (account, request) = (plan.account!, plan.request)
                 let key = "import|" + account.accountId + "|" + request.scopes.cacheKey + "|" + (request.claims ?? "")
                 let (done, _) = try await refresher.imports.run(key: key, until: context.deadline) {
                     try await completeImport(account, request: request, context: context)
                 }
                 if let done { return done }
                 plan.learn(account: try await resolver.resolve(.accountId(account.accountId)), storedTokens: nil)
-            case .lookUpMemoryCache(let lookup):
-                plan.learn(memoryHit: memoryHit(lookup))
-            case .recallDeclinedScopes(let accountId, let key):
-                plan.learn(declined: declinedScopes.recall(accountId: accountId, key: key, now: plan.now))
-            case .lookUpStoredCache(let lookup, let read):
+            case .lookUpMemoryCache:
+                plan.learn(memoryHit: memoryHit(plan.lookup))
+            case .recallDeclinedScopes:
+                plan.learn(declined: declinedScopes.recall(accountId: plan.account!.accountId, key: plan.recallKey, now: plan.now))
+            case .lookUpStoredCache:
+                let lookup = plan.lookup
                 plan.learn(
                     storedHit: try await cache.lookUpStored(
-                        account: lookup.account, realm: lookup.realm, scopes: lookup.scopes, minTTL: lookup.minTTL, read: read))
-            case .recallUIRequired(let accountId, let key):
-                plan.learn(uiRequired: uiRequired.recall(accountId: accountId, key: key, now: plan.now))
-            case .refresh(let redemption):
+                        account: plan.account!, realm: lookup.realm, scopes: lookup.scopes, minTTL: lookup.minTTL, read: plan.storedTokensRead))
+            case .recallUIRequired:
+                plan.learn(uiRequired: uiRequired.recall(accountId: plan.account!.accountId, key: plan.recallKey, now: plan.now))
+            case .refresh:
+                let redemption = plan.redemption!
                 let request = RefreshExecutor.Request(
                     account: redemption.account, authority: redemption.authority, realm: redemption.realm, scopes: redemption.scopes,
                     claims: redemption.claims, mode: redemption.mode, minTTL: redemption.minTTL, context: context)
@@ -152,23 +154,22 @@ package struct SilentAcquisition: Sendable {
                 background.absorb(outcome, accountId: redemption.account.accountId)
                 plan.now = now()
                 plan.learn(outcome: outcome)
-            case .lookUpExtendedLifetime(let error, let lookup):
-                plan.learn(extended: try await extendedLifetimeToken(after: error, account: lookup.account, realm: lookup.realm, scopes: lookup.scopes))
-            case .answer(let result, let after):
-                carryOut(after, for: plan)
-                return result
-            case .refuse(let error, let after):
-                carryOut(after, for: plan)
-                throw error
+            case .lookUpExtendedLifetime:
+                let lookup = plan.lookup
+                plan.learn(extended: try await extendedLifetimeToken(after: plan.failure!, account: plan.account!, realm: lookup.realm, scopes: lookup.scopes))
+            case .answer:
+                carryOut(plan.aftermath, for: plan)
+                return plan.answer!
+            case .refuse:
+                carryOut(plan.aftermath, for: plan)
+                throw plan.refusal!
             }
         }
     }
 
     /// A servable token for `lookup` in this replica's memory, with its prebuilt answer.
     package func memoryHit(_ lookup: SilentPlan.CacheLookup) -> MemoryTokenCache.Hit? {
-        cache.memoryHit(
-            accountId: lookup.account.accountId, environment: lookup.account.environment, realm: lookup.realm, scopes: lookup.scopes,
-            minTTL: lookup.minTTL)
+        cache.memoryHit(accountId: lookup.accountId, environment: lookup.environment, realm: lookup.realm, scopes: lookup.scopes, minTTL: lookup.minTTL)
     }
 
     /// Does what an answer or a refusal of `plan` entails (``SilentPlan/Aftermath``).

@@ -31,42 +31,45 @@ import TokenRelayStore
 ///    accepted: a cached token needs no authority) and a refresh; when it fails because the STS
 ///    is unavailable, a token still inside its extended lifetime (`allow_extended_lifetime`, §5.7).
 ///
-/// The memories of step 6 and 7 are asked only when they hold anything (``Step/checkMemories(accountId:)``):
+/// The memories of step 6 and 7 are asked only when they may hold anything (``Step/checkMemories``):
 /// a cached answer builds no memory key and merges no claims.
 package struct SilentPlan: Sendable {
-    /// What the plan needs done next.
-    package enum Step: Sendable {
+    /// What the plan needs done next. The facts a step works on are the plan's own
+    /// (``account``, ``lookup``, ``recallKey``, ``redemption``, ``failure``), and so are its
+    /// decisions (``answer``, ``refusal``, ``aftermath``): a step is one word, cheap to hand over.
+    package enum Step: Sendable, Equatable {
         /// Find the account `request.account` names.
         case resolveAccount
-        /// Whether the account's tenant (or its home tenant) is suspended.
-        case checkSuspension(AccountRecord)
-        /// Whether the UI-required and declined-scopes memories hold any answer (``learn(memoriesHold:)``).
-        case checkMemories(accountId: String)
-        /// Redeem an imported refresh token the platform has not seen yet; then tell the plan
-        /// the account again (``learn(account:storedTokens:)``) unless the redemption answered.
-        case completeImport(AccountRecord)
-        /// A servable token in this replica's memory (``learn(memoryHit:)``).
-        case lookUpMemoryCache(CacheLookup)
-        /// The declined-scopes memory (``learn(declined:)``).
-        case recallDeclinedScopes(accountId: String, key: String)
-        /// A servable token in PostgreSQL's cache; `read` holds the account's tokens when they
-        /// came with the account (``learn(storedHit:)``).
-        case lookUpStoredCache(CacheLookup, read: [StoredAccessToken]?)
-        /// The UI-required memory (``learn(uiRequired:)``).
-        case recallUIRequired(accountId: String, key: String)
-        /// Redeem the refresh token (``learn(outcome:)``).
-        case refresh(Redemption)
-        /// A token the extended lifetime still covers, after `error` (``learn(extended:)``).
-        case lookUpExtendedLifetime(AcquisitionError, CacheLookup)
-        /// The answer; `after` is what serving it entails.
-        case answer(SilentTokenResult, after: Aftermath)
-        /// The refusal; `after` is what refusing it entails.
-        case refuse(RelayError, after: Aftermath)
+        /// Whether ``account``'s tenant (or its home tenant) is suspended.
+        case checkSuspension
+        /// Whether the UI-required and declined-scopes memories hold any answer (``learn(memoriesHoldUIRequired:declinedScopes:)``).
+        case checkMemories
+        /// Redeem ``account``'s imported refresh token, which the platform has not seen yet; then
+        /// tell the plan the account again (``learn(account:storedTokens:)``) unless the redemption answered.
+        case completeImport
+        /// A servable token for ``lookup`` in this replica's memory (``learn(memoryHit:)``).
+        case lookUpMemoryCache
+        /// The declined-scopes memory under ``recallKey`` (``learn(declined:)``).
+        case recallDeclinedScopes
+        /// A servable token for ``lookup`` in PostgreSQL's cache; ``storedTokens`` holds the
+        /// account's tokens when they came with it (``learn(storedHit:)``).
+        case lookUpStoredCache
+        /// The UI-required memory under ``recallKey`` (``learn(uiRequired:)``).
+        case recallUIRequired
+        /// Redeem the refresh token as ``redemption`` says (``learn(outcome:)``).
+        case refresh
+        /// A token the extended lifetime still covers, after ``failure`` (``learn(extended:)``).
+        case lookUpExtendedLifetime
+        /// The answer is ``answer``; ``aftermath`` is what serving it entails.
+        case answer
+        /// The refusal is ``refusal``; ``aftermath`` is what refusing it entails.
+        case refuse
     }
 
     /// Which tokens a cache step looks for.
     package struct CacheLookup: Sendable {
-        package let account: AccountRecord
+        package let accountId: String
+        package let environment: String
         package let realm: String
         package let scopes: ScopeSet
         /// `min_ttl_s`, seconds.
@@ -125,6 +128,31 @@ package struct SilentPlan: Sendable {
     package let rules: Rules
     /// Unix seconds of the executor's clock, for the memories' servability checks.
     package var now: Int
+
+    // MARK: What the current step works on, and what the plan decided
+
+    /// The memory key of ``Step/recallDeclinedScopes`` and ``Step/recallUIRequired``.
+    package private(set) var recallKey = ""
+    /// The refresh of ``Step/refresh``.
+    package private(set) var redemption: Redemption?
+    /// The refresh's error of ``Step/lookUpExtendedLifetime``.
+    package private(set) var failure: AcquisitionError?
+    /// The answer of ``Step/answer``.
+    package private(set) var answer: SilentTokenResult?
+    /// The refusal of ``Step/refuse``.
+    package private(set) var refusal: RelayError?
+    /// What ``Step/answer`` or ``Step/refuse`` entails.
+    package private(set) var aftermath = Aftermath.nothing
+
+    /// The tokens a cache step looks for: the account's, in the realm worked out.
+    package var lookup: CacheLookup {
+        CacheLookup(
+            accountId: account?.accountId ?? "", environment: account?.environment ?? "", realm: realm ?? "", scopes: request.scopes,
+            minTTL: request.minTTLSeconds)
+    }
+
+    /// The account's stored tokens read with it, when they are of the realm looked in.
+    package var storedTokensRead: [StoredAccessToken]? { realm == account?.realm ? storedTokens : nil }
 
     // MARK: Facts, in the order the plan learns them
 
@@ -263,17 +291,17 @@ package struct SilentPlan: Sendable {
     package mutating func next() -> Step {
         if !requestChecked {
             requestChecked = true
-            do { try access.check(request) } catch { return .refuse(error, after: .nothing) }
+            do { try access.check(request) } catch { return refuse(error) }
         }
         guard let account else { return .resolveAccount }
         if !accountSeen {
-            guard access.sees(account) else { return .refuse(RelayError.accountNotFound(), after: .nothing) }
+            guard access.sees(account) else { return refuse(RelayError.accountNotFound()) }
             accountSeen = true
         }
-        guard let suspension else { return .checkSuspension(account) }
-        if case .suspended(let tenant) = suspension { return .refuse(TenantSuspensions.problem(tenant), after: .nothing) }
-        guard account.state == .active else { return .refuse(Self.deadRefreshToken(account, request: request), after: .nothing) }
-        if account.homeAccountId == nil { return .completeImport(account) }
+        guard let suspension else { return .checkSuspension }
+        if case .suspended(let tenant) = suspension { return refuse(TenantSuspensions.problem(tenant)) }
+        guard account.state == .active else { return refuse(Self.deadRefreshToken(account, request: request)) }
+        if account.homeAccountId == nil { return .completeImport }
 
         if realm == nil {
             if let requested = request.authority {
@@ -281,28 +309,29 @@ package struct SilentPlan: Sendable {
                     let (authority, realm) = try rules.authorities.authorityAndRealm(requested, for: account)
                     (self.authority, self.realm) = (authority, realm)
                 } catch {
-                    return .refuse(Self.relayError(error), after: .nothing)
+                    return refuse(Self.relayError(error))
                 }
             } else {
                 realm = account.realm
             }
             // A key that sees a guest through another tenant's profile gets no home-tenant token.
-            do { try access.check(realm: realm!) } catch { return .refuse(error, after: .nothing) }
+            do { try access.check(realm: realm!) } catch { return refuse(error) }
         }
         let realm = self.realm!
-        let lookup = CacheLookup(account: account, realm: realm, scopes: request.scopes, minTTL: request.minTTLSeconds)
 
-        guard let memoriesHold else { return .checkMemories(accountId: account.accountId) }
+        guard let memoriesHold else { return .checkMemories }
         if memoriesHold.uiRequired, case .unread = uiRequired {
             let claims: String?
-            do { claims = try merged().text } catch { return .refuse(error, after: .nothing) }
-            return .recallUIRequired(accountId: account.accountId, key: UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims))
+            do { claims = try merged().text } catch { return refuse(error) }
+            recallKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
+            return .recallUIRequired
         }
-        if case .replay(let remembered) = uiRequired { return .refuse(remembered, after: .replayedUIRequired) }
+        if case .replay(let remembered) = uiRequired { return refuse(remembered, after: .replayedUIRequired) }
 
         if !request.bypassesCache && !exceedsKey {
             if memoriesHold.declinedScopes, case .unread = declined {
-                return .recallDeclinedScopes(accountId: account.accountId, key: DeclinedScopesMemory.key(realm: realm, scopes: request.scopes))
+                recallKey = DeclinedScopesMemory.key(realm: realm, scopes: request.scopes)
+                return .recallDeclinedScopes
             }
             if case .read(let remembered?) = declined,
                 remembered.token.isServable(now: now, expirySkew: rules.expirySkewSeconds, minTTL: request.minTTLSeconds)
@@ -316,16 +345,16 @@ package struct SilentPlan: Sendable {
         if !request.bypassesCache && !exceedsKey {
             switch cache {
             case .unread:
-                return .lookUpMemoryCache(lookup)
+                return .lookUpMemoryCache
             case .hit(let memoryHit, let token, let layer):
                 if access.allows(token) {
                     let claims = request.claims == nil ? nil : try? merged().text
                     let result = SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [], prebuiltAnswer: memoryHit?.answer)
-                    return .answer(result, after: .servedFromCache(token, layer: layer, authority: authority, claims: claims))
+                    return decide(result, after: .servedFromCache(token, layer: layer, authority: authority, claims: claims))
                 }
                 exceedsKey = true
             case .memoryMissed:
-                return .lookUpStoredCache(lookup, read: realm == account.realm ? storedTokens : nil)
+                return .lookUpStoredCache
             case .storedMissed:
                 break
             }
@@ -333,26 +362,27 @@ package struct SilentPlan: Sendable {
 
         if authority == nil {
             // The account's own authority, needed now that the STS is.
-            do { authority = try rules.authorities.authorityAndRealm(nil, for: account).0 } catch { return .refuse(Self.relayError(error), after: .nothing) }
+            do { authority = try rules.authorities.authorityAndRealm(nil, for: account).0 } catch { return refuse(Self.relayError(error)) }
         }
         let claims: String?
-        do { claims = try merged().text } catch { return .refuse(error, after: .nothing) }
+        do { claims = try merged().text } catch { return refuse(error) }
         let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
         guard let outcome else {
-            return .refresh(
-                Redemption(
-                    account: account, authority: authority!, realm: realm, scopes: request.scopes, claims: claims,
-                    mode: request.bypassesCache || exceedsKey ? .bypass : .cacheFirst, minTTL: request.minTTLSeconds))
+            redemption = Redemption(
+                account: account, authority: authority!, realm: realm, scopes: request.scopes, claims: claims,
+                mode: request.bypassesCache || exceedsKey ? .bypass : .cacheFirst, minTTL: request.minTTLSeconds)
+            return .refresh
         }
         switch outcome {
         case .failure(let error):
             if rules.allowExtendedLifetime, !request.bypassesCache, error.stsUnavailable {
                 switch extended {
                 case .unread:
-                    return .lookUpExtendedLifetime(error, lookup)
+                    failure = error
+                    return .lookUpExtendedLifetime
                 case .read(let token?) where access.allows(token):
                     let result = SilentTokenResult(token: token, account: account, source: .cache, declinedScopes: [], extendedLifetime: true)
-                    return .answer(result, after: .nothing)
+                    return decide(result, after: .nothing)
                 case .read:
                     break
                 }
@@ -363,26 +393,35 @@ package struct SilentPlan: Sendable {
                     account: account, scopes: request.scopes.canonical, claims: SignInHint.claims(for: problem, requested: request.claims),
                     authority: request.authority?.url)
             }
-            return .refuse(problem, after: problem.replayable ? .rememberUIRequired(problem, key: uiRequiredKey) : .nothing)
+            return refuse(problem, after: problem.replayable ? .rememberUIRequired(problem, key: uiRequiredKey) : .nothing)
         case .token(let token, let declined, let source):
             let after = Aftermath.refreshed(token, declined: declined, declinedKey: DeclinedScopesMemory.key(realm: realm, scopes: request.scopes))
             // The platform may grant more than was asked (scopes consented earlier): such a token
             // is kept for callers who may have it, never handed to this key.
-            do { try access.check(served: token) } catch { return .refuse(error, after: after) }
+            do { try access.check(served: token) } catch { return refuse(error, after: after) }
             return answer(token, declined: declined, account: account, source: source, after: after)
         }
     }
 
     /// The answer of ``answer(_:declined:account:source:allowPartial:)`` as a step.
-    private func answer(
+    private mutating func answer(
         _ token: StoredAccessToken, declined: [String], account: AccountRecord, source: SilentTokenResult.Source, after: Aftermath
     ) -> Step {
         do {
-            return .answer(
-                try Self.answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial), after: after)
+            return decide(try Self.answer(token, declined: declined, account: account, source: source, allowPartial: request.allowPartial), after: after)
         } catch {
-            return .refuse(error, after: after)
+            return refuse(error, after: after)
         }
+    }
+
+    private mutating func decide(_ result: SilentTokenResult, after: Aftermath) -> Step {
+        (answer, aftermath) = (result, after)
+        return .answer
+    }
+
+    private mutating func refuse(_ error: RelayError, after: Aftermath = .nothing) -> Step {
+        (refusal, aftermath) = (error, after)
+        return .refuse
     }
 
     /// The token, or 409 `server_declined_scopes` when scopes were declined and the caller did not

@@ -1,3 +1,4 @@
+import Synchronization
 import TokenRelayBase
 
 /// Interaction-required answers this replica got from the STS, replayed without asking it again
@@ -19,6 +20,9 @@ package final class UIRequiredMemory: Sendable {
     /// Most answers held at once.
     package let capacity: Int
     private let answers: ExpiringMap<Key, RelayError>
+    /// The latest expiry (unix seconds) of any answer remembered: before it, the memory may hold
+    /// one; after it, none (``mayHold(now:)``, one atomic read on the cached path).
+    private let latestExpiry = Atomic<Int>(0)
 
     package init(ttlSeconds: Int = 60, capacity: Int = 10_000) {
         self.ttlSeconds = ttlSeconds
@@ -34,6 +38,7 @@ package final class UIRequiredMemory: Sendable {
     /// Remembers `problem` for `ttlSeconds` from `now` (unix seconds).
     package func remember(_ problem: RelayError, accountId: String, key: String, now: Int) {
         guard ttlSeconds > 0 else { return }
+        noteExpiry(now + ttlSeconds)
         answers.set(problem, for: Key(accountId: accountId, request: key), expiresAt: Double(now + ttlSeconds), now: Double(now))
     }
 
@@ -50,5 +55,19 @@ package final class UIRequiredMemory: Sendable {
     }
 
     /// Answers held now.
+    /// Whether any answer may still be held at `now` (unix seconds): false means none is, without
+    /// a lookup (the silent plan skips the memory then). True may be stale after ``forget(accountId:)``;
+    /// ``recall(accountId:key:now:)`` tells.
+    package func mayHold(now: Int) -> Bool { latestExpiry.load(ordering: .relaxed) > now }
+
+    private func noteExpiry(_ expiry: Int) {
+        var current = latestExpiry.load(ordering: .relaxed)
+        while current < expiry {
+            let (exchanged, original) = latestExpiry.compareExchange(expected: current, desired: expiry, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+
     package var count: Int { answers.count }
 }

@@ -170,6 +170,7 @@ package struct SignInService: Sendable {
             // and on-behalf-of grants (a refused code, AADSTS70000, said the account's died).
             problem.extensions["account_state"] = nil
             if problem.code == .interactionRequired { problem.signInHint = signInAgain(pending, after: problem) }
+            problem.returnTo = pending.redirectAfter.flatMap { Self.location($0, adding: [("error", problem.code.rawValue)]) }
             throw problem
         }
     }
@@ -274,8 +275,14 @@ package struct SignInService: Sendable {
     /// `redirect_after` with `account_id` added to its query (joined by `&` when it has one,
     /// before any fragment), built with `URLComponents` rather than by concatenation.
     package static func location(_ redirectAfter: String, accountId: String) -> String? {
+        location(redirectAfter, adding: [("account_id", accountId)])
+    }
+
+    /// `redirect_after` with `parameters` added to its query (`account_id`; `error` for the
+    /// failed sign-in page's way back, ``RelayError/returnTo``).
+    package static func location(_ redirectAfter: String, adding parameters: [(String, String)]) -> String? {
         guard RedirectAfter.isWellFormed(redirectAfter), var components = URLComponents(string: redirectAfter) else { return nil }
-        let added = FormEncoding.query([("account_id", accountId)])
+        let added = FormEncoding.query(parameters)
         if let query = components.percentEncodedQuery, !query.isEmpty {
             components.percentEncodedQuery = query + "&" + added
         } else {

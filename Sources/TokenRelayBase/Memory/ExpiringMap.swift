@@ -50,7 +50,9 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
     /// Most keys held at once; 0 or less holds nothing.
     package let capacity: Int
     package let whenFull: WhenFull
-    private let state = Mutex(State())
+    // Not private: the service's layers are optimised across modules (Package.swift), and a private
+    // type cannot be specialised into the memories built on this map in other modules.
+    package let state = Mutex(State())
 
     /// - Parameters:
     ///   - capacity: most keys held at once (a bound on memory); 0 or less holds nothing.
@@ -135,31 +137,31 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
 
 extension ExpiringMap {
     /// An entry and the serial of its heap node.
-    private struct Slot {
-        var entry: Entry
-        var serial: UInt64
+    package struct Slot {
+        package var entry: Entry
+        package var serial: UInt64
     }
 
     /// A heap node: live while its key's slot has the same serial.
-    private struct Node {
-        let expiresAt: Double
-        let serial: UInt64
-        let key: Key
+    package struct Node {
+        package let expiresAt: Double
+        package let serial: UInt64
+        package let key: Key
 
         /// Sooner expiry first; ties: the older node.
-        func precedes(_ other: Node) -> Bool {
+        package func precedes(_ other: Node) -> Bool {
             expiresAt < other.expiresAt || (expiresAt == other.expiresAt && serial < other.serial)
         }
     }
 
     /// The map and a binary min-heap of its expiry times (with stale nodes).
-    private struct State: Sendable {
-        var slots: [Key: Slot] = [:]
-        var heap: [Node] = []
-        var nextSerial: UInt64 = 0
+    package struct State: Sendable {
+        package var slots: [Key: Slot] = [:]
+        package var heap: [Node] = []
+        package var nextSerial: UInt64 = 0
 
         /// The live entry of `key`; an expired one goes.
-        mutating func live(_ key: Key, now: Double) -> Entry? {
+        package mutating func live(_ key: Key, now: Double) -> Entry? {
             guard let slot = slots[key] else { return nil }
             guard slot.entry.expiresAt > now else {
                 slots[key] = nil
@@ -170,7 +172,7 @@ extension ExpiringMap {
 
         /// Stores `entry`; `held` is the expiry of the live entry it replaces, if any.
         /// - Returns: false when it was not stored (expired, or no room).
-        mutating func store(_ entry: Entry, for key: Key, replacing held: Double?, now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
+        package mutating func store(_ entry: Entry, for key: Key, replacing held: Double?, now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
             guard entry.expiresAt > now else {
                 slots[key] = nil
                 return false
@@ -192,7 +194,7 @@ extension ExpiringMap {
 
         /// Makes room for one more key: drops every expired entry, then (when still full) the one
         /// expiring soonest, or reports no room.
-        private mutating func makeRoom(now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
+        package mutating func makeRoom(now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
             guard capacity > 0 else { return false }
             guard slots.count >= capacity else { return true }
             // Expired entries are at the top of the heap, with stale nodes.
@@ -210,15 +212,15 @@ extension ExpiringMap {
             return true
         }
 
-        private func isLive(_ node: Node) -> Bool { slots[node.key]?.serial == node.serial }
+        package func isLive(_ node: Node) -> Bool { slots[node.key]?.serial == node.serial }
 
         /// One node per slot, in order (a sorted array is a valid heap).
-        mutating func rebuildHeap() {
+        package mutating func rebuildHeap() {
             heap = slots.map { Node(expiresAt: $0.value.entry.expiresAt, serial: $0.value.serial, key: $0.key) }
             heap.sort { $0.precedes($1) }
         }
 
-        private mutating func push(_ node: Node) {
+        package mutating func push(_ node: Node) {
             heap.append(node)
             var child = heap.count - 1
             while child > 0 {
@@ -229,7 +231,7 @@ extension ExpiringMap {
             }
         }
 
-        private mutating func popTop() {
+        package mutating func popTop() {
             heap.swapAt(0, heap.count - 1)
             heap.removeLast()
             var parent = 0

@@ -215,6 +215,9 @@ package final class AppHTTPHandler: HTTPHandler {
             problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."
         }
         var response = problem.response(correlationId: named)
+        if prepared.route?.page == true, BrowserPage.wanted(by: prepared.http.headers) {
+            response = BrowserPage.problem(problem, correlationId: named, replacing: response)
+        }
         response.headers.set("client-request-id", named)
         if problem.code == .internal || problem.cause != nil {
             var fields = ["request.route": prepared.routeLabel, "error": problem.detail, "correlation.id": named, "response.status": String(problem.status)]

@@ -46,12 +46,16 @@ package enum SignInRoutes {
 
         // The identity platform adds parameters of its own to `code` and `state` (`session_state`,
         // `client_info`, `cloud_instance_name`, `iss`, ...): ignored, as RFC 6749 §4.1.2 asks.
-        router.add("GET", "/v1/sign-ins/callback", access: .open, query: .any) { request in
+        // A person's browser comes here: it gets readable pages (`BrowserPage`), API callers JSON.
+        router.add("GET", "/v1/sign-ins/callback", access: .open, query: .any, page: true) { request in
             // RFC 6749 §3.1: a parameter given twice (two `code`s, two `state`s) is refused.
             let query = try request.http.uniqueQuery()
             let completion = try await services.signIns.complete(query: query, context: request.context)
             switch completion {
             case .account(let account, let owner):
+                if BrowserPage.wanted(by: request.http.headers) {
+                    return BrowserPage.signedIn(username: account.username, accountId: account.accountId)
+                }
                 return .json(200, .object(["account": account.json(owner: owner)]))
             case .redirect(let location, _):
                 return HTTPResponse(status: 303, headers: ["Location": location, "Cache-Control": "no-store"])

@@ -10,7 +10,7 @@ import TokenRelayBase
 /// it: 204 for a link that would start a sign-in, without using it up.
 package enum SignInStartRoutes {
     package static func register(on router: inout Router, _ services: AppServices) {
-        router.add("GET", "/v1/sign-ins/start", access: .open, query: .only(SignInStartLinks.queryParameters)) { request in
+        router.add("GET", "/v1/sign-ins/start", access: .open, query: .only(SignInStartLinks.queryParameters), page: true) { request in
             guard let links = services.signIns.links else {
                 throw RelayError(.notFound, "Signed sign-in links are not enabled.")
             }

@@ -44,9 +44,11 @@ package enum TokenRoutes {
         // (behaviour §3.7; one resolution, ADR 0013); any other is left to the suspended step.
         silent.account = services.tokens.resolver.resolvedFromMemory(silent.account, owner: context.owner)
         var plan = services.tokens.plan(silent, access: context.access)
-        defer { request.silentPlan = plan }
         do {
-            guard let result = try services.tokens.answerFromMemory(&plan, owner: context.owner) else { return nil }
+            guard let result = try services.tokens.answerFromMemory(&plan, owner: context.owner) else {
+                request.silentPlan = plan
+                return nil
+            }
             return answer(result, silent, context, services: services)
         } catch {
             throw named(error, context)

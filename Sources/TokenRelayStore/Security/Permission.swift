@@ -28,6 +28,7 @@ package enum RoutePermissions {
         ("*", "/v1/accounts", .requires(.accountsWrite)),
         ("*", "/v1/sign-ins", .requires(.accountsWrite)),
         ("*", "/v1/downstream/", .requires(.downstreamCall)),
+        ("*", "/v1/downstream-encoded/", .requires(.downstreamCall)),
         ("*", "/v1/api-keys", .requires(.admin)),
         ("*", "/v1/encryption", .requires(.admin)),
         ("*", "/v1/tenants", .requires(.admin)),

@@ -41,6 +41,11 @@ struct APIKeyAccessTests {
         Operation(method: "PUT", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
         Operation(method: "PATCH", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
         Operation(method: "DELETE", template: "/v1/downstream/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "GET", template: "/v1/downstream-encoded/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "POST", template: "/v1/downstream-encoded/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "PUT", template: "/v1/downstream-encoded/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "PATCH", template: "/v1/downstream-encoded/{api}/{path}", permission: "downstream:call"),
+        Operation(method: "DELETE", template: "/v1/downstream-encoded/{api}/{path}", permission: "downstream:call"),
         Operation(method: "GET", template: "/v1/sign-ins/start", permission: nil),
         Operation(method: "GET", template: "/v1/events", permission: "accounts:read"),
         Operation(method: "GET", template: "/healthz", permission: nil),
@@ -81,7 +86,7 @@ struct APIKeyAccessTests {
             let incoming = try await stack.request(
                 "POST", "/v1/tokens/silent", json: ["account_id": accountId, "scopes": ["api://\(InProcessApp.clientId)/access_as_user"]])
             body = ["assertion": incoming.json["access_token"] as? String ?? "", "scopes": ["User.Read"]]
-        case "/v1/downstream/{api}/{path}": headers["X-Account-Id"] = accountId
+        case "/v1/downstream/{api}/{path}", "/v1/downstream-encoded/{api}/{path}": headers["X-Account-Id"] = accountId
         default: break
         }
         return try await stack.request(operation.method, path, json: body, headers: headers, authenticated: false)
@@ -161,7 +166,7 @@ struct APIKeyAccessTests {
             #expect(forbidden.json["error"] as? String == "forbidden")
             let privileged = try await Self.createKey(stack, permissions: [operation.permission!])
             let allowed = try await Self.call(stack, operation, authorization: "Bearer \(privileged.key)", accountId: accountId)
-            if operation.template.hasPrefix("/v1/downstream/") {
+            if operation.template.hasPrefix("/v1/downstream") {
                 // The API's own answer to the method (e.g. 405 for PUT /me) is relayed: TokenRelay let the call through.
                 #expect(allowed.headers["TokenRelay-Relayed"] == "true", "\(operation) with \(operation.permission!): \(allowed.status) \(allowed.text)")
             } else {

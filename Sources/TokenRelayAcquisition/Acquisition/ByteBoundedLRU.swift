@@ -1,4 +1,5 @@
 import Synchronization
+import TokenRelayBase
 
 /// Values by key, holding at most `capacityBytes` of them by their own cost, least recently
 /// used out first: the bound under this replica's token and account caches (behaviour §10.4,
@@ -18,20 +19,6 @@ import Synchronization
 ///
 /// - Complexity: every operation O(1) (a dictionary of slot indices and a doubly linked list
 ///   threaded through an array of slots, with a free list), except ``removeAll(where:)``, O(n).
-/// What a byte-bounded cache holds and has dropped, for `/metrics`.
-package struct MemoryUsage: Sendable, Equatable {
-    package var bytes = 0
-    package var entries = 0
-    /// Entries dropped to make room since start (not removals asked for).
-    package var evictions = 0
-
-    package init(bytes: Int = 0, entries: Int = 0, evictions: Int = 0) {
-        self.bytes = bytes
-        self.entries = entries
-        self.evictions = evictions
-    }
-}
-
 package final class ByteBoundedLRU<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Bytes counted per entry on top of the value's own cost: its slot (key, value's fields, list
     /// links) and its index bucket, with the slack of buffers that grow by doubling (a quarter
