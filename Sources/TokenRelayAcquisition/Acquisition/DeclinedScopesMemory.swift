@@ -1,6 +1,5 @@
 import Foundation
 import IdentityCore
-import Synchronization
 import TokenRelayBase
 import TokenRelayStore
 
@@ -27,11 +26,8 @@ package final class DeclinedScopesMemory: Sendable {
 
     private let answers: ExpiringMap<Key, Answer>
 
-    /// The latest expiry (unix seconds) of any answer remembered: before it, the memory may hold
-
-    /// one; after it, none (``mayHold(now:)``, one atomic read on the cached path).
-
-    private let latestExpiry = Atomic<Int>(0)
+    /// When the last answer remembered expires (``mayHold(now:)``).
+    private let latestExpiry = LatestExpiry()
     /// Most answers kept: callers choose the scope sets, so the memory must not grow with them.
     package let limit: Int
 
@@ -50,22 +46,13 @@ package final class DeclinedScopesMemory: Sendable {
     /// Whether any answer may still be held at `now` (unix seconds): false means none is, without
     /// a lookup (the silent plan skips the memory then). True may be stale after ``forget(accountId:)``;
     /// ``recall(accountId:key:now:)`` tells.
-    package func mayHold(now: Int) -> Bool { latestExpiry.load(ordering: .relaxed) > now }
-
-    private func noteExpiry(_ expiry: Int) {
-        var current = latestExpiry.load(ordering: .relaxed)
-        while current < expiry {
-            let (exchanged, original) = latestExpiry.compareExchange(expected: current, desired: expiry, ordering: .relaxed)
-            if exchanged { return }
-            current = original
-        }
-    }
+    package func mayHold(now: Int) -> Bool { latestExpiry.mayHold(now: now) }
 
     package var count: Int { answers.count }
 
     /// Remembers `answer` until its token's `expires_on` (`now` in unix seconds).
     package func remember(_ answer: Answer, accountId: String, key: String, now: Int) {
-        noteExpiry(answer.token.expiresOn)
+        latestExpiry.note(answer.token.expiresOn)
         answers.set(answer, for: Key(accountId: accountId, request: key), expiresAt: Double(answer.token.expiresOn), now: Double(now))
     }
 

@@ -1,4 +1,3 @@
-import Synchronization
 import TokenRelayBase
 
 /// Interaction-required answers this replica got from the STS, replayed without asking it again
@@ -20,9 +19,8 @@ package final class UIRequiredMemory: Sendable {
     /// Most answers held at once.
     package let capacity: Int
     private let answers: ExpiringMap<Key, RelayError>
-    /// The latest expiry (unix seconds) of any answer remembered: before it, the memory may hold
-    /// one; after it, none (``mayHold(now:)``, one atomic read on the cached path).
-    private let latestExpiry = Atomic<Int>(0)
+    /// When the last answer remembered expires (``mayHold(now:)``).
+    private let latestExpiry = LatestExpiry()
 
     package init(ttlSeconds: Int = 60, capacity: Int = 10_000) {
         self.ttlSeconds = ttlSeconds
@@ -38,7 +36,7 @@ package final class UIRequiredMemory: Sendable {
     /// Remembers `problem` for `ttlSeconds` from `now` (unix seconds).
     package func remember(_ problem: RelayError, accountId: String, key: String, now: Int) {
         guard ttlSeconds > 0 else { return }
-        noteExpiry(now + ttlSeconds)
+        latestExpiry.note(now + ttlSeconds)
         answers.set(problem, for: Key(accountId: accountId, request: key), expiresAt: Double(now + ttlSeconds), now: Double(now))
     }
 
@@ -58,16 +56,7 @@ package final class UIRequiredMemory: Sendable {
     /// Whether any answer may still be held at `now` (unix seconds): false means none is, without
     /// a lookup (the silent plan skips the memory then). True may be stale after ``forget(accountId:)``;
     /// ``recall(accountId:key:now:)`` tells.
-    package func mayHold(now: Int) -> Bool { latestExpiry.load(ordering: .relaxed) > now }
-
-    private func noteExpiry(_ expiry: Int) {
-        var current = latestExpiry.load(ordering: .relaxed)
-        while current < expiry {
-            let (exchanged, original) = latestExpiry.compareExchange(expected: current, desired: expiry, ordering: .relaxed)
-            if exchanged { return }
-            current = original
-        }
-    }
+    package func mayHold(now: Int) -> Bool { latestExpiry.mayHold(now: now) }
 
     package var count: Int { answers.count }
 }
