@@ -4,7 +4,7 @@
 //   C* system libraries → *Bridge modules (the only code that touches C)
 //   IdentityCore (pure rules, no I/O) → TokenRelayBase (errors, memory, lifecycle, logs, metrics,
 //   settings) → TokenRelayStore (SQL, sealing) → TokenRelayAcquisition (silent and grant flows,
-//   STS client, sign-in, downstream, background jobs) → TokenRelayHTTP (pipeline, routes, problem
+//   STS client, background jobs) → TokenRelaySignIn, TokenRelayDownstream → TokenRelayHTTP (pipeline, routes, problem
 //   rendering) → TokenRelayServer (composition, lifecycle) → the token-relay executable (CLI).
 // The emulator uses the bridges but none of IdentityCore (behaviour §9).
 import Foundation
@@ -60,14 +60,28 @@ let package = Package(
             name: "TokenRelayAcquisition",
             dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge"],
             swiftSettings: acrossLayers),
+        // Sign-in (authorization code + PKCE, signed links) and the downstream relay: flows over
+        // acquisition, each its own target.
+        .target(
+            name: "TokenRelaySignIn",
+            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "CryptoBridge"],
+            swiftSettings: acrossLayers),
+        .target(
+            name: "TokenRelayDownstream",
+            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge"],
+            swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayHTTP",
-            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPServerBridge", "CryptoBridge"],
+            dependencies: [
+                "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon",
+                "HTTPServerBridge", "CryptoBridge",
+            ],
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayServer",
             dependencies: [
-                "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon",
+                "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore",
+                "HTTPCommon",
                 "HTTPServerBridge", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
             ], swiftSettings: acrossLayers),
         // Benchmark seeding (bench/scale, bench/rewrap): linked by the CLI's `bench-seed` only, never by the service's layers.
@@ -77,7 +91,8 @@ let package = Package(
         .executableTarget(
             name: "TokenRelayCLI",
             dependencies: [
-                "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase",
+                "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition",
+                "TokenRelayStore", "TokenRelayBase",
                 "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
             ], swiftSettings: acrossLayers),
         .target(name: "STSEmulator", dependencies: ["HTTPCommon", "HTTPServerBridge", "CryptoBridge"]),
@@ -96,7 +111,8 @@ let package = Package(
         .testTarget(
             name: "TokenRelayAppTests",
             dependencies: [
-                "TokenRelayServer", "TokenRelayHTTP", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "TokenRelayBenchSeed",
+                "TokenRelayServer", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase",
+                "TokenRelayBenchSeed",
                 "IdentityCore", "TokenRelayTesting", "STSEmulator", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge",
                 "HTTPServerBridge", "PKCS11Bridge",
             ]),

@@ -5,7 +5,9 @@ import IdentityCore
 import PostgresBridge
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayDownstream
 import TokenRelayHTTP
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// Every object the service is made of, built once from the configuration: stores, memories,

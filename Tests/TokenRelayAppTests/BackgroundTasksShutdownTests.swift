@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayDownstream
 import TokenRelayStore
 
 /// A shutdown drains the work no request awaits (issue 27 item 5): a rotated refresh token held

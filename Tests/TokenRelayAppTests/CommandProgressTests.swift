@@ -5,8 +5,10 @@ import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// The progress of long commands (issue 28 part 3): JSON lines when standard error is not a

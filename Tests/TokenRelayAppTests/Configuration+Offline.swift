@@ -2,8 +2,10 @@ import Foundation
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 extension Configuration {

@@ -3,8 +3,10 @@ import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// `/v1/downstream-encoded/{api}/{path}` (issue 29 item 2, behaviour §6.2): the path a generated

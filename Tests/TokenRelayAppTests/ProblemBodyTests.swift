@@ -5,8 +5,10 @@ import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// A problem's body is written member by member (behaviour §4, §10); it must be the bytes the

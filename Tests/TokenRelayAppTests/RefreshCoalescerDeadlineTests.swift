@@ -4,8 +4,10 @@ import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// A caller's deadline bounds its wait for a coalesced refresh, never the refresh itself (behaviour §5

@@ -3,6 +3,7 @@ import IdentityCore
 import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayDownstream
 import TokenRelayStore
 
 /// One object holds every per-replica memory of accounts and tenants, and forgets through one

@@ -4,8 +4,10 @@ import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// behaviour §3 signed `GET /v1/sign-ins/start` links: HMAC over the canonical parameters, expiry

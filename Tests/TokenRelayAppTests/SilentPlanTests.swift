@@ -3,6 +3,7 @@ import IdentityCore
 import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayDownstream
 import TokenRelayStore
 
 /// The one silent decision (``SilentPlan``) walked without sockets or a database: each row gives

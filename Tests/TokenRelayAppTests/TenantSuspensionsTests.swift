@@ -5,8 +5,10 @@ import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// This replica's suspended tenants (behaviour §12 Tenants), without a database: which accounts

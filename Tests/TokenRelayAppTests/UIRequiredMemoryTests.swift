@@ -2,8 +2,10 @@ import Testing
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayBenchSeed
+import TokenRelayDownstream
 import TokenRelayHTTP
 import TokenRelayServer
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// behaviour §5 UI-required memory: replayed for its TTL, per (account, key), bounded, forgotten on sign-in.

@@ -149,6 +149,6 @@ extension SilentAcquisition {
         let claims = response.idToken.flatMap { try? JWT.parse($0) }.map { IDTokenClaims($0.claims) }
         return LearnedIdentity(
             environment: environment, homeAccountId: clientInfo.homeAccountId, realm: claims?.tid ?? clientInfo.utid, localAccountId: claims?.oid,
-            username: claims?.username, name: claims?.name, idTokenClaims: claims.map(SignInService.publicClaims) ?? "{}")
+            username: claims?.username, name: claims?.name, idTokenClaims: claims.map(\.publicJSON) ?? "{}")
     }
 }

@@ -1,6 +1,8 @@
 import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayDownstream
+import TokenRelaySignIn
 import TokenRelayStore
 
 /// Everything route handlers call; built once by `AppDependencies`. Routes take their stores

@@ -1,6 +1,7 @@
 import HTTPCommon
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayDownstream
 
 /// `{GET,HEAD,POST,PUT,PATCH,DELETE} /v1/downstream/{api}/{path}` with one identity header:
 /// `X-Account-Id`, `X-App-Only: true` or `X-On-Behalf-Of-Assertion` (behaviour §6, §12 Downstream),

@@ -3,6 +3,7 @@ import HTTPCommon
 import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelaySignIn
 
 /// `POST /v1/sign-ins` and `GET /v1/sign-ins/callback` (behaviour §3).
 package enum SignInRoutes {

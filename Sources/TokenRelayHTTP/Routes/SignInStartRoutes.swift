@@ -3,6 +3,7 @@ import HTTPCommon
 import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelaySignIn
 
 /// `GET /v1/sign-ins/start` (behaviour §3): the signed, API-key-free form of `POST /v1/sign-ins`
 /// that problems hand out as `sign_in_url`. A valid link is used once and answers 302 straight

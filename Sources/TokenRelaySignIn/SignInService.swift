@@ -1,6 +1,7 @@
 import CryptoBridge
 import Foundation
 import IdentityCore
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 
@@ -242,7 +243,7 @@ package struct SignInService: Sendable {
         let (account, assignment) = try await store.saveSignIn(
             SignedInAccount(
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
-                username: claims.username, name: claims.name, authority: authority, idTokenClaims: Self.publicClaims(claims)),
+                username: claims.username, name: claims.name, authority: authority, idTokenClaims: claims.publicJSON),
             refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor,
             externalId: pending.externalId)
         forgetInMemory(account.accountId)
@@ -362,14 +363,5 @@ package struct SignInService: Sendable {
             }
             return RelayError(.upstreamError, "The authority answered '\(error)'.", status: 502, extensions: extensions)
         }
-    }
-
-    /// The non-secret standard claims kept with the account (behaviour §12 Accounts).
-    package static func publicClaims(_ claims: IDTokenClaims) -> String {
-        let keep: Set<String> = [
-            "iss", "tid", "oid", "sub", "preferred_username", "name", "emails", "email", "given_name", "family_name", "ver", "idp", "tfp", "acr", "iat",
-            "auth_time",
-        ]
-        return String(decoding: JSONWriter.encode(.object(claims.all.filter { keep.contains($0.key) })), as: UTF8.self)
     }
 }

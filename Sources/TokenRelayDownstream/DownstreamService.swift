@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientBridge
 import HTTPCommon
 import IdentityCore
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 

@@ -1,5 +1,6 @@
 import CryptoBridge
 import Foundation
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 

@@ -1,5 +1,6 @@
 import HTTPCommon
 import IdentityCore
+import TokenRelayAcquisition
 import TokenRelayBase
 
 /// Whose token a downstream call carries (behaviour §6), from exactly one identity header:
