@@ -147,8 +147,9 @@ package struct RefreshExecutor: Sendable {
                 case .claimed(let token, let generation, let previousOwner):
                     held.hold(accountId: accountId, owner: owner)
                     redeemed = (token, generation)
+                    // Per claim: a later claim of the same refresh (after a fenced-out write) may be an ordinary one.
+                    takenOverFrom = previousOwner
                     if let previousOwner {
-                        takenOverFrom = previousOwner
                         // A crash's cost, not a user's: the holder died (or could not renew) mid-redemption.
                         logger.warn(
                             "token.lease_taken_over",
