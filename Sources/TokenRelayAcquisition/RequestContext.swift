@@ -50,7 +50,7 @@ package struct RequestContext: Sendable {
     }
 
     /// Seconds left before the deadline (negative once it passed).
-    package var remainingSeconds: Double { deadline.timeIntervalSinceNow }
+    package var remainingSeconds: Double { deadline.timeIntervalSince(UpstreamClock.system.now()) }
 
     /// Whether `correlationId` may be sent to the STS as `client-request-id` (only a GUID may, behaviour §12).
     package var correlationIdIsGUID: Bool { UUID(uuidString: correlationId) != nil }

@@ -9,8 +9,11 @@ import Synchronization
 /// hand instead of sleeping (postgres-nio's `MockClock`).
 ///
 /// Two kinds of reading stay on ``system`` whatever the composition was given: what bounds real
-/// waiting (request deadlines, sleeps, backoff and Retry-After, through `UpstreamClock`), and
-/// times another party checks against its own clock (client assertions, webhook signatures).
+/// waiting, read through ``UpstreamClock`` (request deadlines and every wait on them: the
+/// redemption slot, the coalesced refresh, the lease holder; sleeps, backoff and Retry-After;
+/// the lease renewal and the pending rotation's window), and times another party checks against
+/// its own clock (client assertions, webhook signatures). Log lines carry the machine's time,
+/// to be read beside other systems' logs.
 package struct RelayClock: Sendable {
     private let readWall: @Sendable () -> Double
     private let readMonotonic: @Sendable () -> Double

@@ -15,9 +15,12 @@ package final class RedemptionLimiter: Sendable {
 
     private let state: Mutex<State>
     package let limit: Int
+    /// The waiting clock (``UpstreamClock``) a waiter's deadline is read on.
+    private let clock: UpstreamClock
 
-    package init(limit: Int) {
+    package init(limit: Int, clock: UpstreamClock = .system) {
         self.limit = limit
+        self.clock = clock
         state = Mutex(State(available: limit))
     }
 
@@ -38,7 +41,7 @@ package final class RedemptionLimiter: Sendable {
             return state.nextId
         }
         guard let id else { return true }
-        let seconds = deadline.timeIntervalSinceNow
+        let seconds = deadline.timeIntervalSince(clock.now())
         guard seconds > 0 else { return false }
         return await withCheckedContinuation { continuation in
             let queued = state.withLock { state -> Bool in
@@ -53,8 +56,9 @@ package final class RedemptionLimiter: Sendable {
             guard queued else { return continuation.resume(returning: true) }
             // This wait's own timer: it ends at the request's deadline and does no I/O, so no
             // service owns it.
+            let clock = self.clock
             Task { [weak self] in
-                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                await clock.sleep(seconds)
                 self?.giveUp(id)
             }
         }

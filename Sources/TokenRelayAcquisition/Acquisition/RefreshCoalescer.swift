@@ -8,9 +8,12 @@ import TokenRelayBase
 /// shutdown's grace.
 package final class RefreshCoalescer<Value: Sendable>: Sendable {
     package let tasks: BackgroundTasks
+    /// The waiting clock (``UpstreamClock``) a caller's deadline is read on.
+    private let clock: UpstreamClock
 
-    package init(tasks: BackgroundTasks) {
+    package init(tasks: BackgroundTasks, clock: UpstreamClock = .system) {
         self.tasks = tasks
+        self.clock = clock
     }
 
     private let inFlight = Mutex<[String: Task<Value, any Error>]>([:])
@@ -39,7 +42,7 @@ package final class RefreshCoalescer<Value: Sendable>: Sendable {
             return (task, false)
         }
         guard let deadline else { return (try await task.value, joined) }
-        guard let value = try await Self.value(of: task, until: deadline) else { throw RelayError.deadlinePassed(before: "sts") }
+        guard let value = try await Self.value(of: task, until: deadline, clock: clock) else { throw RelayError.deadlinePassed(before: "sts") }
         return (value, joined)
     }
 
@@ -49,13 +52,13 @@ package final class RefreshCoalescer<Value: Sendable>: Sendable {
     /// group racing a timer: awaiting a `Task`'s value does not end when the awaiting child is
     /// cancelled, and a group waits for all its children, so the caller would wait for the whole
     /// STS call and get its 504 only then.
-    private static func value(of task: Task<Value, any Error>, until deadline: Date) async throws -> Value? {
+    private static func value(of task: Task<Value, any Error>, until deadline: Date, clock: UpstreamClock) async throws -> Value? {
         let race = FirstResult<Value?>()
         return try await withCheckedThrowingContinuation { continuation in
             race.start(continuation)
             let timer = Task {
-                let seconds = deadline.timeIntervalSinceNow
-                if seconds > 0 { try? await Task.sleep(for: .milliseconds(Int((seconds * 1000).rounded(.up)))) }
+                let seconds = deadline.timeIntervalSince(clock.now())
+                if seconds > 0 { await clock.sleep(seconds) }
                 // Cancelled: the work ended first.
                 if !Task.isCancelled { race.finish(.success(nil)) }
             }

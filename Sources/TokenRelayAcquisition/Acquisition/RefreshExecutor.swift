@@ -22,6 +22,9 @@ package struct RefreshExecutor: Sendable {
     package let metrics: Metrics
     package let logger: Logger
     package let now: @Sendable () -> Int
+    /// The waiting clock (``UpstreamClock``): how long the token endpoint took, and the windows
+    /// of the retried lease release and the pending rotation's persister.
+    package let waiting: UpstreamClock
     /// How long a lease holds unless renewed, seconds (`TOKENRELAY_REFRESH_LEASE_S`, default 5):
     /// how long a dead holder keeps the account from every replica. The holder renews it every
     /// third of that while its token-endpoint call runs (``renewalIntervalSeconds``).
@@ -35,8 +38,9 @@ package struct RefreshExecutor: Sendable {
     package init(
         store: any RefreshTokenStore, endpoint: any TokenEndpoint, clientId: String, expirySkewSeconds: Int, limiter: RedemptionLimiter, waiters: LeaseWaiters,
         pendingRotations: PendingRotations, tasks: BackgroundTasks, metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Int,
-        leaseSeconds: Double = 5, pollSeconds: Double = 0.25, held: HeldLeases = HeldLeases()
+        leaseSeconds: Double = 5, pollSeconds: Double = 0.25, held: HeldLeases = HeldLeases(), waiting: UpstreamClock = .system
     ) {
+        self.waiting = waiting
         self.store = store
         self.endpoint = endpoint
         self.clientId = clientId
@@ -200,13 +204,13 @@ package struct RefreshExecutor: Sendable {
                 let token = pendingRotations.token(for: accountId, replacing: generation) ?? storedToken
                 redeemed = (token, generation)
                 let context = redemptionContext(request.context)
-                let started = Date()
+                let started = waiting.now()
                 let result = await keepingLeaseAlive(accountId: accountId, owner: owner) {
                     await endpoint.redeem(
                         refreshToken: token, authority: request.authority, scopes: request.scopes, claims: request.claims, context: context,
                         account: accountId)
                 }
-                metrics.observe("tokenrelay_refresh_sts_seconds", seconds: Date().timeIntervalSince(started))
+                metrics.observe("tokenrelay_refresh_sts_seconds", seconds: waiting.now().timeIntervalSince(started))
                 switch result {
                 case .success(let response):
                     let granted = ScopeRules.granted(response.scope, requested: request.scopes)
@@ -346,10 +350,10 @@ package struct RefreshExecutor: Sendable {
     /// release has cleared (it is fenced on `owner`).
     package func keepingLeaseAlive<Value: Sendable>(accountId: String, owner: String, _ call: () async -> Value) async -> Value {
         let (store, metrics, logger) = (self.store, self.metrics, self.logger)
-        let (leaseSeconds, interval) = (self.leaseSeconds, renewalIntervalSeconds)
+        let (leaseSeconds, interval, waiting) = (self.leaseSeconds, renewalIntervalSeconds, self.waiting)
         let renewals = Task {
             while true {
-                try? await Task.sleep(for: .seconds(interval))
+                await waiting.sleep(interval)
                 if Task.isCancelled { return }
                 let renewed: Bool
                 do {
@@ -394,7 +398,7 @@ package struct RefreshExecutor: Sendable {
     /// Waits until the account's lease holder releases it (this replica's wake-up or another's
     /// `refresh.released`), the poll interval passes, or the lease runs out, never past `deadline`.
     package func waitForHolder(accountId: String, secondsLeftOnLease: Double, deadline: Date) async {
-        let remaining = deadline.timeIntervalSinceNow
+        let remaining = deadline.timeIntervalSince(waiting.now())
         await waiters.wait(accountId: accountId, seconds: min(pollSeconds, max(0.01, secondsLeftOnLease + 0.01), remaining))
     }
 
@@ -421,10 +425,11 @@ package struct RefreshExecutor: Sendable {
         let held = self.held
         // Until then the shutdown's last step releases it too (a claim whose answer was lost may hold it).
         held.hold(accountId: accountId, owner: owner)
-        let until = Date().addingTimeInterval(leaseSeconds)
+        let waiting = self.waiting
+        let until = waiting.now().addingTimeInterval(leaseSeconds)
         tasks.start {
-            while Date() < until {
-                try? await Task.sleep(for: .milliseconds(250))
+            while waiting.now() < until {
+                await waiting.sleep(0.25)
                 if Task.isCancelled { return }
                 guard (try? await store.releaseRefreshLease(accountId: accountId, owner: owner)) != nil else { continue }
                 held.ended(owner: owner)
@@ -466,18 +471,18 @@ package struct RefreshExecutor: Sendable {
                 logger.error("token.rotation_superseded", ["account.id": write.accountId])
                 return false
             case nil:
-                try? await Task.sleep(for: .seconds(delay))
+                await waiting.sleep(delay)
             }
         }
         let pending = pendingRotations
         pending.hold(.init(token: rotated, replacing: write.generation), accountId: write.accountId)
         logger.warn("token.rotation_pending", ["account.id": write.accountId])
-        let logger = self.logger
+        let (logger, waiting) = (self.logger, self.waiting)
         tasks.start {
-            let until = Date().addingTimeInterval(pending.persistWindowSeconds)
+            let until = waiting.now().addingTimeInterval(pending.persistWindowSeconds)
             var outcome: Bool?
-            while outcome == nil && Date() < until {
-                try? await Task.sleep(for: .milliseconds(250))
+            while outcome == nil && waiting.now() < until {
+                await waiting.sleep(0.25)
                 // Cancelled: the shutdown grace is over and the pool closes next.
                 if Task.isCancelled { break }
                 outcome = await tryStoring()
