@@ -131,16 +131,17 @@ struct ServiceGroupTests {
         #expect(!other.isSignalled)
     }
 
-    @Test("Dependencies list their services in start order: the pool closes last, the HTTP server stops first, the management listener after it")
+    @Test(
+        "Dependencies list their services in start order: the pool closes last, held refresh leases are released after the background drain, the HTTP server stops first, the management listener after it"
+    )
     func dependencyOrder() throws {
         var configuration = Configuration.offline()
         let live = try AppDependencies.live(configuration: configuration, logger: Self.logger)
         defer { live.close() }
         #expect(
             live.services().map(\.name) == [
-                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlusher", "IssuanceFlusher",
-                "ReadinessSelfCheck",
-                "HTTPServer",
+                "Resources", "RefreshLeases", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlusher",
+                "IssuanceFlusher", "ReadinessSelfCheck", "HTTPServer",
             ])
         // With TOKENRELAY_MANAGEMENT_LISTEN: probes and scrapes are answered until the API has drained.
         (configuration.http.managementHost, configuration.http.managementPort) = ("127.0.0.1", 0)
@@ -160,8 +161,8 @@ struct ServiceGroupTests {
         #expect(test.configuration.identity.knownAuthorities == ["http://127.0.0.1:9"])
         #expect(
             test.services().map(\.name) == [
-                "Resources", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer", "KeyUsageFlusher",
-                "IssuanceFlusher", "ReadinessSelfCheck",
+                "Resources", "RefreshLeases", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer",
+                "KeyUsageFlusher", "IssuanceFlusher", "ReadinessSelfCheck",
             ])
     }
 
