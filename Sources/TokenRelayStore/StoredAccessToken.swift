@@ -15,10 +15,17 @@ package struct StoredAccessToken: Sendable, Equatable {
     package let expiresOn: Int
     package let extExpiresOn: Int?
     package let refreshOn: Int?
+    /// The token's `uti` claim (``AccessTokenIdentifier``), read once here so a cached answer
+    /// counts its receipt without parsing the token; nil for an opaque token.
+    package let uti: String?
+    /// The API key id of the request that made the service obtain this token (behaviour §12
+    /// Audit: token provenance), `sign-in-link`/`import` as the audit actors name them, nil for
+    /// background work or a token read back from the store. Only the store's write reads it.
+    package var obtainedBy: String?
 
     package init(
         accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int, extExpiresOn: Int?,
-        refreshOn: Int?
+        refreshOn: Int?, obtainedBy: String? = nil
     ) {
         self.accountId = accountId
         self.environment = environment
@@ -29,6 +36,15 @@ package struct StoredAccessToken: Sendable, Equatable {
         self.expiresOn = expiresOn
         self.extExpiresOn = extExpiresOn
         self.refreshOn = refreshOn
+        self.uti = AccessTokenIdentifier.uti(of: secret)
+        self.obtainedBy = obtainedBy
+    }
+
+    /// The same token whoever obtained it (``obtainedBy`` is where it came from, not what it is).
+    package static func == (lhs: StoredAccessToken, rhs: StoredAccessToken) -> Bool {
+        lhs.accountId == rhs.accountId && lhs.environment == rhs.environment && lhs.realm == rhs.realm && lhs.clientId == rhs.clientId
+            && lhs.scopes == rhs.scopes && lhs.secret == rhs.secret && lhs.expiresOn == rhs.expiresOn && lhs.extExpiresOn == rhs.extExpiresOn
+            && lhs.refreshOn == rhs.refreshOn
     }
 
     package var times: CachedTokenTimes { CachedTokenTimes(expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn) }
@@ -42,11 +58,15 @@ extension StoredAccessToken {
     ///   - scopes: the granted scopes, canonical.
     ///   - issuedAt: unix seconds when the response arrived; `expires_in`, `ext_expires_in` and
     ///     `refresh_in` are seconds from then.
-    package init(_ response: TokenResponse, accountId: String, environment: String, realm: String, clientId: String, scopes: [String], issuedAt: Int) {
+    ///   - obtainedBy: the API key id of the request that caused the call (``obtainedBy``).
+    package init(
+        _ response: TokenResponse, accountId: String, environment: String, realm: String, clientId: String, scopes: [String], issuedAt: Int,
+        obtainedBy: String?
+    ) {
         self.init(
             accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: response.accessToken,
             expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-            refreshOn: response.refreshIn.map { issuedAt + $0 })
+            refreshOn: response.refreshIn.map { issuedAt + $0 }, obtainedBy: obtainedBy)
     }
 }
 
