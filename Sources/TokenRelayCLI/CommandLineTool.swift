@@ -228,8 +228,7 @@ public enum CommandLineTool {
               tenants forget TENANT_ID --yes                 offboard: delete its accounts and tokens, destroy its data key
               tenants forget TENANT_ID --dry-run             what --yes would delete; changes nothing
               tenants list [--limit N] [--cursor C]
-              audit export --since TIME [--until TIME] [--actor A] [--action X] [--account-id ID]
-                                         the audit trail as JSON lines, oldest first
+              audit export --since TIME [--until TIME] [--actor A] [--action X] [--account-id ID]   the audit trail as JSON lines
               keepalive --once           run one refresh-token keep-alive pass and exit
               bench-seed --accounts N    benchmark tool (bench/scale): seed N accounts with cached tokens
             every command and sub-command takes --help

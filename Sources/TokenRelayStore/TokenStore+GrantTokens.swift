@@ -28,12 +28,13 @@ extension TokenStore {
         let target = ScopeSet(normalizing: token.scopes)
         let sealed = try await cipher.seal(
             loading: token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId, tenantId: token.realm))
-        let parameters: [PostgresParameter] = [
+        let row: [PostgresParameter] = [
             .text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(target.cacheKey),
             .text(target.canonical.joined(separator: " ")), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
             .int(Int64(token.expiresOn)), token.extExpiresOn.map { .int(Int64($0)) } ?? .null, token.refreshOn.map { .int(Int64($0)) } ?? .null,
             ownerExpiresOn.map { .int(Int64($0)) } ?? .null,
-        ] + TokenProvenance.parameters(of: token)
+        ]
+        let parameters = row + TokenProvenance.parameters(of: token)
         _ = try await database.run { connection in
             try connection.query(
                 """

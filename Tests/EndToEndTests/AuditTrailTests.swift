@@ -49,7 +49,8 @@ struct AuditTrailTests {
         #expect(rows.count == Int(stored ?? -1) && rows.count == 5, "\(rows)")
         let ids = rows.compactMap { $0["id"] as? Int }
         #expect(ids == ids.sorted() && Set(ids).count == ids.count)
-        #expect(rows.map { $0["action"] as? String } == ["sign_in.completed", "sign_in.completed", "account.deleted", "api_key.created", "api_key.created"])
+        let actions = rows.map { $0["action"] as? String }
+        #expect(actions == ["sign_in.completed", "sign_in.completed", "account.deleted", "api_key.created", "api_key.created"])
         #expect(rows.allSatisfy { ($0["occurred_at"] as? String)?.hasSuffix("Z") == true && $0["detail"] is [String: Any] })
 
         // Filters.
@@ -91,7 +92,7 @@ struct AuditTrailTests {
         #expect(try await stack.request("GET", "/v1/audit", authenticated: false).status == 401)
     }
 
-    @Test("A refreshed token's uti names its account, scopes, expiry and the key that caused it; a cached answer to a second key adds that key once counts flush")
+    @Test("A refreshed token's uti names its account, scopes, expiry and the key that caused it; a cached answer to another key adds it once flushed")
     func tokenProvenance() async throws {
         let stack = try await TokenRelayStack(name: "e2e_audit_uti", environment: ["TOKENRELAY_ISSUANCE_FLUSH_INTERVAL_S": "1"])
         defer { stack.stop() }
