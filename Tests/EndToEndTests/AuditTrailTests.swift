@@ -136,6 +136,14 @@ struct AuditTrailTests {
             try connection.query("SELECT obtained_by FROM token_provenance WHERE uti <> $1", [.text(uti)]).rows.map { $0.string("obtained_by") }
         }
         #expect(signInToken == [stack.apiKeyId])
+        // So is an app token, under its owner.
+        let app = try await stack.request(
+            "POST", "/v1/tokens/app", json: ["scopes": ["https://graph.microsoft.com/.default"]], headers: StackHelpers.bearer(first.key),
+            authenticated: false)
+        #expect(app.status == 200, "\(app.text)")
+        let appToken = try #require(app.json["access_token"] as? String)
+        let appRecord = try await Self.get(stack, "?uti=\(try Self.uti(of: appToken))")
+        #expect(appRecord.json["account_id"] as? String == "app:\(stack.tenantId)" && appRecord.json["obtained_by"] as? String == first.keyId)
     }
 
     @Test("audit export --since prints the rows since then as JSON lines, the objects GET /v1/audit lists; a bad time is a usage error")
