@@ -4,47 +4,86 @@ import TokenRelayBase
 /// An access-token cache entry (behaviour §1): keyed by (account, environment, realm, client_id,
 /// target scope set), decrypted for use in this process only.
 package struct StoredAccessToken: Sendable, Equatable {
-    package let accountId: String
-    package let environment: String
-    package let realm: String
-    package let clientId: String
+    // The fields live in one immutable object shared by every copy, as `AccountRecord`'s do: a
+    // served token is copied from memory into the plan, the answer and the aftermath of every
+    // cached silent request (behaviour §10), and a copy of five strings and an array cost as many
+    // reference count updates.
+    package let fields: Fields
+
+    package var accountId: String { fields.accountId }
+    package var environment: String { fields.environment }
+    package var realm: String { fields.realm }
+    package var clientId: String { fields.clientId }
     /// Granted scopes in canonical form.
-    package let scopes: [String]
-    package let secret: String
+    package var scopes: [String] { fields.scopes }
+    package var secret: String { fields.secret }
     /// Unix seconds.
-    package let expiresOn: Int
-    package let extExpiresOn: Int?
-    package let refreshOn: Int?
-    /// The token's `uti` claim (``AccessTokenIdentifier``), read once here so a cached answer
-    /// counts its receipt without parsing the token; nil for an opaque token.
-    package let uti: String?
+    package var expiresOn: Int { fields.expiresOn }
+    package var extExpiresOn: Int? { fields.extExpiresOn }
+    package var refreshOn: Int? { fields.refreshOn }
+    /// The token's `uti` claim (``AccessTokenIdentifier``), read once when the entry is made so a
+    /// cached answer counts its receipt without parsing the token; nil for an opaque token.
+    package var uti: String? { fields.uti }
     /// The API key id of the request that made the service obtain this token (behaviour §12
     /// Audit: token provenance), `sign-in-link`/`import` as the audit actors name them, nil for
-    /// background work or a token read back from the store. Only the store's write reads it.
-    package var obtainedBy: String?
+    /// work no request awaits or a token read back from the store. Only the store's write reads it.
+    package var obtainedBy: String? { fields.obtainedBy }
 
     package init(
         accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int, extExpiresOn: Int?,
         refreshOn: Int?, obtainedBy: String? = nil
     ) {
-        self.accountId = accountId
-        self.environment = environment
-        self.realm = realm
-        self.clientId = clientId
-        self.scopes = scopes
-        self.secret = secret
-        self.expiresOn = expiresOn
-        self.extExpiresOn = extExpiresOn
-        self.refreshOn = refreshOn
-        self.uti = AccessTokenIdentifier.uti(of: secret)
-        self.obtainedBy = obtainedBy
+        fields = Fields(
+            accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: secret, expiresOn: expiresOn,
+            extExpiresOn: extExpiresOn, refreshOn: refreshOn, obtainedBy: obtainedBy)
     }
 
-    /// The same token whoever obtained it (``obtainedBy`` is where it came from, not what it is).
     package static func == (lhs: StoredAccessToken, rhs: StoredAccessToken) -> Bool {
-        lhs.accountId == rhs.accountId && lhs.environment == rhs.environment && lhs.realm == rhs.realm && lhs.clientId == rhs.clientId
-            && lhs.scopes == rhs.scopes && lhs.secret == rhs.secret && lhs.expiresOn == rhs.expiresOn && lhs.extExpiresOn == rhs.extExpiresOn
-            && lhs.refreshOn == rhs.refreshOn
+        lhs.fields === rhs.fields || lhs.fields == rhs.fields
+    }
+
+    /// The stored fields, as the initializer received them, and the `uti` read from `secret`.
+    package final class Fields: Sendable, Equatable {
+        package let accountId: String
+        package let environment: String
+        package let realm: String
+        package let clientId: String
+        package let scopes: [String]
+        package let secret: String
+        package let expiresOn: Int
+        package let extExpiresOn: Int?
+        package let refreshOn: Int?
+        package let uti: String?
+        package let obtainedBy: String?
+
+        init(
+            accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int,
+            extExpiresOn: Int?, refreshOn: Int?, obtainedBy: String?
+        ) {
+            self.accountId = accountId
+            self.environment = environment
+            self.realm = realm
+            self.clientId = clientId
+            self.scopes = scopes
+            self.secret = secret
+            self.expiresOn = expiresOn
+            self.extExpiresOn = extExpiresOn
+            self.refreshOn = refreshOn
+            uti = AccessTokenIdentifier.uti(of: secret)
+            self.obtainedBy = obtainedBy
+        }
+
+        /// Heap bytes of this object itself (``HeapCost/object(fieldBytes:)``), not of its strings.
+        package static let objectCost = HeapCost.object(
+            fieldBytes: MemoryLayout<(String, String, String, String, [String], String, Int, Int?, Int?, String?, String?)>.size)
+
+        /// The same token whoever obtained it (`obtainedBy` is where it came from, not what it
+        /// is; `uti` is read from `secret`).
+        package static func == (lhs: Fields, rhs: Fields) -> Bool {
+            lhs.accountId == rhs.accountId && lhs.environment == rhs.environment && lhs.realm == rhs.realm && lhs.clientId == rhs.clientId
+                && lhs.scopes == rhs.scopes && lhs.secret == rhs.secret && lhs.expiresOn == rhs.expiresOn && lhs.extExpiresOn == rhs.extExpiresOn
+                && lhs.refreshOn == rhs.refreshOn
+        }
     }
 
     package var times: CachedTokenTimes { CachedTokenTimes(expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn) }
