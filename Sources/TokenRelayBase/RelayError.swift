@@ -138,3 +138,10 @@ package struct RelayError: Error, Sendable {
         return error
     }
 }
+
+extension RelayError: CustomStringConvertible {
+    /// Every fact, as the error printed before they moved into the shared object: a log line's
+    /// cause (`token.decrypt_failed: …: \(error)`) names what went wrong underneath
+    /// (`data_key.missing`), not the object.
+    package var description: String { "RelayError" + String(describing: box.values).dropFirst("Values".count) }
+}
