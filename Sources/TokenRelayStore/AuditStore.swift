@@ -185,12 +185,12 @@ package struct AuditStore: Sendable {
                     SELECT id FROM audit_events WHERE occurred_at < (SELECT at FROM cutoff) ORDER BY occurred_at LIMIT $2)
                   RETURNING 1),
                 provenance AS (
-                  DELETE FROM token_provenance WHERE uti IN (
-                    SELECT uti FROM token_provenance WHERE obtained_at < (SELECT at FROM cutoff) ORDER BY obtained_at LIMIT $2)
+                  DELETE FROM token_provenance WHERE (account_id, uti) IN (
+                    SELECT account_id, uti FROM token_provenance WHERE obtained_at < (SELECT at FROM cutoff) ORDER BY obtained_at LIMIT $2)
                   RETURNING 1),
                 receipts AS (
-                  DELETE FROM token_receipts WHERE (uti, key_id) IN (
-                    SELECT uti, key_id FROM token_receipts WHERE last_at < (SELECT at FROM cutoff) ORDER BY last_at LIMIT $2)
+                  DELETE FROM token_receipts WHERE (account_id, uti, key_id) IN (
+                    SELECT account_id, uti, key_id FROM token_receipts WHERE last_at < (SELECT at FROM cutoff) ORDER BY last_at LIMIT $2)
                   RETURNING 1)
                 SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM provenance) AS provenance,
                   (SELECT count(*) FROM receipts) AS receipts

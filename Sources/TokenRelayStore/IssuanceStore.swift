@@ -44,8 +44,9 @@ package struct IssuanceStore: Sendable {
                   SELECT * FROM jsonb_to_recordset($1::jsonb) AS batch(account_id text, key_id text, uti text, count bigint, last_at double precision)),
                 receipts AS (
                   INSERT INTO token_receipts (uti, key_id, account_id, count, last_at)
-                  SELECT uti, key_id, min(account_id), sum(count), to_timestamp(max(last_at)) FROM batch WHERE uti IS NOT NULL GROUP BY uti, key_id
-                  ON CONFLICT (uti, key_id) DO UPDATE
+                  SELECT uti, key_id, account_id, sum(count), to_timestamp(max(last_at)) FROM batch WHERE uti IS NOT NULL
+                  GROUP BY account_id, uti, key_id
+                  ON CONFLICT (account_id, uti, key_id) DO UPDATE
                   SET count = token_receipts.count + EXCLUDED.count, last_at = GREATEST(token_receipts.last_at, EXCLUDED.last_at))
                 INSERT INTO token_issuance_counts (account_id, key_id, count, last_at)
                 SELECT account_id, key_id, sum(count), to_timestamp(max(last_at)) FROM batch GROUP BY account_id, key_id

@@ -15,7 +15,7 @@ package enum TokenProvenance {
             provenance AS (
               INSERT INTO token_provenance (uti, account_id, scopes, expires_at, obtained_by)
               SELECT \(p[0])::text, \(p[1])::text, \(p[2])::text, to_timestamp(\(p[3])::int8), \(p[4])::text WHERE \(p[0])::text IS NOT NULL
-              ON CONFLICT (uti) DO NOTHING)
+              ON CONFLICT (account_id, uti) DO NOTHING)
             """
     }
 
