@@ -140,8 +140,9 @@ package struct RelayError: Error, Sendable {
 }
 
 extension RelayError: CustomStringConvertible {
-    /// Every fact, as the error printed before they moved into the shared object: a log line's
-    /// cause (`token.decrypt_failed: …: \(error)`) names what went wrong underneath
-    /// (`data_key.missing`), not the object.
-    package var description: String { "RelayError" + String(describing: box.values).dropFirst("Values".count) }
+    /// For logs (a cause wrapping another error): the code, status, detail and cause; never the
+    /// sign-in hint or extensions, which may name a user.
+    package var description: String {
+        "RelayError(\(code.rawValue), \(status): \(detail)" + (cause.map { "; cause: \($0)" } ?? "") + ")"
+    }
 }

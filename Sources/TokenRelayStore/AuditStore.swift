@@ -135,7 +135,7 @@ package struct AuditStore: Sendable {
     /// Who got the access token `uti` (behaviour §12 Audit, token provenance): `{uti, account_id,
     /// scopes, expires_at, obtained_at, obtained_by, received_by: [{key_id, count, last_at}]}`,
     /// receipts as far as flushed; `scopes`, `expires_at`, `obtained_at` and `obtained_by` null
-    /// when only receipts are known (a token obtained before migration 0021).
+    /// when only receipts are known (a token obtained before migration 0022).
     /// - Returns: nil when nothing is recorded of `uti`.
     package func token(uti: String) async throws -> JSONValue? {
         try await database.run { connection in

@@ -4,7 +4,7 @@ import TokenRelayBase
 
 /// Where an access token came from (behaviour §12 Audit, token provenance): one `token_provenance`
 /// row per token obtained, written by the statement that stores the token, so a token is never
-/// stored without it (migration 0021).
+/// stored without it (migration 0022).
 package enum TokenProvenance {
     /// A data-modifying CTE named `provenance` that records the token of parameters `$first` …
     /// `$first+4` (``parameters(of:)``); nothing when `$first` (the `uti`) is null. A token already
