@@ -7,7 +7,7 @@ package struct RequestContext: Sendable {
     package let correlationId: String
     /// Absolute deadline.
     package let deadline: Date
-    /// The API key id of the caller, `bootstrap`, or nil on open routes.
+    /// The API key id of the caller (the bootstrap key's too), or nil on open routes.
     package var caller: String?
     /// Whose external ids `account_id` values may name (behaviour §3.7): the caller's key name,
     /// `bootstrap` for the bootstrap key, nil on open routes and in background work.

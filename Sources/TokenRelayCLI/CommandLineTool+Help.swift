@@ -124,13 +124,23 @@ extension CommandLineTool {
               Prints {"tenants": [...], "next_cursor": ...} as GET /v1/tenants does (limit 1-200, default 50).
             """,
             valued: ["--limit", "--cursor"]),
+        CommandHelp(["audit"], "usage: token-relay audit export --since TIME [--until TIME] [--actor A] [--action X] [--account-id ID]", options: nil),
+        CommandHelp(
+            ["audit", "export"],
+            """
+            usage: token-relay audit export --since TIME [--until TIME] [--actor A] [--action X] [--account-id ID]
+              Prints the audit rows that occurred at or after --since (and before --until; RFC 3339 times such as
+              2026-12-05T00:00:00Z) as JSON lines, oldest first, each the object GET /v1/audit lists; progress on standard error.
+            """,
+            valued: ["--since", "--until", "--actor", "--action", "--account-id"]),
         CommandHelp(
             ["keepalive"],
             """
             usage: token-relay keepalive --once
               Runs one refresh-token keep-alive pass (accounts idle TOKENRELAY_KEEPALIVE_AFTER_DAYS days), which first
-              deletes events older than TOKENRELAY_EVENTS_RETENTION_DAYS, and prints
-              {"ran", "refreshed", "failed", "deferred", "pruned_events"}; progress (accounts refreshed of how many,
+              deletes events older than TOKENRELAY_EVENTS_RETENTION_DAYS and audit rows older than
+              TOKENRELAY_AUDIT_RETENTION_DAYS, and prints
+              {"ran", "refreshed", "failed", "deferred", "pruned_events", "pruned_audit"}; progress (accounts refreshed of how many,
               time left at TOKENRELAY_KEEPALIVE_MAX_PER_MINUTE) on standard error.
             """,
             options: ["--once"]),

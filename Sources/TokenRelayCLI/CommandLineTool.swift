@@ -9,7 +9,7 @@ import TokenRelayStore
 
 /// `token-relay` sub-commands (behaviour §8, §11): `serve`, `migrate`, `check-config`, `healthcheck`,
 /// `api-keys create|list|revoke`, `encryption generate-key|rotate|rewrap|create-kek`,
-/// `accounts list|show|delete`, `tenants suspend|resume|forget|list`, `keepalive --once`, `bench-seed`. Exit codes: 0 success, 1 failure,
+/// `accounts list|show|delete`, `tenants suspend|resume|forget|list`, `audit export`, `keepalive --once`, `bench-seed`. Exit codes: 0 success, 1 failure,
 /// 2 usage or configuration error (one clear line on standard error).
 public enum CommandLineTool {
     public static func run(_ arguments: [String]) async -> Int32 {
@@ -48,6 +48,8 @@ public enum CommandLineTool {
                 return try await accounts(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "tenants":
                 return try await tenants(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
+            case "audit":
+                return try await audit(Array(arguments.dropFirst()), loader.load(requireIdentity: false))
             case "keepalive":
                 return try await keepAlive(Array(arguments.dropFirst()), loader.load())
             case "bench-seed":
@@ -226,6 +228,7 @@ public enum CommandLineTool {
               tenants forget TENANT_ID --yes                 offboard: delete its accounts and tokens, destroy its data key
               tenants forget TENANT_ID --dry-run             what --yes would delete; changes nothing
               tenants list [--limit N] [--cursor C]
+              audit export --since TIME [--until TIME] [--actor A] [--action X] [--account-id ID]   the audit trail as JSON lines
               keepalive --once           run one refresh-token keep-alive pass and exit
               bench-seed --accounts N    benchmark tool (bench/scale): seed N accounts with cached tokens
             every command and sub-command takes --help

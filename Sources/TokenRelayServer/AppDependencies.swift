@@ -245,8 +245,12 @@ package struct AppDependencies: Sendable {
             store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,
             tokens: tokens, events: events, afterDays: configuration.keepAlive.afterDays, maxPerMinute: configuration.keepAlive.maxPerMinute,
             intervalSeconds: configuration.keepAlive.intervalSeconds, eventsRetentionDays: configuration.webhooks.eventsRetentionDays,
-            keepUndeliveredEvents: configuration.webhooks.url != nil, metrics: metrics, logger: logger)
+            keepUndeliveredEvents: configuration.webhooks.url != nil, audit: AuditStore(database: database),
+            auditRetentionDays: configuration.webhooks.auditRetentionDays, metrics: metrics, logger: logger)
         metrics.describe("tokenrelay_events_pruned_total", "counter", "Account events deleted as older than TOKENRELAY_EVENTS_RETENTION_DAYS.")
+        metrics.describe(
+            "tokenrelay_audit_pruned_total", "counter",
+            "Audit rows, token provenance and token receipts deleted as older than TOKENRELAY_AUDIT_RETENTION_DAYS, by table.")
         metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
         metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
         webhooks = configuration.webhooks.url.map { url in

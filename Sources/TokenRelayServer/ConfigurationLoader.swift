@@ -130,6 +130,7 @@ public struct ConfigurationLoader: Sendable {
         config.webhooks.secret = try value("webhook_secret")
         config.webhooks.maxBackoffSeconds = try int("webhook_max_backoff_s", 1...86400) ?? config.webhooks.maxBackoffSeconds
         config.webhooks.eventsRetentionDays = try int("events_retention_days", 1...3650) ?? config.webhooks.eventsRetentionDays
+        config.webhooks.auditRetentionDays = try int("audit_retention_days", 0...3650) ?? config.webhooks.auditRetentionDays
         config.credential.secretExpiresAt = try value("client_secret_expires_at").map(Self.parseClientSecretExpiry)
         config.tokens.issuanceFlushIntervalSeconds = try int("issuance_flush_interval_s", 1...3600) ?? config.tokens.issuanceFlushIntervalSeconds
         if let url = config.webhooks.url {

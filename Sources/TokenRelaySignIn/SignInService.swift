@@ -239,7 +239,7 @@ package struct SignInService: Sendable {
         let granted = ScopeRules.granted(response.scope, requested: scopes)
         let accessToken = StoredAccessToken(
             response, accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
-            issuedAt: issuedAt)
+            issuedAt: issuedAt, obtainedBy: pending.startedBy ?? Self.unknownActor)
         let (account, assignment) = try await store.saveSignIn(
             SignedInAccount(
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,

@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 import TokenRelayBase
 
-/// Counts token answers per (API key, account) in this replica's memory and writes them to
-/// `token_issuance_counts` in batches (behaviour §12 Audit: "never a write per request").
+/// Counts token answers per (API key, account, token) in this replica's memory and writes them to
+/// `token_issuance_counts` (per key and account) and `token_receipts` (per key and token `uti`)
+/// in batches (behaviour §12 Audit: "never a write per request").
 ///
 /// ``record(keyId:accountId:)`` runs on the cached fast path (behaviour §10): one lock and one
 /// dictionary update, no I/O. A flush swaps the tallies out and adds them with one UPSERT per
@@ -11,10 +12,17 @@ import TokenRelayBase
 /// are held: beyond that, answers for new pairs are counted in `tokenrelay_issuance_dropped_total`
 /// only.
 package final class IssuanceCounter: Sendable {
-    /// Who was given a token for whom.
+    /// Who was given a token for whom, and which token (its `uti`; nil for an opaque token).
     package struct Pair: Hashable, Sendable {
         package let accountId: String
         package let keyId: String
+        package let uti: String?
+
+        package init(accountId: String, keyId: String, uti: String? = nil) {
+            self.accountId = accountId
+            self.keyId = keyId
+            self.uti = uti
+        }
     }
 
     /// How many tokens, and the last answer's time (seconds since 1970).
@@ -33,7 +41,7 @@ package final class IssuanceCounter: Sendable {
     private let clock: RelayClock
 
     /// - Parameters:
-    ///   - capacity: the most distinct (key, account) pairs held between flushes.
+    ///   - capacity: the most distinct (key, account, token) tallies held between flushes.
     ///   - metrics: `tokenrelay_issuance_flushes_total`, `tokenrelay_issuance_dropped_total`.
     ///   - clock: the time an answer is counted at. Default the system's.
     package init(capacity: Int = 100_000, metrics: Metrics, clock: RelayClock = .system) {
@@ -46,10 +54,12 @@ package final class IssuanceCounter: Sendable {
     }
 
     /// Counts one token answer. Cheap: called on the server thread for cached answers.
-    /// - Parameter seconds: Unix time of the answer; nil means the clock's now.
-    package func record(keyId: String, accountId: String, at seconds: Double? = nil) {
+    /// - Parameters:
+    ///   - uti: the answered token's `uti` (``StoredAccessToken/uti``), nil for an opaque token.
+    ///   - seconds: Unix time of the answer; nil means the clock's now.
+    package func record(keyId: String, accountId: String, uti: String? = nil, at seconds: Double? = nil) {
         let seconds = seconds ?? clock.unixTime
-        let pair = Pair(accountId: accountId, keyId: keyId)
+        let pair = Pair(accountId: accountId, keyId: keyId, uti: uti)
         let counted = pending.withLock { Self.add(Tally(count: 1, lastAt: seconds), for: pair, to: &$0, capacity: capacity) }
         if !counted { dropped.increment() }
     }

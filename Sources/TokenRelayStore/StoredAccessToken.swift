@@ -21,21 +21,28 @@ package struct StoredAccessToken: Sendable, Equatable {
     package var expiresOn: Int { fields.expiresOn }
     package var extExpiresOn: Int? { fields.extExpiresOn }
     package var refreshOn: Int? { fields.refreshOn }
+    /// The token's `uti` claim (``AccessTokenIdentifier``), read once when the entry is made so a
+    /// cached answer counts its receipt without parsing the token; nil for an opaque token.
+    package var uti: String? { fields.uti }
+    /// The API key id of the request that made the service obtain this token (behaviour §12
+    /// Audit: token provenance), `sign-in-link`/`import` as the audit actors name them, nil for
+    /// work no request awaits or a token read back from the store. Only the store's write reads it.
+    package var obtainedBy: String? { fields.obtainedBy }
 
     package init(
         accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int, extExpiresOn: Int?,
-        refreshOn: Int?
+        refreshOn: Int?, obtainedBy: String? = nil
     ) {
         fields = Fields(
             accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: secret, expiresOn: expiresOn,
-            extExpiresOn: extExpiresOn, refreshOn: refreshOn)
+            extExpiresOn: extExpiresOn, refreshOn: refreshOn, obtainedBy: obtainedBy)
     }
 
     package static func == (lhs: StoredAccessToken, rhs: StoredAccessToken) -> Bool {
         lhs.fields === rhs.fields || lhs.fields == rhs.fields
     }
 
-    /// The stored fields, as the initializer received them.
+    /// The stored fields, as the initializer received them, and the `uti` read from `secret`.
     package final class Fields: Sendable, Equatable {
         package let accountId: String
         package let environment: String
@@ -46,10 +53,12 @@ package struct StoredAccessToken: Sendable, Equatable {
         package let expiresOn: Int
         package let extExpiresOn: Int?
         package let refreshOn: Int?
+        package let uti: String?
+        package let obtainedBy: String?
 
         init(
             accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int,
-            extExpiresOn: Int?, refreshOn: Int?
+            extExpiresOn: Int?, refreshOn: Int?, obtainedBy: String?
         ) {
             self.accountId = accountId
             self.environment = environment
@@ -60,11 +69,16 @@ package struct StoredAccessToken: Sendable, Equatable {
             self.expiresOn = expiresOn
             self.extExpiresOn = extExpiresOn
             self.refreshOn = refreshOn
+            uti = AccessTokenIdentifier.uti(of: secret)
+            self.obtainedBy = obtainedBy
         }
 
         /// Heap bytes of this object itself (``HeapCost/object(fieldBytes:)``), not of its strings.
-        package static let objectCost = HeapCost.object(fieldBytes: MemoryLayout<(String, String, String, String, [String], String, Int, Int?, Int?)>.size)
+        package static let objectCost = HeapCost.object(
+            fieldBytes: MemoryLayout<(String, String, String, String, [String], String, Int, Int?, Int?, String?, String?)>.size)
 
+        /// The same token whoever obtained it (`obtainedBy` is where it came from, not what it
+        /// is; `uti` is read from `secret`).
         package static func == (lhs: Fields, rhs: Fields) -> Bool {
             lhs.accountId == rhs.accountId && lhs.environment == rhs.environment && lhs.realm == rhs.realm && lhs.clientId == rhs.clientId
                 && lhs.scopes == rhs.scopes && lhs.secret == rhs.secret && lhs.expiresOn == rhs.expiresOn && lhs.extExpiresOn == rhs.extExpiresOn
@@ -83,11 +97,15 @@ extension StoredAccessToken {
     ///   - scopes: the granted scopes, canonical.
     ///   - issuedAt: unix seconds when the response arrived; `expires_in`, `ext_expires_in` and
     ///     `refresh_in` are seconds from then.
-    package init(_ response: TokenResponse, accountId: String, environment: String, realm: String, clientId: String, scopes: [String], issuedAt: Int) {
+    ///   - obtainedBy: the API key id of the request that caused the call (``obtainedBy``).
+    package init(
+        _ response: TokenResponse, accountId: String, environment: String, realm: String, clientId: String, scopes: [String], issuedAt: Int,
+        obtainedBy: String?
+    ) {
         self.init(
             accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: response.accessToken,
             expiresOn: issuedAt + response.expiresIn, extExpiresOn: response.extExpiresIn.map { issuedAt + $0 },
-            refreshOn: response.refreshIn.map { issuedAt + $0 })
+            refreshOn: response.refreshIn.map { issuedAt + $0 }, obtainedBy: obtainedBy)
     }
 }
 

@@ -10,7 +10,7 @@ package struct TenantRecord: Sendable, Equatable {
     package let accounts: Int
     /// When it was suspended (RFC 3339, UTC), nil when it is not.
     package let suspendedAt: String?
-    /// Who suspended it: an API key id, `bootstrap` or `cli`.
+    /// Who suspended it: an API key id or `cli`.
     package let suspendedBy: String?
     /// Key ids of what is sealed for the tenant today, sorted (refresh tokens of accounts in its
     /// realm; access, app and on-behalf-of tokens of its realm): its data key's id, and ring key

@@ -20,22 +20,25 @@ extension TokenStore {
         }
     }
 
-    /// Stores an app or OBO access token (`token.accountId` is the owner) under its granted scopes.
+    /// Stores an app or OBO access token (`token.accountId` is the owner) under its granted scopes,
+    /// with its provenance (``TokenProvenance``).
     /// - Parameter ownerExpiresOn: for OBO, the assertion's `exp` (unix seconds): the row is
     ///   purged after it.
     package func saveGrantAccessToken(_ token: StoredAccessToken, ownerExpiresOn: Int?) async throws {
         let target = ScopeSet(normalizing: token.scopes)
         let sealed = try await cipher.seal(
             loading: token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId, tenantId: token.realm))
-        let parameters: [PostgresParameter] = [
+        let row: [PostgresParameter] = [
             .text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(target.cacheKey),
             .text(target.canonical.joined(separator: " ")), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
             .int(Int64(token.expiresOn)), token.extExpiresOn.map { .int(Int64($0)) } ?? .null, token.refreshOn.map { .int(Int64($0)) } ?? .null,
             ownerExpiresOn.map { .int(Int64($0)) } ?? .null,
         ]
+        let parameters = row + TokenProvenance.parameters(of: token)
         _ = try await database.run { connection in
             try connection.query(
                 """
+                WITH \(TokenProvenance.cte(first: 14))
                 INSERT INTO grant_access_tokens (owner, environment, realm, client_id, target, scopes, key_id, nonce, ciphertext,
                   expires_on, ext_expires_on, refresh_on, owner_expires_on)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)

@@ -72,6 +72,7 @@ extension TokenStore: RefreshTokenStore {
         } else {
             parameters += Array(repeating: .null, count: 10)
         }
+        parameters += TokenProvenance.parameters(of: write.accessToken)
         let row = try connection.query(Self.rotationStatement, parameters).rows.first
         if let generation = row?.int("stored_generation") { return .stored(generation: generation) }
         if row?.bool("already_stored") == true { return .alreadyStored }
@@ -87,7 +88,10 @@ extension TokenStore: RefreshTokenStore {
     /// the link after `$3` replaced the redeemed token (`$8`) with this answer's token (`$9`). The
     /// replaced fingerprint alone is not enough: after a lease takeover, the other redemption of the
     /// same token stored a link with the same `$8` (and its own token), and that is a fenced-out write.
+    /// The access token's provenance (`$23`…`$27`, ``TokenProvenance``) is recorded whether or not
+    /// the write is fenced out: the token was obtained and is served either way.
     private static let rotationStatement = """
+        WITH \(TokenProvenance.cte(first: 23))
         SELECT stored_generation, already_stored FROM tokenrelay_store_rotation(
           $1::text, $2::text, $3::int8, $4::text, $5::bytea, $6::bytea, $7::text, $8::text, $9::text, $10::text, $11::text, $12::text,
           $13::text, $14::text, $15::text, $16::text, $17::text, $18::bytea, $19::bytea, $20::int8, $21::int8, $22::int8)

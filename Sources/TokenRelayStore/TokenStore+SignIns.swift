@@ -216,6 +216,6 @@ extension StoredAccessToken {
     package func owned(by accountId: String) -> StoredAccessToken {
         StoredAccessToken(
             accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: secret,
-            expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn)
+            expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn, obtainedBy: obtainedBy)
     }
 }

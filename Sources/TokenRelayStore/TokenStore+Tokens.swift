@@ -44,7 +44,8 @@ extension TokenStore {
     }
 
     /// Stores `token` under its granted scopes, replacing entries whose scopes it overlaps (as
-    /// MSAL does), so a lookup by requested scopes finds the newest token.
+    /// MSAL does), so a lookup by requested scopes finds the newest token; records its provenance
+    /// (``TokenProvenance``) in the same statement.
     package func saveAccessToken(in connection: PostgresConnection, _ token: StoredAccessToken) throws {
         let target = ScopeSet(normalizing: token.scopes)
         try connection.query(
@@ -56,6 +57,7 @@ extension TokenStore {
         let sealed = try cipher.seal(token.secret, for: SealingContext(owner: token.accountId, kind: .accessToken, clientId: clientId, tenantId: token.realm))
         _ = try connection.query(
             """
+            WITH \(TokenProvenance.cte(first: 13))
             INSERT INTO access_tokens (account_id, environment, realm, client_id, target, scopes, key_id, nonce, ciphertext, expires_on, ext_expires_on, refresh_on)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             ON CONFLICT (account_id, environment, realm, client_id, target) DO UPDATE SET
@@ -66,7 +68,7 @@ extension TokenStore {
                 .text(token.accountId), .text(token.environment), .text(token.realm), .text(clientId), .text(target.cacheKey),
                 .text(target.canonical.joined(separator: " ")), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
                 .int(Int64(token.expiresOn)), token.extExpiresOn.map { .int(Int64($0)) } ?? .null, token.refreshOn.map { .int(Int64($0)) } ?? .null,
-            ])
+            ] + TokenProvenance.parameters(of: token))
     }
 
     /// Why a chain of refresh tokens starts (`refresh_token_lineage.cause`).

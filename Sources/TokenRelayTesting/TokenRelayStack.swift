@@ -11,6 +11,9 @@ public final class TokenRelayStack: Sendable {
     /// Test-only credentials, generated per stack; never a real secret.
     public let clientSecret: String
     public let apiKey: String
+    /// The key id of ``apiKey`` (`trk_<keyid>_<secret>`, the bootstrap key): how audit rows,
+    /// issuance counts and the access log name its requests.
+    public var apiKeyId: String { String(apiKey.split(separator: "_")[1]) }
     public let databaseURL: String
     public let emulator: ManagedProcess
     /// The running `token-relay serve` (a new one after ``restartRelay(environment:)``).

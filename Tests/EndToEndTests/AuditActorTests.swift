@@ -4,8 +4,8 @@ import Testing
 import TokenRelayTesting
 
 /// Every audit row names who did it (behaviour §12 Audit: "who: key id"; issue 10 item 7): the
-/// `keyid` of `trk_<keyid>_<secret>` for API calls (`bootstrap` for the bootstrap key), `cli`
-/// for the command line.
+/// `keyid` of `trk_<keyid>_<secret>` for API calls, the bootstrap key's too (issue 33 item 5),
+/// `cli` for the command line.
 @Suite("Audit rows name the caller's key id", .serialized)
 struct AuditActorTests {
     /// The audit rows as (action, actor, account_id, outcome), oldest first.
@@ -72,15 +72,16 @@ struct AuditActorTests {
         #expect(actors("account.imported", bob) == [keyId])
         #expect(actors("account.import_completed", bob) == [keyId])
         #expect(actors("account.deleted", alice) == [keyId])
-        #expect(actors("sign_in.completed", erin) == ["bootstrap"])
-        #expect(actors("account.deleted", erin) == ["bootstrap"])
+        // The bootstrap key (`trk_bootstrap0_…`) by its key id, as any key.
+        #expect(actors("sign_in.completed", erin) == [stack.apiKeyId])
+        #expect(actors("account.deleted", erin) == [stack.apiKeyId])
         #expect(actors("account.deleted", bob) == ["cli"])
         #expect(actors("api_key.revoked") == ["cli"])
         #expect(actors("encryption.rotated") == ["cli"])
         // One row per operation, none without a named actor.
         #expect(rows.count == 10, "\(rows)")
         for row in rows {
-            #expect([keyId, "bootstrap", "cli"].contains(row.actor), "\(row)")
+            #expect([keyId, stack.apiKeyId, "cli"].contains(row.actor), "\(row)")
         }
     }
 }

@@ -48,13 +48,13 @@ struct IssuanceCountTests {
         }
 
         stack.relay.stop()
-        #expect(try await Self.stored(stack, id) == ["bootstrap": 6, other.keyId: 3])
-        #expect(try await Self.stored(stack, "app:\(stack.tenantId)") == ["bootstrap": 2])
+        #expect(try await Self.stored(stack, id) == [stack.apiKeyId: 6, other.keyId: 3])
+        #expect(try await Self.stored(stack, "app:\(stack.tenantId)") == [stack.apiKeyId: 2])
         let (status, output) = try await CommandLineTests.run(["accounts", "show", id], environment: StackHelpers.cliEnvironment(stack))
         #expect(status == 0)
         let shown = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let issuance = try #require(shown["issuance"] as? [[String: Any]])
-        #expect(issuance.compactMap { $0["key_id"] as? String } == ["bootstrap", other.keyId].sorted())
+        #expect(issuance.compactMap { $0["key_id"] as? String } == [stack.apiKeyId, other.keyId].sorted())
         #expect(issuance.allSatisfy { ($0["last_at"] as? String)?.hasSuffix("Z") == true })
     }
 
@@ -66,12 +66,12 @@ struct IssuanceCountTests {
         let other = try await StackHelpers.createKey(stack, permissions: ["tokens:acquire"])
         for _ in 0..<4 { #expect(try await Self.silent(stack, id).status == 200) }
         for _ in 0..<2 { #expect(try await Self.silent(stack, id, key: other.key).status == 200) }
-        try await Self.waitFor(stack, id, ["bootstrap": 4, other.keyId: 2])
+        try await Self.waitFor(stack, id, [stack.apiKeyId: 4, other.keyId: 2])
         let metrics = try await stack.request("GET", "/metrics", authenticated: false).text
         #expect(metrics.contains(#"tokenrelay_issuance_flushes_total{outcome="written"} "#), "\(metrics)")
 
         for _ in 0..<3 { #expect(try await Self.silent(stack, id).status == 200) }
-        try await Self.waitFor(stack, id, ["bootstrap": 7, other.keyId: 2])
+        try await Self.waitFor(stack, id, [stack.apiKeyId: 7, other.keyId: 2])
     }
 
     /// Polls the table until it holds `expected` (the flush interval is 1 s; up to 15 s).

@@ -199,10 +199,10 @@ struct MonitoringContractTests {
         }
         let account1 = try #require(line("access-1"), "no access line at info: \(lines)")
         #expect(account1["level"] == "info" && account1["request.method"] == "GET" && account1["request.route"] == "/v1/accounts/{account_id}")
-        #expect(account1["response.status"] == "200" && account1["api_key.id"] == "bootstrap" && account1["correlation.id"] == "access-1")
+        #expect(account1["response.status"] == "200" && account1["api_key.id"] == stack.apiKeyId && account1["correlation.id"] == "access-1")
         #expect(Double(account1["duration_ms"] ?? "") ?? -1 >= 0 && account1["time"]?.hasSuffix("Z") == true)
         let cached = try #require(line("access-2"))
-        #expect(cached["request.route"] == "/v1/tokens/silent" && cached["request.step"] == "server_thread" && cached["api_key.id"] == "bootstrap")
+        #expect(cached["request.route"] == "/v1/tokens/silent" && cached["request.step"] == "server_thread" && cached["api_key.id"] == stack.apiKeyId)
         let refused = try #require(line("access-3"))
         #expect(refused["response.status"] == "401" && refused["api_key.id"] == nil)
         // Nothing of the request beyond those: not the path (the account id), the key, the username or the token.

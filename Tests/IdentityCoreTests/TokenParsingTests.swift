@@ -134,6 +134,21 @@ struct IDTokenTests {
         #expect(try validate(token(), issuer: "https://login.microsoftonline.com/\(Self.tid)/v2.0").sub == "sub-1")
     }
 
+    @Test("An access token's uti: read from a JWS payload; nil for an opaque token, a JWS without one, or one that is not base64url")
+    func accessTokenIdentifier() {
+        func jws(_ claims: String) -> String { "e30." + Base64URL.encode(Array(claims.utf8)) + ".c2ln" }
+        #expect(AccessTokenIdentifier.uti(of: jws(#"{"uti":"Q7ZkVbA3hEe9x0pWm2LrAA","oid":"x"}"#)) == "Q7ZkVbA3hEe9x0pWm2LrAA")
+        #expect(AccessTokenIdentifier.uti(of: jws(#"{"oid":"x"}"#)) == nil)
+        #expect(AccessTokenIdentifier.uti(of: jws(#"{"uti":"a b"}"#)) == nil)
+        #expect(AccessTokenIdentifier.uti(of: jws(#"{"uti":""}"#)) == nil)
+        #expect(AccessTokenIdentifier.uti(of: jws(#"{"uti":7}"#)) == nil)
+        #expect(AccessTokenIdentifier.uti(of: jws("{\"uti\":\"" + String(repeating: "a", count: 129) + "\"}")) == nil)
+        // A personal account's token is often opaque (no dots, or not JSON between them).
+        #expect(AccessTokenIdentifier.uti(of: "EwBwA8l6BAAUbDba3x2OMJElkF7gJ4z/VbCPEz0AAQ") == nil)
+        #expect(AccessTokenIdentifier.uti(of: "a.b.c") == nil)
+        #expect(AccessTokenIdentifier.uti(of: "e30.e30") == nil)
+    }
+
     @Test("JWT.parse: header fields, signing input, malformed input")
     func parse() throws {
         let compact = token()

@@ -181,4 +181,17 @@ struct ExpiringMemoriesTests {
             await #expect(throws: RelayError.self) { try await authenticator.authenticate("Bearer " + wrong) }
         }
     }
+
+    @Test("The bootstrap key is known by the keyid of trk_<keyid>_<secret> like any key; one of another form as bootstrap")
+    func bootstrapKeyId() async throws {
+        #expect(APIKeyAuthenticator.bootstrapKeyId("trk_setup0123_" + String(repeating: "s", count: 43)) == "setup0123")
+        #expect(APIKeyAuthenticator.bootstrapKeyId("a-development-key") == "bootstrap")
+        #expect(APIKeyAuthenticator.bootstrapKeyId("trk_short_secret") == "bootstrap")
+        let pool = try await MigratedDatabase.pool(named: "key_bootstrap_id")
+        defer { pool.close() }
+        let key = "trk_setup0123_" + String(repeating: "s", count: 43)
+        let authenticator = APIKeyAuthenticator(bootstrapKey: key, keys: APIKeyStore(database: Database(pool: pool)))
+        #expect(try await authenticator.authenticate("Bearer " + key).keyId == "setup0123")
+        #expect(try await authenticator.authenticate("Bearer " + key).owner == APIKeyAuthenticator.bootstrapOwner)
+    }
 }

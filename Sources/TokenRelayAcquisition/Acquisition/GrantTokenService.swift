@@ -226,7 +226,7 @@ package struct GrantTokenService: Sendable {
                 let response = try await exchange()
                 return try await service.stored(
                     response, owner: owner, environment: environment, realm: realm, requested: request.scopes,
-                    ownerExpiresOn: ownerExpiresOn)
+                    ownerExpiresOn: ownerExpiresOn, obtainedBy: context.caller)
             } catch let error as STSCallError {
                 switch error {
                 case .unavailable(let problem): return .problem(problem)
@@ -246,12 +246,13 @@ package struct GrantTokenService: Sendable {
     /// Stores what the STS answered: the access token, and for OBO the refresh token. A failed
     /// write is logged, not fatal: the caller still gets the token.
     private func stored(
-        _ response: TokenResponse, owner: String, environment: String, realm: String, requested: ScopeSet, ownerExpiresOn: Int?
+        _ response: TokenResponse, owner: String, environment: String, realm: String, requested: ScopeSet, ownerExpiresOn: Int?,
+        obtainedBy: String?
     ) async throws -> Outcome {
         let granted = response.scope.map { ScopeRules.granted($0, requested: requested) } ?? requested
         let token = StoredAccessToken(
             response, accountId: owner, environment: environment, realm: realm, clientId: store.clientId,
-            scopes: granted.isEmpty ? requested.canonical : granted.canonical, issuedAt: now())
+            scopes: granted.isEmpty ? requested.canonical : granted.canonical, issuedAt: now(), obtainedBy: obtainedBy)
         do {
             try await store.saveGrantAccessToken(token, ownerExpiresOn: ownerExpiresOn)
             if let ownerExpiresOn, let refreshToken = response.refreshToken, !refreshToken.isEmpty {

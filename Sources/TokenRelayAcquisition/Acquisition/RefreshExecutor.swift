@@ -216,7 +216,7 @@ package struct RefreshExecutor: Sendable {
                     let granted = ScopeRules.granted(response.scope, requested: request.scopes)
                     let token = StoredAccessToken(
                         response, accountId: accountId, environment: request.account.environment, realm: request.realm, clientId: clientId,
-                        scopes: granted.canonical, issuedAt: now())
+                        scopes: granted.canonical, issuedAt: now(), obtainedBy: request.context.caller)
                     answer = (response, token, ScopeRules.declined(requested: request.scopes, granted: granted))
                     rotated = response.refreshToken.map { !$0.isEmpty } ?? false
                     action = machine.stsAnswered()

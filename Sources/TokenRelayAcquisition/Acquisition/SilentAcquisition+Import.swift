@@ -109,7 +109,8 @@ extension SilentAcquisition {
         let granted = ScopeRules.granted(response.scope, requested: scopes)
         let realm = authority.isMultiTenant ? identity.realm : authority.tenant.lowercased()
         let token = StoredAccessToken(
-            response, accountId: accountId, environment: identity.environment, realm: realm, clientId: clientId, scopes: granted.canonical, issuedAt: now())
+            response, accountId: accountId, environment: identity.environment, realm: realm, clientId: clientId, scopes: granted.canonical, issuedAt: now(),
+            obtainedBy: context.caller ?? Self.backgroundActor)
         let store = self.store
         let clientId = self.clientId
         let completion: ImportCompletion?

@@ -14,7 +14,8 @@ import TokenRelayStore
 /// it runs a pass every `intervalSeconds` until stopped.
 ///
 /// The same pass, holding the same lease, first prunes account events older than
-/// `TOKENRELAY_EVENTS_RETENTION_DAYS` (issue 10 item 12), in bounded batches of
+/// `TOKENRELAY_EVENTS_RETENTION_DAYS` (issue 10 item 12), and audit rows, token provenance and
+/// receipts older than `TOKENRELAY_AUDIT_RETENTION_DAYS` (behaviour §12 Audit), in bounded batches of
 /// ``pruneBatchSize`` rows, each DELETE its own short statement; so it also runs, for pruning
 /// only, when keep-alive is off (`TOKENRELAY_KEEPALIVE_AFTER_DAYS=0`). This job rather than the
 /// webhook deliverer: it runs in every `serve` whether or not a webhook URL is set, hourly
@@ -34,13 +35,20 @@ package struct KeepAliveJob: Service {
     package var eventsRetentionDays: Int = 30
     /// Whether a webhook URL is set: events its receiver has not acknowledged are kept whatever their age.
     package var keepUndeliveredEvents = false
+    /// The audit trail and token provenance, pruned with the events.
+    package let audit: AuditStore
+    /// Days audit rows are kept (`TOKENRELAY_AUDIT_RETENTION_DAYS`); 0 keeps them. Default 365.
+    package var auditRetentionDays: Int = 365
     package let metrics: Metrics
     package let logger: Logger
 
     package init(
         store: KeepAliveStore, leases: JobLeaseStore, accounts: TokenStore, tokens: SilentAcquisition, events: AccountEventStore, afterDays: Int,
-        maxPerMinute: Int, intervalSeconds: Int = 3600, eventsRetentionDays: Int = 30, keepUndeliveredEvents: Bool = false, metrics: Metrics, logger: Logger
+        maxPerMinute: Int, intervalSeconds: Int = 3600, eventsRetentionDays: Int = 30, keepUndeliveredEvents: Bool = false, audit: AuditStore,
+        auditRetentionDays: Int = 365, metrics: Metrics, logger: Logger
     ) {
+        self.audit = audit
+        self.auditRetentionDays = auditRetentionDays
         self.store = store
         self.leases = leases
         self.accounts = accounts
@@ -78,9 +86,11 @@ package struct KeepAliveJob: Service {
         package var deferred = 0
         /// Events deleted as older than the retention.
         package var prunedEvents = 0
+        /// Audit rows, token provenance and token receipts deleted as older than their retention.
+        package var prunedAudit = 0
 
         package var json: String {
-            #"{"ran":\#(ran),"refreshed":\#(refreshed),"failed":\#(failed),"deferred":\#(deferred),"pruned_events":\#(prunedEvents)}"#
+            #"{"ran":\#(ran),"refreshed":\#(refreshed),"failed":\#(failed),"deferred":\#(deferred),"pruned_events":\#(prunedEvents),"pruned_audit":\#(prunedAudit)}"#
         }
     }
 
@@ -116,6 +126,7 @@ package struct KeepAliveJob: Service {
         summary.ran = true
         do {
             summary.prunedEvents = try await pruneEvents(leaseSeconds: leaseSeconds, progress: progress)
+            summary.prunedAudit = try await pruneAudit(leaseSeconds: leaseSeconds, progress: progress)
         } catch {
             try? await leases.release(job: Self.leaseName, holder: holder)
             throw error
@@ -175,6 +186,40 @@ package struct KeepAliveJob: Service {
             logger.info("events.pruned", ["events.count": String(pruned), "events.retention_days": String(eventsRetentionDays)])
         }
         return pruned
+    }
+
+    /// Deletes audit rows, token provenance and receipts older than the audit retention, up to
+    /// ``pruneBatchSize`` of each per statement, renewing the lease between statements; nothing
+    /// when the retention is 0.
+    /// - Returns: the rows deleted.
+    private func pruneAudit(leaseSeconds: Int, progress: (any ProgressSink)?) async throws -> Int {
+        guard auditRetentionDays > 0 else { return 0 }
+        progress?.begin("audit", total: nil)
+        defer { progress?.end() }
+        var pruned = (events: 0, provenance: 0, receipts: 0)
+        for batch in 0..<Self.maxPruneBatchesPerPass {
+            if batch > 0 {
+                guard !Task.isCancelled, try await leases.acquire(job: Self.leaseName, holder: holder, seconds: leaseSeconds) else { break }
+            }
+            let deleted = try await audit.prune(olderThanDays: auditRetentionDays, limit: Self.pruneBatchSize)
+            pruned = (pruned.events + deleted.events, pruned.provenance + deleted.provenance, pruned.receipts + deleted.receipts)
+            progress?.advance(by: deleted.events + deleted.provenance + deleted.receipts)
+            if max(deleted.events, deleted.provenance, deleted.receipts) < Self.pruneBatchSize { break }
+        }
+        let total = pruned.events + pruned.provenance + pruned.receipts
+        if total > 0 {
+            for (table, count) in [("audit_events", pruned.events), ("token_provenance", pruned.provenance), ("token_receipts", pruned.receipts)]
+            where count > 0 {
+                metrics.increment("tokenrelay_audit_pruned_total", ["table": table], by: Double(count))
+            }
+            logger.info(
+                "audit.pruned",
+                [
+                    "audit.events": String(pruned.events), "audit.provenance": String(pruned.provenance), "audit.receipts": String(pruned.receipts),
+                    "audit.retention_days": String(auditRetentionDays),
+                ])
+        }
+        return total
     }
 
     private enum Outcome { case refreshed, failed, deferred }

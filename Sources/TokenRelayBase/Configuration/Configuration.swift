@@ -264,6 +264,10 @@ public struct Configuration: Sendable {
         /// behaviour §11); older ones are deleted by the keep-alive job's pass, except, while ``url`` is
         /// set, those the receiver has not acknowledged yet. Default 30, 1–3650.
         public var eventsRetentionDays: Int = 30
+        /// Days audit rows, token provenance and token receipts are kept
+        /// (`TOKENRELAY_AUDIT_RETENTION_DAYS`, behaviour §12 Audit); older ones are deleted by the
+        /// keep-alive job's pass. 0 keeps them for ever. Default 365, 0–3650.
+        public var auditRetentionDays: Int = 365
 
         public init() {}
     }

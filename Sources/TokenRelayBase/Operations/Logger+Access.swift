@@ -8,7 +8,7 @@ extension Logger {
         package var route: String
         package var status: Int
         package var seconds: Double
-        /// The API key id of the caller (`bootstrap` for the bootstrap key); nil on open routes
+        /// The API key id of the caller (the bootstrap key's too, §7.1); nil on open routes
         /// and before the key was known.
         package var keyId: String?
         package var correlationId: String

@@ -61,6 +61,13 @@ package final class APIKeyAuthenticator: Sendable {
     /// The owner of the bootstrap key's external ids (behaviour §3.7).
     package static let bootstrapOwner = "bootstrap"
 
+    /// The key id the bootstrap key's requests are known by (audit actor, issuance counts, access
+    /// log; behaviour §7.1): the `keyid` of `trk_<keyid>_<secret>` like any key's, `bootstrap`
+    /// for a key of another form, which has none.
+    package static func bootstrapKeyId(_ bootstrapKey: String?) -> String {
+        bootstrapKey.flatMap(split)?.keyId ?? "bootstrap"
+    }
+
     /// Most key ids remembered at once (found or not).
     package let cacheLimit: Int
     private let clock: RelayClock
@@ -90,7 +97,7 @@ package final class APIKeyAuthenticator: Sendable {
         self.cacheTTL = cacheTTL
         self.bootstrapKey = bootstrapKey.map { Array($0.utf8) }
         bootstrapCaller = Caller(
-            keyId: "bootstrap", owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
+            keyId: Self.bootstrapKeyId(bootstrapKey), owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
             bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
         self.keys = keys
     }

@@ -63,6 +63,7 @@ package enum Routes {
         AccountRoutes.register(on: &router, services)
         EventRoutes.register(on: &router, services)
         TenantRoutes.register(on: &router, services)
+        AuditRoutes.register(on: &router, services)
         TokenRoutes.register(on: &router, services)
         GrantTokenRoutes.register(on: &router, services)
         DownstreamRoutes.register(on: &router, services)

@@ -67,7 +67,7 @@ package enum GrantTokenRoutes {
         do {
             let result = try await acquire(context)
             // Counted per (key, owner): `app:{tenant}` or `obo:{sha256}` (behaviour §12 Audit, owners).
-            issuance?.record(keyId: context.caller ?? "", accountId: result.token.accountId)
+            issuance?.record(keyId: context.caller ?? "", accountId: result.token.accountId, uti: result.token.uti)
             var response = HTTPResponse.json(200, tokenBody(result, correlationId: context.correlationId))
             response.headers.set("client-request-id", context.correlationId)
             response.headers.set("Cache-Control", "no-store")

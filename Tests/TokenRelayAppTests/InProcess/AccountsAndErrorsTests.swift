@@ -47,8 +47,8 @@ struct AccountsAndErrorsTests {
         }
         #expect(
             audit == [
-                ["bootstrap", "sign_in.completed", "success"], ["bootstrap", "sign_in.completed", "success"],
-                ["bootstrap", "account.deleted", "deleted"], ["bootstrap", "account.deleted", "absent"],
+                [stack.apiKeyId, "sign_in.completed", "success"], [stack.apiKeyId, "sign_in.completed", "success"],
+                [stack.apiKeyId, "account.deleted", "deleted"], [stack.apiKeyId, "account.deleted", "absent"],
             ])
     }
 

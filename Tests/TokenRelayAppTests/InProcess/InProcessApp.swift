@@ -39,6 +39,8 @@ final class InProcessApp: Sendable {
     let clientSecret: String
     /// The bootstrap admin API key (every permission).
     let apiKey: String
+    /// The key id of ``apiKey`` (`trk_<keyid>_<secret>`, the bootstrap key).
+    var apiKeyId: String { String(apiKey.split(separator: "_")[1]) }
     let databaseURL: String
     let tenantId = "11111111-1111-1111-1111-111111111111"
     /// The emulator, listening on loopback (`emulator.baseURL`).
