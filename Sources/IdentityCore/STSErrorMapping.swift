@@ -11,9 +11,16 @@ import Foundation
 /// "retry policy" (retry 5xx once) and #3661; ADAL ObjC #321 (500 AADSTS90036 is
 /// non-retryable).
 ///
-/// Precedence in `classify`: HTTP 429 → `throttled`; a known code (first code that has a
-/// row); for 5xx, the code decides only whether it is non-retryable, else `transient`;
-/// `invalid_client` → credential rejected; then the suberror; then the OAuth `error`.
+/// Precedence in `classify`: HTTP 429 → `throttled`; the most specific known code; for 5xx,
+/// the code decides only whether it is non-retryable, else `transient`; `invalid_client` →
+/// credential rejected; then the suberror; then the OAuth `error`.
+///
+/// The most specific code is the last of `error_codes` that has a row: the platform writes the
+/// family first and the reason after it ("AADSTS70002: Error validating credentials. AADSTS500133:
+/// Assertion is not within its valid time range", error_codes [70002, 500133], azure-docs #16399,
+/// cases/29; [70002, 50126] on the HDInsight troubleshooting page), so `error_codes[0]` would blame
+/// the client secret for a caller's expired assertion. A `grantCode` row (a code that means the
+/// grant itself when it comes with `invalid_grant`) wins over the `code` row of the same number.
 /// `invalid_grant` with no code and no suberror means the grant itself is rejected
 /// (refresh token dead); `invalid_grant` with an unknown code keeps the refresh token and
 /// answers `interaction_required` (deleting a token on an unknown policy code would log
@@ -22,12 +29,24 @@ public enum STSErrorMapping {
     /// What a row matches.
     public enum Match: Sendable, Hashable, CustomStringConvertible {
         case code(STSErrorCode)
+        /// A code that says something about the grant itself when it comes with `invalid_grant`,
+        /// and something else with any other `error` (the `code` row of the same number).
+        case grantCode(STSErrorCode)
         case suberror(String)
         case error(String)
+
+        /// The code a `code` or `grantCode` row matches.
+        public var code: STSErrorCode? {
+            switch self {
+            case .code(let code), .grantCode(let code): code
+            case .suberror, .error: nil
+            }
+        }
 
         public var description: String {
             switch self {
             case .code(let code): "\(code)"
+            case .grantCode(let code): "invalid_grant \(code)"
             case .suberror(let value): "suberror=\(value)"
             case .error(let value): "error=\(value)"
             }
@@ -38,8 +57,13 @@ public enum STSErrorMapping {
     public struct Rule: Sendable, Hashable, CustomStringConvertible {
         public let match: Match
         public let disposition: STSFailure.Disposition
-        /// Problem for `badRequest` rows (400 `invalid_scope` or 502 `upstream_error`).
+        /// Problem for `badRequest` rows: 400 `invalid_scope`, `invalid_authority` or
+        /// `invalid_request` when the caller's input was refused, else 502 `upstream_error`.
         public let problem: ProblemCode
+        /// The caller's request field a 400 names when the table knows it (`assertion`); nil for
+        /// none, and for `invalid_scope` / `invalid_authority`, whose field the request's own
+        /// members decide (`scopes` or `resource`, `authority` or `tenant_id`: `RelayError.nameInput`).
+        public let field: String?
         /// Meaning, from the error-code reference.
         public let meaning: String
 
@@ -47,9 +71,9 @@ public enum STSErrorMapping {
     }
 
     private static func row(
-        _ match: Match, _ disposition: STSFailure.Disposition, _ meaning: String, problem: ProblemCode? = nil
+        _ match: Match, _ disposition: STSFailure.Disposition, _ meaning: String, problem: ProblemCode? = nil, field: String? = nil
     ) -> Rule {
-        Rule(match: match, disposition: disposition, problem: problem ?? defaultProblem(disposition), meaning: meaning)
+        Rule(match: match, disposition: disposition, problem: problem ?? defaultProblem(disposition), field: field, meaning: meaning)
     }
 
     static func defaultProblem(_ disposition: STSFailure.Disposition) -> ProblemCode {
@@ -80,6 +104,10 @@ public enum STSErrorMapping {
         row(.code(.aadb2c(90080)), .refreshTokenDead, "B2C: the provided grant has expired"),
         row(.code(.aadb2c(90129)), .refreshTokenDead, "B2C: the provided grant has been revoked"),
         row(.code(.aadsts(50085)), .refreshTokenDead, "refresh token needs a new sign-in at the social identity provider"),
+        // "Request is malformed" about the grant itself: a stored or imported refresh token that is
+        // not one (truncated by a short column: azure-docs #63819, graph-docs #5846, cases/30) can
+        // never be redeemed. With any other error it is our request that was malformed (`.code` row).
+        row(.grantCode(.aadsts(9002313)), .refreshTokenDead, "the refresh token cannot be read (malformed, truncated, not a refresh token)"),
         // Policy for this resource: keep the refresh token.
         row(.code(.aadsts(50076)), .interactionRequired, "MFA required (configuration change or new location)"),
         row(.code(.aadsts(50079)), .interactionRequired, "MFA registration required"),
@@ -141,6 +169,15 @@ public enum STSErrorMapping {
         row(.code(.aadb2c(90012)), .badRequest, "B2C: scope not supported", problem: .invalidScope),
         row(.code(.aadb2c(90117)), .badRequest, "B2C: scope not supported by this policy", problem: .invalidScope),
         row(.code(.aadsts(90002)), .badRequest, "tenant not found", problem: .invalidAuthority),
+        // The request named another tenant than the one that issued the refresh token; the token is
+        // alive at its own (cases/33; sasl-xoauth2 #80): the caller's authority, not the account.
+        row(.code(.aadsts(7000012)), .badRequest, "the grant was obtained for a different tenant", problem: .invalidAuthority),
+        // The user assertion of an on-behalf-of grant (RFC 7523 §2.1) refused: the caller must send
+        // a fresh token (cases/29). Only with invalid_grant: AADSTS50027 with invalid_request is our
+        // own client assertion (the `.error` row, 502).
+        row(.grantCode(.aadsts(500133)), .badRequest, "assertion is not within its valid time range", problem: .invalidRequest, field: "assertion"),
+        row(.grantCode(.aadsts(50013)), .badRequest, "assertion is invalid (signature, audience, issuer)", problem: .invalidRequest, field: "assertion"),
+        row(.grantCode(.aadsts(50027)), .badRequest, "assertion is not a valid JWT", problem: .invalidRequest, field: "assertion"),
         row(.code(.aadsts(54005)), .badRequest, "authorization code already redeemed"),
         row(.code(.aadsts(50011)), .badRequest, "redirect URI does not match the registration"),
         row(.code(.aadsts(65002)), .badRequest, "consent between first-party application and resource must be preauthorised"),
@@ -184,6 +221,16 @@ public enum STSErrorMapping {
     /// The rule for a match, if the table has one.
     public static func rule(for match: Match) -> Rule? { byMatch[match] }
 
+    /// The row of the most specific code (see the type's doc): the last code that has a row,
+    /// its `grantCode` row when `error` is `invalid_grant`. Nil when no code has a row.
+    static func mostSpecificRule(codes: [STSErrorCode], error: String?) -> Rule? {
+        for code in codes.reversed() {
+            if error == "invalid_grant", let rule = byMatch[.grantCode(code)] { return rule }
+            if let rule = byMatch[.code(code)] { return rule }
+        }
+        return nil
+    }
+
     /// Classifies a failed token-endpoint response.
     /// - Parameters:
     ///   - status: HTTP status (≥ 400).
@@ -198,8 +245,8 @@ public enum STSErrorMapping {
             headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
         }
         let retryAfter = RetryAfter.seconds(header("Retry-After"), now: now)
-        let codeRule = response.codes.lazy.compactMap { byMatch[.code($0)] }.first
         let error = response.error?.lowercased()
+        let codeRule = mostSpecificRule(codes: response.codes, error: error)
 
         var rule: Rule?
         var disposition: STSFailure.Disposition
@@ -242,9 +289,11 @@ public enum STSErrorMapping {
             disposition: disposition,
             problem: problem,
             status: problem.status,
+            field: rule?.field,
             error: response.error,
             suberror: response.suberror,
             stsErrorCodes: response.errorCodes,
+            mostSpecificCode: codeRule?.match.code?.number,
             claims: response.claims,
             traceId: response.traceId ?? header("x-ms-request-id"),
             correlationId: response.correlationId ?? header("client-request-id"),
