@@ -43,6 +43,8 @@ public struct STSFailure: Sendable, Equatable {
     /// The code the answer was classified by: the most specific one that has a row of the table,
     /// else the last; nil without codes (``STSErrorMapping``: never `error_codes[0]`).
     public let mostSpecificCode: Int?
+    /// Who can make it work again (an account's `health.last_failure.class`, behaviour §3.8).
+    public let failureClass: FailureClass
     /// The claims challenge as JSON text.
     public let claims: String?
     public let traceId: String?
@@ -54,7 +56,8 @@ public struct STSFailure: Sendable, Equatable {
 
     public init(
         disposition: Disposition, problem: ProblemCode, status: Int? = nil, field: String? = nil, error: String? = nil, suberror: String? = nil,
-        stsErrorCodes: [Int] = [], mostSpecificCode: Int? = nil, claims: String? = nil, traceId: String? = nil, correlationId: String? = nil,
+        stsErrorCodes: [Int] = [], mostSpecificCode: Int? = nil, failureClass: FailureClass? = nil, claims: String? = nil, traceId: String? = nil,
+        correlationId: String? = nil,
         retryAfterSeconds: Int? = nil, detail: String
     ) {
         self.disposition = disposition
@@ -65,6 +68,7 @@ public struct STSFailure: Sendable, Equatable {
         self.suberror = suberror
         self.stsErrorCodes = stsErrorCodes
         self.mostSpecificCode = mostSpecificCode ?? stsErrorCodes.last
+        self.failureClass = failureClass ?? FailureClass(disposition)
         self.claims = claims
         self.traceId = traceId
         self.correlationId = correlationId

@@ -26,6 +26,9 @@ package struct RelayError: Error, Sendable {
     package var closesConnection = false
     /// What went wrong underneath, for the log only; never rendered to the caller.
     package var cause: String?
+    /// The identity platform's classified answer this problem was made from (an account's
+    /// health records it, behaviour §3.8); never rendered as such.
+    package var stsFailure: STSFailure?
     /// The correlation id that names this answer when a step learned one the pipeline could not
     /// (the body's `correlation_id`, behaviour §12).
     package var correlationId: String?

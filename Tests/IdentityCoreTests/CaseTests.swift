@@ -357,4 +357,22 @@ struct CaseTests {
         #expect(failure.correlationId == "2b2b2b2b-0000-4000-8000-000000000033")
         #expect(failure.detail == "AADSTS7000012: The grant was obtained for a different tenant.")
     }
+
+    @Test("The health class of each recorded answer: who can make it work again")
+    func healthClasses() {
+        let expected: [(CaseResponse, FailureClass)] = [
+            (Cases.c01, .userAction), (Cases.c02, .userAction), (Cases.c05, .userAction), (Cases.c06, .userAction), (Cases.c08, .userAction),
+            (Cases.c30, .userAction), (Cases.c09, .configuration), (Cases.c29, .configuration), (Cases.c33, .configuration),
+            (Cases.c10, .transient), (Cases.c11, .transient),
+        ]
+        for (recorded, failureClass) in expected {
+            #expect(classify(recorded).failureClass == failureClass, "\(recorded.id)")
+        }
+        // No recorded answer needs an administrator; the shape of case 02 with AADSTS53003
+        // (Conditional Access block, suberror message_only) does.
+        let blocked = Cases.c02.body.replacingOccurrences(of: "50076", with: "53003").replacingOccurrences(of: "basic_action", with: "message_only")
+        let failure = STSErrorMapping.classify(status: 400, headers: [], body: Array(blocked.utf8), now: now)
+        #expect(failure.failureClass == .adminAction)
+        #expect(failure.disposition == .interactionRequired)
+    }
 }

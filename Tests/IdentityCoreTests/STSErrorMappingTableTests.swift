@@ -120,6 +120,7 @@ struct STSErrorMappingTableTests {
         #expect(failure.status == expected.status)
         #expect(failure.refreshTokenIsDead == (expected.disposition == .refreshTokenDead))
         #expect(failure.field == rule.field)
+        #expect(failure.failureClass == rule.failureClass)
         switch expected.match {
         case .code(let code), .grantCode(let code):
             #expect(failure.stsErrorCodes == [code.number])
@@ -129,6 +130,34 @@ struct STSErrorMappingTableTests {
             #expect(failure.suberror == suberror)
         case .error:
             break
+        }
+    }
+
+    /// The rows an administrator of the user's tenant must act on; every other row's class
+    /// follows its disposition (written here apart from the table).
+    static let adminRows: Set<STSErrorMapping.Match> = [
+        .code(.aadsts(50057)), .code(.aadsts(50034)), .code(.aadsts(53002)), .code(.aadsts(53003)), .code(.aadsts(16000)),
+        .code(.aadsts(50105)), .code(.aadsts(50020)), .code(.aadsts(90072)), .suberror("message_only"),
+    ]
+
+    @Test("every row has a health class (admin_action for the administrator's rows, else by disposition) and a source")
+    func classAndSourceColumns() {
+        for rule in STSErrorMapping.table {
+            let expected: FailureClass =
+                if Self.adminRows.contains(rule.match) {
+                    .adminAction
+                } else {
+                    switch rule.disposition {
+                    case .refreshTokenDead, .interactionRequired, .userCanceled: .userAction
+                    case .clientCredentialRejected, .badRequest: .configuration
+                    case .transient, .throttled, .nonRetryableServer: .transient
+                    }
+                }
+            #expect(rule.failureClass == expected, "\(rule)")
+            #expect(!rule.source.description.isEmpty, "\(rule)")
+            if case .recorded(let id) = rule.source, let code = rule.match.code {
+                #expect(id.contains(String(code.number)) || id.hasPrefix("29-"), "\(rule) cites \(id)")
+            }
         }
     }
 

@@ -34,6 +34,7 @@ extension RelayError {
         }
         self.init(failure.problem, failure.detail, status: failure.status, extensions: extensions)
         retryAfterSeconds = retryAfter
+        stsFailure = failure
         replayable = failure.disposition == .interactionRequired
     }
 }

@@ -170,7 +170,7 @@ extension STSFailure {
     package func withRetryAfter(_ seconds: Int) -> STSFailure {
         STSFailure(
             disposition: disposition, problem: problem, status: status, field: field, error: error, suberror: suberror, stsErrorCodes: stsErrorCodes,
-            mostSpecificCode: mostSpecificCode, claims: claims,
+            mostSpecificCode: mostSpecificCode, failureClass: failureClass, claims: claims,
             traceId: traceId, correlationId: correlationId, retryAfterSeconds: seconds, detail: detail)
     }
 }
