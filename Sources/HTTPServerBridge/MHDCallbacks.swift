@@ -34,6 +34,7 @@ func accessHandler(
         core.state.withLock { $0.active += 1 }
         let head = HeadReading.read(connection, method: method, version: version)
         context.headers = head.headers
+        context.fieldFacts = head.fieldFacts
         let refusal =
             head.refusal
             ?? (blankInTarget
@@ -241,7 +242,7 @@ private func makeRequest(
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryItem, $0)
     }
     let remoteAddress = cmhd_connection_client_address(connection).flatMap { SocketAddress.numericHost(of: $0) }
-    return HTTPRequest(
+    var request = HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: url.map { originPath(String(cString: $0)) } ?? "/",
         query: query,
@@ -252,6 +253,8 @@ private func makeRequest(
         // The usual version as a literal: no string made per request.
         version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) }
     )
+    request.fieldFacts = context.fieldFacts
+    return request
 }
 
 /// The path of a request target: an absolute-form target (`http://host/path`, which a server
