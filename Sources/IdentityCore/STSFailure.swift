@@ -20,9 +20,11 @@ public struct STSFailure: Sendable, Equatable {
         case transient
         /// A 5xx whose body names a non-retryable error (AADSTS90036): no retry, 502.
         case nonRetryableServer = "non_retryable_server"
-        /// The STS refused the request itself. A scope or resource the STS does not know is
-        /// the caller's fault: 400 `invalid_scope`. Anything else (malformed request,
-        /// unsupported grant) is TokenRelay's fault: 502 `upstream_error`.
+        /// The STS refused the request itself. A scope or resource the STS does not know, a
+        /// tenant that did not issue the grant, an on-behalf-of assertion refused, are the
+        /// caller's input: 400 `invalid_scope`, `invalid_authority`, `invalid_request` (on
+        /// `assertion`, ``STSFailure/field``). Anything else (malformed request, unsupported grant) is
+        /// TokenRelay's fault: 502 `upstream_error`.
         case badRequest = "bad_request"
     }
 
@@ -30,12 +32,19 @@ public struct STSFailure: Sendable, Equatable {
     public let problem: ProblemCode
     /// HTTP status TokenRelay answers (the problem's status).
     public let status: Int
+    /// The caller's request field a 400 names when the table row knows it (`assertion`).
+    public let field: String?
     /// The STS's OAuth `error` (nil for a non-JSON body).
     public let error: String?
     /// The STS's `suberror`, verbatim; nil when it sent none.
     public let suberror: String?
-    /// `AADSTS` / `AADB2C` numbers.
+    /// `AADSTS` / `AADB2C` numbers, in the answer's order.
     public let stsErrorCodes: [Int]
+    /// The code the answer was classified by: the most specific one that has a row of the table,
+    /// else the last; nil without codes (``STSErrorMapping``: never `error_codes[0]`).
+    public let mostSpecificCode: Int?
+    /// Who can make it work again (an account's `health.last_failure.class`, behaviour §3.8).
+    public let failureClass: FailureClass
     /// The claims challenge as JSON text.
     public let claims: String?
     public let traceId: String?
@@ -46,16 +55,20 @@ public struct STSFailure: Sendable, Equatable {
     public let detail: String
 
     public init(
-        disposition: Disposition, problem: ProblemCode, status: Int? = nil, error: String? = nil, suberror: String? = nil,
-        stsErrorCodes: [Int] = [], claims: String? = nil, traceId: String? = nil, correlationId: String? = nil,
+        disposition: Disposition, problem: ProblemCode, status: Int? = nil, field: String? = nil, error: String? = nil, suberror: String? = nil,
+        stsErrorCodes: [Int] = [], mostSpecificCode: Int? = nil, failureClass: FailureClass? = nil, claims: String? = nil, traceId: String? = nil,
+        correlationId: String? = nil,
         retryAfterSeconds: Int? = nil, detail: String
     ) {
         self.disposition = disposition
         self.problem = problem
         self.status = status ?? problem.status
+        self.field = field
         self.error = error
         self.suberror = suberror
         self.stsErrorCodes = stsErrorCodes
+        self.mostSpecificCode = mostSpecificCode ?? stsErrorCodes.last
+        self.failureClass = failureClass ?? FailureClass(disposition)
         self.claims = claims
         self.traceId = traceId
         self.correlationId = correlationId

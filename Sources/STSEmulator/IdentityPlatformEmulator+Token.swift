@@ -250,9 +250,10 @@ extension IdentityPlatformEmulator {
         }
         guard let (user, tenant) = configuration.directory.user(named: record.username) else { return .failure(.malformedGrant()) }
         // A refresh token is redeemable in the tenant it came from, the user's home tenant, and
-        // every tenant the user is a guest of (one token across a guest's tenants).
+        // every tenant the user is a guest of (one token across a guest's tenants); elsewhere the
+        // platform says the grant belongs to another tenant (cases/33), not that it is malformed.
         if let named = authority.tenant, named.id != record.tenantID, named.id != tenant.id, named.guest(named: user.username) == nil {
-            return .failure(.malformedGrant())
+            return .failure(.grantForAnotherTenant())
         }
         let scopes: RequestedScopes
         do { scopes = try RequestedScopes.parse(scopeText) } catch { return .failure(.severalResources(scopeText)) }

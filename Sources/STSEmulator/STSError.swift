@@ -102,6 +102,15 @@ struct STSError: Error, Sendable {
         STSError(status: 400, error: "invalid_grant", code: 9002313, message: "Invalid request. Request is malformed or invalid.")
     }
 
+    /// A refresh token redeemed at a tenant that did not issue it (and is not one the user is a
+    /// guest of). The platform answers AADSTS7000012 (cases/33: the quoted body has no
+    /// `error_uri` and no line breaks); the token itself stays good at its own tenant.
+    static func grantForAnotherTenant() -> STSError {
+        STSError(
+            status: 400, error: "invalid_grant", code: 7000012, message: "The grant was obtained for a different tenant.",
+            includesErrorURI: false)
+    }
+
     /// A refresh token superseded by rotation and presented after the grace. Entra itself does
     /// not revoke superseded tokens; the emulator answers AADSTS70000, the platform's code for
     /// "provided grant is invalid or malformed", with no suberror.
@@ -200,6 +209,7 @@ struct STSError: Error, Sendable {
         case 70008: codeExpired()
         case 70000: supersededGrant()
         case 9002313: malformedGrant()
+        case 7000012: grantForAnotherTenant()
         case 50000: serverError()
         default: nil
         }

@@ -53,6 +53,12 @@ package struct RelayError: Error, Sendable {
         get { box.values.cause }
         set { change { $0.cause = newValue } }
     }
+    /// The identity platform's classified answer this problem was made from (an account's
+    /// health records it, behaviour §3.8); never rendered as such.
+    package var stsFailure: STSFailure? {
+        get { box.values.stsFailure }
+        set { change { $0.stsFailure = newValue } }
+    }
     /// The correlation id that names this answer when a step learned one the pipeline could not
     /// (the body's `correlation_id`, behaviour §12).
     package var correlationId: String? {
@@ -93,6 +99,7 @@ package struct RelayError: Error, Sendable {
         var challenge: String?
         var allowedMethods: [String]?
         var cause: String?
+        var stsFailure: STSFailure?
         var correlationId: String?
         var signInHint: SignInHint?
         var returnTo: String?

@@ -35,7 +35,10 @@ extension CommandLineTool {
                 page.removeLast()
                 next = .string(AccountRoutes.Cursor.encode(page.last!.accountId))
             }
-            printJSON(.object(["accounts": .array(page.map(\.operatorJSON)), "next_cursor": next]))
+            let health = try await TokenStore.accountHealth(
+                in: store.database, clientId: store.clientId, accountIds: page.map(\.accountId), keepAliveAfterDays: configuration.keepAlive.afterDays)
+            let accounts = page.map { AccountRoutes.withHealth($0.operatorJSON, health[$0.accountId]) }
+            printJSON(.object(["accounts": .array(accounts), "next_cursor": next]))
             return 0
         case "show":
             guard let id = positional(arguments) else { return usageError("accounts show needs ACCOUNT_ID", help: ["accounts", "show"]) }
@@ -47,7 +50,9 @@ extension CommandLineTool {
             let issuance = try await IssuanceStore(database: Database(pool: pool)).counts(accountId: account.accountId)
             // The refresh token's generation, lease and chain (ADR 0012): fingerprints, never the token.
             let refreshToken = try await store.refreshToken(of: account)
-            var shown = account.operatorJSON
+            let health = try await TokenStore.accountHealth(
+                in: store.database, clientId: store.clientId, accountIds: [account.accountId], keepAliveAfterDays: configuration.keepAlive.afterDays)
+            var shown = AccountRoutes.withHealth(account.operatorJSON, health[account.accountId])
             if case .object(var fields) = shown {
                 fields["issuance"] = .array(issuance.map(\.json))
                 fields["refresh_token"] = refreshToken?.json ?? .null

@@ -48,6 +48,8 @@ package struct AppDependencies: Sendable {
     /// Reads the suspended tenants into memory (before serving, then periodically; behaviour §12 Tenants).
     package let tenantReloader: TenantSuspensionReloader
     package let keepAlive: KeepAliveJob
+    /// Counts accounts by state and failure class for `tokenrelay_accounts` (behaviour §3.8).
+    package let accountHealth: AccountHealthGauge
     /// Nil when `TOKENRELAY_WEBHOOK_URL` is unset.
     package let webhooks: WebhookDeliverer?
     /// Token answers per (key, account), flushed in batches (behaviour §12 Audit).
@@ -241,6 +243,8 @@ package struct AppDependencies: Sendable {
                 ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
             ] + Self.memoryGauges(memories.usage)
         }
+        accountHealth = AccountHealthGauge(
+            store: store, metrics: metrics, intervalSeconds: configuration.http.accountHealthIntervalSeconds, logger: logger)
         keepAlive = KeepAliveJob(
             store: KeepAliveStore(database: database, clientId: identity.clientId), leases: JobLeaseStore(database: database), accounts: store,
             tokens: tokens, events: events, afterDays: configuration.keepAlive.afterDays, maxPerMinute: configuration.keepAlive.maxPerMinute,
@@ -337,7 +341,7 @@ package struct AppDependencies: Sendable {
     /// pool and clients close last; before them the background tasks drain (within the shutdown
     /// grace: ``BackgroundTasks/beginGrace()``); the invalidation listener; the keep-alive job
     /// (always: its pass also prunes old events) and the webhook job (when configured); the
-    /// key-usage and issuance flushes; the readiness self-check; the management listener (when
+    /// key-usage and issuance flushes; the readiness self-check; the account-health count; the management listener (when
     /// configured); the HTTP server (when this form has one) first to stop, so a shutdown stops
     /// accepting, lets requests in flight finish, writes the counts, stops the jobs and closes the
     /// pool, in that order (the management listener answers probes and scrapes until the API has
@@ -356,6 +360,7 @@ package struct AppDependencies: Sendable {
         services.append(KeyUsageFlusher(store: ciphertexts, intervalSeconds: configuration.tokens.issuanceFlushIntervalSeconds))
         services.append(IssuanceFlusher(counter: issuance, store: issuanceStore, intervalSeconds: configuration.tokens.issuanceFlushIntervalSeconds))
         services.append(ReadinessSelfCheck(health: self.services.health, intervalSeconds: configuration.http.readinessCheckIntervalSeconds))
+        services.append(accountHealth)
         if let managementServer {
             let (logger, host) = (self.logger, configuration.http.managementHost ?? "")
             services.append(

@@ -63,6 +63,8 @@ public struct ConfigurationLoader: Sendable {
         }
         config.http.readinessCheckIntervalSeconds =
             try int("readiness_check_interval_s", 1...3600) ?? config.http.readinessCheckIntervalSeconds
+        config.http.accountHealthIntervalSeconds =
+            try int("account_health_interval_s", 1...3600) ?? config.http.accountHealthIntervalSeconds
         config.database.url = try value("database_url") ?? ""
         config.database.poolSize = try int("database_pool_size", 1...256) ?? config.database.poolSize
         config.identity.clientId = try value("client_id") ?? ""

@@ -29,6 +29,14 @@ package protocol RefreshTokenStore: Sendable {
 
     /// The account's stored access tokens in `realm` (undecryptable rows are left out).
     func accessTokens(accountId: String, environment: String, realm: String) async throws -> [StoredAccessToken]
+
+    /// Records the account's failed refresh for its health (behaviour §3.8); best effort.
+    func recordFailure(accountId: String, _ failure: AccountFailure) async throws
+}
+
+extension RefreshTokenStore {
+    /// Stores that keep no health (tests' outage stores) record nothing.
+    package func recordFailure(accountId: String, _ failure: AccountFailure) async throws {}
 }
 
 /// One claim: whose lease, for how long, and which stored access token would make it unneeded.

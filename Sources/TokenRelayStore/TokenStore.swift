@@ -152,7 +152,8 @@ package struct TokenStore: Sendable {
     ///   Matches the realm, as `KeyAccess.tenants(of:)` does.
     /// - Parameter owner: the caller's key owner: an unconfirmed import of another owner is left out.
     package func listAccounts(
-        username: String?, tenantId: String?, afterAccountId: String?, limit: Int, visibleTenants: [String]? = nil, owner: String? = nil
+        username: String?, tenantId: String?, afterAccountId: String?, limit: Int, visibleTenants: [String]? = nil, owner: String? = nil,
+        state: AccountRecord.State? = nil, failureClass: FailureClass? = nil
     ) async throws -> [AccountRecord] {
         let clientId = self.clientId
         return try await database.run { connection in
@@ -160,7 +161,8 @@ package struct TokenStore: Sendable {
                 Self.listAccountsStatement(tenant: tenantId != nil),
                 [
                     .text(clientId), Self.optional(username), Self.optional(tenantId), Self.optional(afterAccountId), .int(Int64(limit)),
-                    Self.optional(visibleTenants.map(APIKeyStore.arrayLiteral)), Self.optional(owner),
+                    Self.optional(visibleTenants.map(APIKeyStore.arrayLiteral)), Self.optional(owner), Self.optional(state?.rawValue),
+                    Self.optional(failureClass?.rawValue),
                 ]
             ).rows.map(Self.account(from:))
         }
@@ -169,11 +171,13 @@ package struct TokenStore: Sendable {
     /// ``listAccounts(username:tenantId:afterAccountId:limit:visibleTenants:)``'s statement, with
     /// or without a tenant: `$1` client id, `$2` username, `$3` tenant id, `$4` cursor
     /// (exclusive), `$5` limit, `$6` the key's tenants (`text[]`), `$7` the key's owner (an
-    /// unconfirmed import of another owner is left out); null leaves a filter out.
+    /// unconfirmed import of another owner is left out), `$8` the state, `$9` the class of the
+    /// current failure (behaviour §3.8); null leaves a filter out.
     package static func listAccountsStatement(tenant: Bool) -> String {
         accountPage(
             filters: { a in
                 "\(a).client_id = $1 AND ($2::text IS NULL OR \(usernameKey("\(a).username")) = \(usernameKey("$2"))) AND ($6::text[] IS NULL OR \(inAnyTenant("$6", of: a))) AND \(provenOr("$7", of: a))"
+                    + " AND ($8::text IS NULL OR \(a).state = $8::text) AND ($9::text IS NULL OR (\(a).last_failure_class = $9::text AND \(failureIsCurrent(a))))"
             }, tenant: "$3", byTenant: tenant, after: "$4", limit: "$5")
     }
 

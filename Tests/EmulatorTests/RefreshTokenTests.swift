@@ -42,6 +42,18 @@ struct RefreshTokenTests {
         try expectEntraErrorShape(await h.refresh("1.AXkA-not-issued"), status: 400, error: "invalid_grant", code: 9002313)
     }
 
+    @Test("A refresh token redeemed at a tenant that did not issue it is 400 invalid_grant AADSTS7000012 and stays good at its own")
+    func anotherTenantsAuthorityIs7000012() async throws {
+        // cases/33-aadsts7000012-refresh-token-for-a-different-tenant
+        let h = try EmulatorHarness()
+        let a = try #require(try await h.signIn()["refresh_token"]?.stringValue)
+        let refused = await h.refresh(a, tenant: EmulatorHarness.fabrikam)
+        try expectEntraErrorShape(refused, status: 400, error: "invalid_grant", code: 7000012, errorURI: false)
+        let description = JSONValue.parse(refused.body)?["error_description"]?.stringValue ?? ""
+        #expect(description.hasPrefix("AADSTS7000012: The grant was obtained for a different tenant. Trace ID: "))
+        #expect(await h.refresh(a).status == 200)
+    }
+
     @Test func wrongClientSecretIsCase09Shape() async throws {
         // cases/09-aadsts7000215-invalid-client-secret-401
         let h = try EmulatorHarness()

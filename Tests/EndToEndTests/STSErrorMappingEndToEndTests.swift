@@ -166,4 +166,96 @@ struct STSErrorMappingEndToEndTests {
         let again = try await Self.refresh(stack, id)
         #expect(again.status == 200, "the stored refresh token was lost: \(again.text)")
     }
+
+    /// The recorded bodies of shared/cases 29, 30 and 33, verbatim (ids replaced there), replayed by the emulator.
+    static let case29Body =
+        #"{"error":"invalid_grant","error_description":"AADSTS70002: Error validating credentials. AADSTS500133: Assertion is not within its valid time range\r\nTrace ID: 1a1a1a1a-0000-4000-8000-000000000029\r\nCorrelation ID: 2b2b2b2b-0000-4000-8000-000000000029\r\nTimestamp: 2018-10-05 07:30:02Z","error_codes":[70002,500133],"timestamp":"2018-10-05 07:30:02Z","trace_id":"1a1a1a1a-0000-4000-8000-000000000029","correlation_id":"2b2b2b2b-0000-4000-8000-000000000029"}"#
+    static let case30Body =
+        #"{"error":"invalid_grant","error_description":"AADSTS9002313: Invalid request. Request is malformed or invalid.\r\nTrace ID: 1a1a1a1a-0000-4000-8000-000000000030\r\nCorrelation ID: 2b2b2b2b-0000-4000-8000-000000000030\r\nTimestamp: 2020-10-05 13:08:18Z","error_codes":[9002313],"timestamp":"2020-10-05 13:08:18Z","trace_id":"1a1a1a1a-0000-4000-8000-000000000030","correlation_id":"2b2b2b2b-0000-4000-8000-000000000030","error_uri":"https://login.microsoftonline.com/error?code=9002313"}"#
+    static let case33Body =
+        #"{"error":"invalid_grant","error_description":"AADSTS7000012: The grant was obtained for a different tenant. Trace ID: 1a1a1a1a-0000-4000-8000-000000000033 Correlation ID: 2b2b2b2b-0000-4000-8000-000000000033 Timestamp: 2026-04-19 07:32:47Z","error_codes":[7000012],"timestamp":"2026-04-19 07:32:47Z","trace_id":"1a1a1a1a-0000-4000-8000-000000000033","correlation_id":"2b2b2b2b-0000-4000-8000-000000000033"}"#
+
+    @Test("29-obo-invalid-grant-two-error-codes: 400 invalid_request on 'assertion', both codes kept, no readiness warning")
+    func onBehalfOfTwoCodes() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_case29")
+        defer { stack.stop() }
+        let assertion = try await AppAndOnBehalfOfTests.incomingUserToken(stack)
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "status": 400, "body": Self.case29Body])
+        let before = try await stack.emulatorCount()
+        let refused = try await stack.request("POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["User.Read"]])
+        #expect(refused.status == 400, "\(refused.text)")
+        #expect(refused.json["error"] as? String == "invalid_request")
+        #expect(refused.json["field"] as? String == "assertion")
+        #expect(refused.json["sts_error_codes"] as? [Int] == [70002, 500133])
+        #expect(try await stack.emulatorCount() == before + 1, "one STS call, no retry")
+        let ready = try await stack.request("GET", "/readyz", authenticated: false)
+        #expect(ready.json["status"] as? String == "pass", "the caller's assertion is not the client credential: \(ready.text)")
+        // Nothing was cached: the same call succeeds once the platform accepts the assertion.
+        let served = try await stack.request("POST", "/v1/tokens/on-behalf-of", json: ["assertion": assertion, "scopes": ["User.Read"]])
+        #expect(served.status == 200, "\(served.text)")
+    }
+
+    @Test("30-imported-refresh-token-truncated-9002313: invalid_grant 9002313 kills the refresh token; with invalid_request it is our 502")
+    func unreadableRefreshToken() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_case30", environment: ["TOKENRELAY_MAX_ATTEMPTS": "1"])
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        // The same code with invalid_request is a malformed request of ours: 502, the account untouched.
+        let ours = Self.case30Body.replacingOccurrences(of: #""error":"invalid_grant""#, with: #""error":"invalid_request""#)
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "status": 400, "body": ours])
+        let malformed = try await Self.refresh(stack, id)
+        #expect(malformed.status == 502, "\(malformed.text)")
+        #expect(malformed.json["error"] as? String == "upstream_error")
+        #expect(malformed.json["account_state"] as? String == "active")
+
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "status": 400, "body": Self.case30Body])
+        let before = try await stack.emulatorCount()
+        let refused = try await Self.refresh(stack, id)
+        #expect(refused.status == 409, "\(refused.text)")
+        #expect(refused.json["error"] as? String == "interaction_required")
+        #expect(refused.json["account_state"] as? String == "interaction_required")
+        #expect(refused.json["sts_error_codes"] as? [Int] == [9002313])
+        #expect((refused.json["sign_in_url"] as? String)?.contains("/v1/sign-ins/start?") == true, "\(refused.text)")
+        #expect(try await stack.emulatorCount() == before + 1, "one STS call, no retry")
+        #expect(try await stack.request("GET", "/v1/accounts/\(id)").json["state"] as? String == "interaction_required")
+        // The token was dropped: every scope is refused without asking the platform again.
+        let again = try await Self.refresh(stack, id, scopes: ["Mail.Read"])
+        #expect(again.status == 409, "\(again.text)")
+        #expect(try await stack.emulatorCount() == before + 1)
+    }
+
+    @Test("33-aadsts7000012-refresh-token-for-a-different-tenant: 400 invalid_authority on 'authority', the account and its refresh token untouched")
+    func grantOfAnotherTenant() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_case33")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        // fabrikam: a tenant alice is neither a member nor a guest of.
+        let otherTenant = "\(stack.emulator.baseURL)/22222222-2222-2222-2222-222222222222"
+        func atOtherTenant() async throws -> TestResponse {
+            try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "authority": otherTenant])
+        }
+        func expectInvalidAuthority(_ refused: TestResponse) {
+            #expect(refused.status == 400, "\(refused.text)")
+            #expect(refused.json["error"] as? String == "invalid_authority")
+            #expect(refused.json["field"] as? String == "authority")
+            #expect(refused.json["sts_error_codes"] as? [Int] == [7000012])
+            #expect(refused.json["account_state"] as? String == "active")
+            #expect(refused.json["sign_in_url"] == nil, "\(refused.text)")
+        }
+        // The recorded body, then the emulator's own answer to the same redemption.
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "status": 400, "body": Self.case33Body])
+        let before = try await stack.emulatorCount()
+        expectInvalidAuthority(try await atOtherTenant())
+        #expect(try await stack.emulatorCount() == before + 1, "one STS call, no retry")
+        expectInvalidAuthority(try await atOtherTenant())
+
+        let account = try await stack.request("GET", "/v1/accounts/\(id)")
+        #expect(account.json["state"] as? String == "active", "\(account.text)")
+        let events = try await stack.request("GET", "/v1/events")
+        #expect(!events.text.contains("interaction_required"), "\(events.text)")
+        // The account's own authority is served with the same refresh token, with no memory in the way.
+        let served = try await Self.refresh(stack, id)
+        #expect(served.status == 200, "\(served.text)")
+        #expect(served.json["source"] as? String == "refresh")
+    }
 }

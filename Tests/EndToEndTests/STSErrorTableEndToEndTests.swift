@@ -39,6 +39,8 @@ struct STSErrorTableEndToEndTests {
     struct Row: Sendable, CustomTestStringConvertible {
         enum Match: Sendable {
             case aadsts(Int), aadb2c(Int), suberror(String), error(String)
+            /// A code as the platform sends it with `invalid_grant`, whatever the outcome.
+            case grant(Int)
         }
 
         let match: Match
@@ -75,6 +77,8 @@ struct STSErrorTableEndToEndTests {
             switch match {
             case .aadsts(let code):
                 fault.merge(["error": stsError, "error_codes": [code], "error_description": "Emulated table row."]) { $1 }
+            case .grant(let code):
+                fault.merge(["error": "invalid_grant", "error_codes": [code], "error_description": "Emulated table row."]) { $1 }
             case .aadb2c(let code):
                 // B2C: the code only in error_description (case 08).
                 fault.merge(["error": stsError, "error_codes": [code], "error_description": "Emulated table row.", "b2c": true]) { $1 }
@@ -89,7 +93,7 @@ struct STSErrorTableEndToEndTests {
 
         var codes: [Int]? {
             switch match {
-            case .aadsts(let code), .aadb2c(let code): [code]
+            case .aadsts(let code), .aadb2c(let code), .grant(let code): [code]
             default: nil
             }
         }
@@ -106,14 +110,18 @@ struct STSErrorTableEndToEndTests {
         }
     }
 
-    static func rows(_ outcome: Outcome, aadsts: [Int] = [], aadb2c: [Int] = [], suberrors: [String] = [], errors: [String] = []) -> [Row] {
-        aadsts.map { Row(match: .aadsts($0), outcome: outcome) } + aadb2c.map { Row(match: .aadb2c($0), outcome: outcome) }
+    static func rows(
+        _ outcome: Outcome, aadsts: [Int] = [], grant: [Int] = [], aadb2c: [Int] = [], suberrors: [String] = [], errors: [String] = []
+    ) -> [Row] {
+        aadsts.map { Row(match: .aadsts($0), outcome: outcome) } + grant.map { Row(match: .grant($0), outcome: outcome) }
+            + aadb2c.map { Row(match: .aadb2c($0), outcome: outcome) }
             + suberrors.map { Row(match: .suberror($0), outcome: outcome) } + errors.map { Row(match: .error($0), outcome: outcome) }
     }
 
     static let table: [Row] =
         rows(
-            .dead, aadsts: [700082, 70008, 700081, 700084, 50173, 70043, 50089, 50133, 50132, 70000, 50057, 50034, 50085],
+            // 9002313 with invalid_grant is the refresh token itself (cases/30); with invalid_request, in .badRequest, it is not.
+            .dead, aadsts: [700082, 70008, 700081, 700084, 50173, 70043, 50089, 50133, 50132, 70000, 50057, 50034, 50085], grant: [9002313],
             aadb2c: [90080, 90129], suberrors: ["bad_token", "token_expired"], errors: ["invalid_grant"])
         + rows(
             .policy,
@@ -132,7 +140,8 @@ struct STSErrorTableEndToEndTests {
             .credential, aadsts: [7000215, 7000222, 700016, 700027, 700024, 7000218, 7000112, 70001, 70002, 50012], aadb2c: [90079, 90081],
             errors: ["invalid_client", "unauthorized_client"])
         + rows(.badScope, aadsts: [70011, 28000, 28003, 500011, 50001], aadb2c: [90012, 90117], errors: ["invalid_scope", "invalid_resource"])
-        + rows(.badAuthority, aadsts: [90002])
+        // 7000012 comes with invalid_grant (cases/33): the caller's authority, the refresh token kept.
+        + rows(.badAuthority, aadsts: [90002], grant: [7000012])
         + rows(
             .badRequest, aadsts: [65005, 900144, 9002313, 54005, 50011, 65002, 90014], aadb2c: [90086], errors: ["invalid_request", "unsupported_grant_type"])
         + rows(.transient, aadsts: [90033], aadb2c: [90085], errors: ["temporarily_unavailable", "server_error"])

@@ -294,4 +294,69 @@ enum Cases {
               }
             }
             """#)
+
+    /// 29-obo-invalid-grant-two-error-codes
+    static let c29 = CaseResponse(
+        id: "29-obo-invalid-grant-two-error-codes",
+        status: 400,
+        headers: [
+            ("Content-Type", "application/json; charset=utf-8"), ("Cache-Control", "no-store, no-cache"), ("Pragma", "no-cache"),
+            ("x-ms-request-id", "1a1a1a1a-0000-4000-8000-000000000029"),
+        ],
+        body: #"""
+            {
+              "error": "invalid_grant",
+              "error_description": "AADSTS70002: Error validating credentials. AADSTS500133: Assertion is not within its valid time range\r\nTrace ID: 1a1a1a1a-0000-4000-8000-000000000029\r\nCorrelation ID: 2b2b2b2b-0000-4000-8000-000000000029\r\nTimestamp: 2018-10-05 07:30:02Z",
+              "error_codes": [
+                70002,
+                500133
+              ],
+              "timestamp": "2018-10-05 07:30:02Z",
+              "trace_id": "1a1a1a1a-0000-4000-8000-000000000029",
+              "correlation_id": "2b2b2b2b-0000-4000-8000-000000000029"
+            }
+            """#)
+
+    /// 30-imported-refresh-token-truncated-9002313
+    static let c30 = CaseResponse(
+        id: "30-imported-refresh-token-truncated-9002313",
+        status: 400,
+        headers: [
+            ("Content-Type", "application/json; charset=utf-8"), ("Cache-Control", "no-store, no-cache"), ("Pragma", "no-cache"),
+            ("x-ms-request-id", "1a1a1a1a-0000-4000-8000-000000000030"),
+        ],
+        body: #"""
+            {
+              "error": "invalid_grant",
+              "error_description": "AADSTS9002313: Invalid request. Request is malformed or invalid.\r\nTrace ID: 1a1a1a1a-0000-4000-8000-000000000030\r\nCorrelation ID: 2b2b2b2b-0000-4000-8000-000000000030\r\nTimestamp: 2020-10-05 13:08:18Z",
+              "error_codes": [
+                9002313
+              ],
+              "timestamp": "2020-10-05 13:08:18Z",
+              "trace_id": "1a1a1a1a-0000-4000-8000-000000000030",
+              "correlation_id": "2b2b2b2b-0000-4000-8000-000000000030",
+              "error_uri": "https://login.microsoftonline.com/error?code=9002313"
+            }
+            """#)
+
+    /// 33-aadsts7000012-refresh-token-for-a-different-tenant
+    static let c33 = CaseResponse(
+        id: "33-aadsts7000012-refresh-token-for-a-different-tenant",
+        status: 400,
+        headers: [
+            ("Content-Type", "application/json; charset=utf-8"), ("Cache-Control", "no-store, no-cache"), ("Pragma", "no-cache"),
+            ("x-ms-request-id", "1a1a1a1a-0000-4000-8000-000000000033"),
+        ],
+        body: #"""
+            {
+              "error": "invalid_grant",
+              "error_description": "AADSTS7000012: The grant was obtained for a different tenant. Trace ID: 1a1a1a1a-0000-4000-8000-000000000033 Correlation ID: 2b2b2b2b-0000-4000-8000-000000000033 Timestamp: 2026-04-19 07:32:47Z",
+              "error_codes": [
+                7000012
+              ],
+              "timestamp": "2026-04-19 07:32:47Z",
+              "trace_id": "1a1a1a1a-0000-4000-8000-000000000033",
+              "correlation_id": "2b2b2b2b-0000-4000-8000-000000000033"
+            }
+            """#)
 }

@@ -315,4 +315,64 @@ struct CaseTests {
         #expect(lower.disposition == .throttled)
         #expect(!lower.refreshTokenIsDead)
     }
+
+    @Test("29-obo-invalid-grant-two-error-codes: the assertion's lifetime (500133) decides, not the credential family code 70002 first")
+    func case29() {
+        let failure = classify(Cases.c29)
+        #expect(failure.disposition == .badRequest)
+        #expect(failure.disposition != .clientCredentialRejected)
+        #expect(failure.problem == .invalidRequest)
+        #expect(failure.status == 400)
+        #expect(failure.field == "assertion")
+        #expect(failure.stsErrorCodes == [70002, 500133])
+        #expect(failure.mostSpecificCode == 500133)
+        #expect(!failure.refreshTokenIsDead)
+        #expect(!failure.isRetryable)
+        #expect(failure.traceId == "1a1a1a1a-0000-4000-8000-000000000029")
+        #expect(!failure.detail.contains("Trace ID"))
+    }
+
+    @Test("30-imported-refresh-token-truncated-9002313: invalid_grant 9002313 is a dead refresh token")
+    func case30() {
+        let failure = classify(Cases.c30)
+        #expect(failure.disposition == .refreshTokenDead)
+        #expect(failure.refreshTokenIsDead)
+        #expect(!failure.isRetryable)
+        #expect(failure.problem == .interactionRequired)
+        #expect(failure.status == 409)
+        #expect(failure.stsErrorCodes == [9002313])
+        #expect(failure.suberror == nil)
+        #expect(failure.detail == "AADSTS9002313: Invalid request.")
+    }
+
+    @Test("33-aadsts7000012-refresh-token-for-a-different-tenant: 400 invalid_authority, the refresh token alive")
+    func case33() {
+        let failure = classify(Cases.c33)
+        #expect(failure.disposition == .badRequest)
+        #expect(!failure.refreshTokenIsDead)
+        #expect(!failure.isRetryable)
+        #expect(failure.problem == .invalidAuthority)
+        #expect(failure.status == 400)
+        #expect(failure.stsErrorCodes == [7000012])
+        #expect(failure.correlationId == "2b2b2b2b-0000-4000-8000-000000000033")
+        #expect(failure.detail == "AADSTS7000012: The grant was obtained for a different tenant.")
+    }
+
+    @Test("The health class of each recorded answer: who can make it work again")
+    func healthClasses() {
+        let expected: [(CaseResponse, FailureClass)] = [
+            (Cases.c01, .userAction), (Cases.c02, .userAction), (Cases.c05, .userAction), (Cases.c06, .userAction), (Cases.c08, .userAction),
+            (Cases.c30, .userAction), (Cases.c09, .configuration), (Cases.c29, .configuration), (Cases.c33, .configuration),
+            (Cases.c10, .transient), (Cases.c11, .transient),
+        ]
+        for (recorded, failureClass) in expected {
+            #expect(classify(recorded).failureClass == failureClass, "\(recorded.id)")
+        }
+        // No recorded answer needs an administrator; the shape of case 02 with AADSTS53003
+        // (Conditional Access block, suberror message_only) does.
+        let blocked = Cases.c02.body.replacingOccurrences(of: "50076", with: "53003").replacingOccurrences(of: "basic_action", with: "message_only")
+        let failure = STSErrorMapping.classify(status: 400, headers: [], body: Array(blocked.utf8), now: now)
+        #expect(failure.failureClass == .adminAction)
+        #expect(failure.disposition == .interactionRequired)
+    }
 }

@@ -16,15 +16,18 @@ struct ExpectedRow: Sendable, CustomTestStringConvertible {
     /// A response that exercises exactly this row.
     var response: (status: Int, body: String) {
         switch match {
-        case .code(let code):
+        case .code(let code), .grantCode(let code):
             let httpStatus = disposition == .transient || disposition == .nonRetryableServer ? 500 : (disposition == .clientCredentialRejected ? 401 : 400)
+            // A code row of a request the platform refused comes with invalid_request (so its
+            // grantCode row, if any, is not the one read); the rest with invalid_grant.
+            let error = if case .code = match, disposition == .badRequest { "invalid_request" } else { "invalid_grant" }
             switch code {
             case .aadsts(let n):
                 return (
-                    httpStatus, #"{"error":"invalid_grant","error_description":"AADSTS\#(n): Text. Trace ID: t-1 Correlation ID: c-1","error_codes":[\#(n)]}"#
+                    httpStatus, #"{"error":"\#(error)","error_description":"AADSTS\#(n): Text. Trace ID: t-1 Correlation ID: c-1","error_codes":[\#(n)]}"#
                 )
             case .aadb2c(let n):
-                return (httpStatus, #"{"error":"invalid_grant","error_description":"AADB2C\#(n): Text.\r\nCorrelation ID: c-1"}"#)
+                return (httpStatus, #"{"error":"\#(error)","error_description":"AADB2C\#(n): Text.\r\nCorrelation ID: c-1"}"#)
             }
         case .suberror(let suberror):
             return (400, #"{"error":"invalid_grant","error_description":"Text.","suberror":"\#(suberror)"}"#)
@@ -42,6 +45,7 @@ let credential = (STSFailure.Disposition.clientCredentialRejected, ProblemCode.u
 let badScope = (STSFailure.Disposition.badRequest, ProblemCode.invalidScope, 400)
 let badAuthority = (STSFailure.Disposition.badRequest, ProblemCode.invalidAuthority, 400)
 let badRequest = (STSFailure.Disposition.badRequest, ProblemCode.upstreamError, 502)
+let badAssertion = (STSFailure.Disposition.badRequest, ProblemCode.invalidRequest, 400)
 let transient = (STSFailure.Disposition.transient, ProblemCode.upstreamUnavailable, 503)
 let nonRetryable = (STSFailure.Disposition.nonRetryableServer, ProblemCode.upstreamError, 502)
 let throttled = (STSFailure.Disposition.throttled, ProblemCode.throttled, 429)
@@ -57,6 +61,7 @@ let expectedRows: [ExpectedRow] = [
     expect(.code(.aadsts(50089)), dead), expect(.code(.aadsts(50133)), dead), expect(.code(.aadsts(50132)), dead),
     expect(.code(.aadsts(70000)), dead), expect(.code(.aadsts(50057)), dead), expect(.code(.aadsts(50034)), dead),
     expect(.code(.aadb2c(90080)), dead), expect(.code(.aadb2c(90129)), dead), expect(.code(.aadsts(50085)), dead),
+    expect(.grantCode(.aadsts(9002313)), dead),
     expect(.code(.aadsts(50097)), policy), expect(.code(.aadsts(50199)), policy), expect(.code(.aadsts(50005)), policy),
     expect(.code(.aadsts(50129)), policy), expect(.code(.aadsts(50020)), policy), expect(.code(.aadsts(90072)), policy),
     expect(.code(.aadsts(50053)), policy), expect(.code(.aadsts(50140)), policy), expect(.code(.aadsts(50143)), policy),
@@ -75,7 +80,9 @@ let expectedRows: [ExpectedRow] = [
     expect(.code(.aadsts(70002)), credential), expect(.code(.aadsts(50012)), credential),
     expect(.code(.aadb2c(90079)), credential), expect(.code(.aadb2c(90081)), credential),
     expect(.code(.aadsts(50001)), badScope), expect(.code(.aadb2c(90012)), badScope), expect(.code(.aadb2c(90117)), badScope),
-    expect(.code(.aadsts(90002)), badAuthority), expect(.code(.aadsts(54005)), badRequest), expect(.code(.aadsts(50011)), badRequest),
+    expect(.code(.aadsts(90002)), badAuthority), expect(.code(.aadsts(7000012)), badAuthority),
+    expect(.grantCode(.aadsts(500133)), badAssertion), expect(.grantCode(.aadsts(50013)), badAssertion),
+    expect(.grantCode(.aadsts(50027)), badAssertion), expect(.code(.aadsts(54005)), badRequest), expect(.code(.aadsts(50011)), badRequest),
     expect(.code(.aadsts(65002)), badRequest), expect(.code(.aadsts(90014)), badRequest), expect(.code(.aadb2c(90086)), badRequest),
     expect(.code(.aadb2c(90085)), transient),
     expect(.code(.aadsts(70011)), badScope), expect(.code(.aadsts(28000)), badScope), expect(.code(.aadsts(28003)), badScope),
@@ -112,12 +119,45 @@ struct STSErrorMappingTableTests {
         #expect(failure.problem == expected.problem)
         #expect(failure.status == expected.status)
         #expect(failure.refreshTokenIsDead == (expected.disposition == .refreshTokenDead))
-        if case .code(let code) = expected.match {
+        #expect(failure.field == rule.field)
+        #expect(failure.failureClass == rule.failureClass)
+        switch expected.match {
+        case .code(let code), .grantCode(let code):
             #expect(failure.stsErrorCodes == [code.number])
+            #expect(failure.mostSpecificCode == code.number)
             #expect(failure.detail.hasPrefix("\(code):"))
-        }
-        if case .suberror(let suberror) = expected.match {
+        case .suberror(let suberror):
             #expect(failure.suberror == suberror)
+        case .error:
+            break
+        }
+    }
+
+    /// The rows an administrator of the user's tenant must act on; every other row's class
+    /// follows its disposition (written here apart from the table).
+    static let adminRows: Set<STSErrorMapping.Match> = [
+        .code(.aadsts(50057)), .code(.aadsts(50034)), .code(.aadsts(53002)), .code(.aadsts(53003)), .code(.aadsts(16000)),
+        .code(.aadsts(50105)), .code(.aadsts(50020)), .code(.aadsts(90072)), .suberror("message_only"),
+    ]
+
+    @Test("every row has a health class (admin_action for the administrator's rows, else by disposition) and a source")
+    func classAndSourceColumns() {
+        for rule in STSErrorMapping.table {
+            let expected: FailureClass =
+                if Self.adminRows.contains(rule.match) {
+                    .adminAction
+                } else {
+                    switch rule.disposition {
+                    case .refreshTokenDead, .interactionRequired, .userCanceled: .userAction
+                    case .clientCredentialRejected, .badRequest: .configuration
+                    case .transient, .throttled, .nonRetryableServer: .transient
+                    }
+                }
+            #expect(rule.failureClass == expected, "\(rule)")
+            #expect(!rule.source.description.isEmpty, "\(rule)")
+            if case .recorded(let id) = rule.source, let code = rule.match.code {
+                #expect(id.contains(String(code.number)) || id.hasPrefix("29-"), "\(rule) cites \(id)")
+            }
         }
     }
 
@@ -143,6 +183,41 @@ struct STSErrorPrecedenceTests {
         let failure = classify(400, #"{"error":"invalid_grant","error_description":"AADSTS123456: New policy.","error_codes":[123456]}"#)
         #expect(failure.disposition == .interactionRequired)
         #expect(!failure.refreshTokenIsDead)
+    }
+
+    @Test("AADSTS9002313 is a dead refresh token with invalid_grant, our malformed request with invalid_request")
+    func malformedDependsOnError() {
+        let description = #""error_description":"AADSTS9002313: Invalid request. Request is malformed or invalid.","error_codes":[9002313]"#
+        let grant = classify(400, #"{"error":"invalid_grant","# + description + "}")
+        #expect(grant.disposition == .refreshTokenDead)
+        #expect(grant.problem == .interactionRequired)
+        let request = classify(400, #"{"error":"invalid_request","# + description + "}")
+        #expect(request.disposition == .badRequest)
+        #expect(request.problem == .upstreamError)
+        #expect(!request.refreshTokenIsDead)
+    }
+
+    @Test("the most specific code decides, not error_codes[0]: the umbrella code first, the reason after it")
+    func mostSpecificCodeDecides() {
+        // A credential family code before a policy code: the policy is what happened.
+        let policy = classify(400, #"{"error":"invalid_grant","error_codes":[70002,50076]}"#)
+        #expect(policy.disposition == .interactionRequired)
+        #expect(policy.mostSpecificCode == 50076)
+        // An unknown reason after a known umbrella: the umbrella is all that is known.
+        let umbrella = classify(401, #"{"error":"invalid_client","error_codes":[7000215,123456]}"#)
+        #expect(umbrella.disposition == .clientCredentialRejected)
+        #expect(umbrella.mostSpecificCode == 7000215)
+        #expect(umbrella.stsErrorCodes == [7000215, 123456])
+    }
+
+    @Test("an assertion code names 'assertion' only with invalid_grant; with invalid_request it is our client assertion")
+    func assertionCodesNeedInvalidGrant() {
+        let user = classify(400, #"{"error":"invalid_grant","error_codes":[50027]}"#)
+        #expect(user.problem == .invalidRequest)
+        #expect(user.field == "assertion")
+        let ours = classify(400, #"{"error":"invalid_request","error_codes":[50027]}"#)
+        #expect(ours.problem == .upstreamError)
+        #expect(ours.field == nil)
     }
 
     @Test("a known code wins over the suberror")

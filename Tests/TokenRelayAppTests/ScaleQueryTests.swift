@@ -64,7 +64,7 @@ struct TenantListingScaleTests {
         let middle = BenchSeeder.accountId(10_099)
         let plan = try await ScaleFixture.plan(
             TokenStore.listAccountsStatement(tenant: true),
-            [.text(ScaleFixture.clientId), .null, .text(ScaleFixture.secondTenant), .text(middle), .int(51), .null, .text("owner")], on: pool)
+            [.text(ScaleFixture.clientId), .null, .text(ScaleFixture.secondTenant), .text(middle), .int(51), .null, .text("owner"), .null, .null], on: pool)
         #expect(plan.contains("accounts_lower_realm_idx"), "\(plan)")
         #expect(plan.contains("account_tenant_profiles_lower_realm_idx"), "\(plan)")
         #expect(!plan.contains("Seq Scan on accounts") && !plan.contains("Seq Scan on account_tenant_profiles"), "\(plan)")

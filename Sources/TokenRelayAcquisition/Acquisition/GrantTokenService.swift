@@ -177,11 +177,6 @@ package struct GrantTokenService: Sendable {
         return (try? authorities.validate(candidate.url)) ?? authority
     }
 
-    /// AADSTS codes saying the caller's assertion itself was refused (signature, audience,
-    /// lifetime, malformed): a 400 on `assertion` rather than a sign-in demand. AADSTS50012 is not
-    /// one: it says TokenRelay's own client authentication failed (502, and the readiness warning).
-    package static let assertionRefusedCodes = [50013, 500133, 50027]
-
     /// The assertion's `exp` and `tid`, without verifying its signature.
     /// - Throws: `RelayError` 400 `invalid_request` field `assertion` when it is not a JWT with a
     ///   numeric `exp`, or `exp` ≤ `now`.
@@ -230,7 +225,7 @@ package struct GrantTokenService: Sendable {
             } catch let error as STSCallError {
                 switch error {
                 case .unavailable(let problem): return .problem(problem)
-                case .rejected(let failure): return .problem(service.problem(failure, owner: owner, scopes: request.scopes))
+                case .rejected(let failure): return .problem(service.problem(failure, scopes: request.scopes))
                 }
             }
         }
@@ -264,16 +259,13 @@ package struct GrantTokenService: Sendable {
         return .token(token, source: .identityProvider)
     }
 
-    /// The problem for an STS refusal. No account is involved, so `account_state` is dropped; a
-    /// refused assertion is the caller's input (400 on `assertion`).
-    private func problem(_ failure: STSFailure, owner: String, scopes: ScopeSet) -> RelayError {
+    /// The problem for an STS refusal. No account is involved, so `account_state` is dropped. A
+    /// refused user assertion (the table's rows naming `assertion`: signature, audience, lifetime)
+    /// is the caller's input, 400 on `assertion`, whatever code came first (cases/29).
+    private func problem(_ failure: STSFailure, scopes: ScopeSet) -> RelayError {
         var problem = RelayError(failure, requestedScopes: scopes)
         problem.extensions["account_state"] = nil
-        if owner.hasPrefix("obo:"), Self.assertionRefusedCodes.contains(where: failure.stsErrorCodes.contains) {
-            var refused = RelayError.invalidRequest(field: "assertion", "The identity provider refused the assertion: \(failure.detail)")
-            refused.extensions["sts_error_codes"] = problem.extensions["sts_error_codes"]
-            return refused
-        }
+        if failure.field == "assertion" { problem.detail = "The identity provider refused the assertion: \(failure.detail)" }
         return problem
     }
 

@@ -300,10 +300,24 @@ package struct RefreshExecutor: Sendable {
                 }
                 let refusedTakeover = takenOverFrom != nil && error.refreshTokenDied
                 metrics.increment("tokenrelay_refresh_total", ["outcome": refusedTakeover ? "takeover_refused" : error.refreshOutcome])
+                if case .stsFailed = reason { recordFailure(error, accountId: accountId) }
                 return .failure(error)
 
             case .none:
                 return .failure(.unexpected)
+            }
+        }
+    }
+
+    /// Records a failed redemption for the account's health in the background (behaviour §3.8):
+    /// the answer does not wait for it, and a write that fails is only logged.
+    package func recordFailure(_ error: AcquisitionError, accountId: String) {
+        guard let failure = AccountFailure(error) else { return }
+        let store = self.store
+        let logger = self.logger
+        _ = tasks.startIfRoom {
+            do { try await store.recordFailure(accountId: accountId, failure) } catch {
+                logger.warn("account.failure_record_failed", ["account.id": accountId, "error": String(describing: type(of: error))])
             }
         }
     }

@@ -3,10 +3,11 @@ import TokenRelayBase
 
 extension RelayError {
     /// The problem for an STS answer the mapping table classified (behaviour §4, §12 Problems): STS
-    /// details travel as `sts_error_codes`, `sts_trace_id`, `sts_correlation_id`; `suberror`
+    /// details travel as `sts_error_codes`, the row's `field` when the caller's input was refused, `sts_trace_id`, `sts_correlation_id`; `suberror`
     /// verbatim and only when sent; `claims` as decoded JSON text; throttling with `Retry-After`.
     package init(_ failure: STSFailure, requestedScopes: ScopeSet? = nil) {
         var extensions: [String: JSONValue] = [:]
+        if let field = failure.field { extensions["field"] = .string(field) }
         if !failure.stsErrorCodes.isEmpty {
             extensions["sts_error_codes"] = .array(failure.stsErrorCodes.map { .number(Double($0)) })
         }
@@ -33,6 +34,7 @@ extension RelayError {
         }
         self.init(failure.problem, failure.detail, status: failure.status, extensions: extensions)
         retryAfterSeconds = retryAfter
+        stsFailure = failure
         replayable = failure.disposition == .interactionRequired
     }
 }

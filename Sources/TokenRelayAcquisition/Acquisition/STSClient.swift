@@ -169,7 +169,8 @@ extension STSFailure {
     /// The same failure telling the caller to wait `seconds`.
     package func withRetryAfter(_ seconds: Int) -> STSFailure {
         STSFailure(
-            disposition: disposition, problem: problem, status: status, error: error, suberror: suberror, stsErrorCodes: stsErrorCodes, claims: claims,
+            disposition: disposition, problem: problem, status: status, field: field, error: error, suberror: suberror, stsErrorCodes: stsErrorCodes,
+            mostSpecificCode: mostSpecificCode, failureClass: failureClass, claims: claims,
             traceId: traceId, correlationId: correlationId, retryAfterSeconds: seconds, detail: detail)
     }
 }

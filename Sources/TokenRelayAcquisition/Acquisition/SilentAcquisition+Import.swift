@@ -84,8 +84,10 @@ extension SilentAcquisition {
         switch redeemed {
         case .failure(.unavailable(let problem)):
             try? await store.releaseRefreshLease(accountId: accountId, owner: owner)
+            executor.recordFailure(.unavailable(problem), accountId: accountId)
             throw problem
         case .failure(.rejected(let failure)):
+            executor.recordFailure(.rejected(failure), accountId: accountId)
             if failure.disposition == .refreshTokenDead {
                 _ = try await store.markRefreshTokenDead(accountId: accountId, generation: generation, stsErrorCodes: failure.stsErrorCodes)
             } else {

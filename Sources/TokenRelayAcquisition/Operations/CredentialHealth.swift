@@ -66,7 +66,7 @@ package final class CredentialHealth: Sendable {
         guard failure.disposition == .clientCredentialRejected else { return }
         let rejection = Rejection(stsErrorCodes: failure.stsErrorCodes, error: failure.error, detail: failure.detail, at: clock.date)
         state.withLock { $0.rejection = rejection }
-        let code = failure.stsErrorCodes.first.map(String.init) ?? failure.error ?? "unknown"
+        let code = failure.mostSpecificCode.map(String.init) ?? failure.error ?? "unknown"
         metrics.increment("tokenrelay_client_credential_rejections_total", ["code": code])
         metrics.set("tokenrelay_client_credential_rejected", value: 1)
     }

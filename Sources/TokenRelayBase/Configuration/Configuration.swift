@@ -58,6 +58,10 @@ public struct Configuration: Sendable {
         /// Seconds between the service's own readiness checks, which set `tokenrelay_ready` when
         /// nothing probes `/readyz` (`TOKENRELAY_READINESS_CHECK_INTERVAL_S`). Default 10.
         public var readinessCheckIntervalSeconds: Int = 10
+        /// Seconds between counts of accounts by state and failure class for the
+        /// `tokenrelay_accounts` gauge (`TOKENRELAY_ACCOUNT_HEALTH_INTERVAL_S`; behaviour §3.8).
+        /// Default 60.
+        public var accountHealthIntervalSeconds: Int = 60
 
         public init() {}
 

@@ -3,12 +3,15 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayStore
 
 /// `GET /v1/accounts`, `GET /v1/accounts/{account_id}`, `DELETE /v1/accounts/{account_id}` (behaviour §3).
 package enum AccountRoutes {
     package static func register(on router: inout Router, _ services: AppServices) {
         ImportRoutes.register(on: &router, services)
-        router.add("GET", "/v1/accounts", access: .requires(.accountsRead), query: .only(["username", "tenant_id", "cursor", "limit"])) { request in
+        router.add(
+            "GET", "/v1/accounts", access: .requires(.accountsRead), query: .only(["username", "tenant_id", "state", "failure_class", "cursor", "limit"])
+        ) { request in
             for item in request.http.query {
                 guard item.value.utf8.count <= 512, !item.value.containsControlCharacter else {
                     throw RelayError.invalidRequest(field: item.name, "'\(item.name)' must be at most 512 bytes without control characters.")
@@ -24,19 +27,35 @@ package enum AccountRoutes {
             }
             let username = try request.http.onlyQueryValue("username").flatMap { $0.isEmpty ? nil : $0 }
             let tenantId = try request.http.onlyQueryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
+            let state = try request.http.onlyQueryValue("state").flatMap { $0.isEmpty ? nil : $0 }.map { value in
+                guard let state = AccountRecord.State(rawValue: value) else {
+                    throw RelayError.invalidRequest(field: "state", "'state' must be active or interaction_required.")
+                }
+                return state
+            }
+            let failureClass = try request.http.onlyQueryValue("failure_class").flatMap { $0.isEmpty ? nil : $0 }.map { value in
+                guard let failureClass = FailureClass(rawValue: value) else {
+                    let classes = FailureClass.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw RelayError.invalidRequest(field: "failure_class", "'failure_class' must be one of \(classes).")
+                }
+                return failureClass
+            }
             let access = request.context.access
             if let tenantId { try access.check(tenant: tenantId, field: "tenant_id") }
             // One row more than asked tells whether another page exists.
             var page = try await services.store.listAccounts(
                 username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1,
-                visibleTenants: access.visibleTenants, owner: request.context.owner)
+                visibleTenants: access.visibleTenants, owner: request.context.owner, state: state, failureClass: failureClass)
             var next: JSONValue = .null
             if page.count > limit {
                 page.removeLast()
                 next = .string(Cursor.encode(page.last!.accountId))
             }
             let owner = request.context.owner
-            return .json(200, .object(["accounts": .array(page.map { $0.json(owner: owner) }), "next_cursor": next]))
+            let health = try await services.store.accountHealth(
+                accountIds: page.map(\.accountId), keepAliveAfterDays: services.configuration.keepAlive.afterDays)
+            let accounts = page.map { withHealth($0.json(owner: owner), health[$0.accountId]) }
+            return .json(200, .object(["accounts": .array(accounts), "next_cursor": next]))
         }
 
         // `{account_id}` is an account id, an import alias or the caller's owner's external id
@@ -47,7 +66,9 @@ package enum AccountRoutes {
             else {
                 throw RelayError.accountNotFound()
             }
-            return .json(200, account.json(owner: owner))
+            let health = try await services.store.accountHealth(
+                accountIds: [account.accountId], keepAliveAfterDays: services.configuration.keepAlive.afterDays)
+            return .json(200, withHealth(account.json(owner: owner), health[account.accountId]))
         }
 
         router.add("DELETE", "/v1/accounts/{account_id}", access: .requires(.accountsWrite)) { request in
@@ -69,6 +90,14 @@ package enum AccountRoutes {
                 .accountDeleted, actor: request.context.caller ?? "unknown", accountId: accountId, outcome: deleted ? "deleted" : "absent")
             return HTTPResponse(status: 204)
         }
+    }
+
+    /// The account object of the account routes: with `health` (behaviour §3.8), which the
+    /// account part of a token answer leaves out (it is encoded once per account, §10).
+    package static func withHealth(_ account: JSONValue, _ health: JSONValue?) -> JSONValue {
+        guard case .object(var members) = account else { return account }
+        members["health"] = health ?? .null
+        return .object(members)
     }
 
     /// Opaque page cursor (``PageCursor``) of the last account id seen.
