@@ -49,6 +49,11 @@ struct KeepAliveAndEventsTests {
         return page.json["events"] as? [[String: Any]] ?? []
     }
 
+    /// The events of the account's state (every sign-in also writes `account.signed_in`, behaviour §3.9).
+    static func stateEvents(_ stack: TokenRelayStack) async throws -> [[String: Any]] {
+        try await events(stack).filter { $0["type"] as? String != "account.signed_in" }
+    }
+
     @Test("keepalive --once refreshes an idle account through the normal refresh path and leaves a recently refreshed one alone")
     func keepAliveRefreshesIdleAccounts() async throws {
         let stack = try await TokenRelayStack(name: "e2e_keepalive")
@@ -99,7 +104,7 @@ struct KeepAliveAndEventsTests {
         try await Self.age(stack, recent, days: 75)
         #expect(try await Self.keepAlivePass(stack)["refreshed"] as? Int == 1)
         #expect(try await Self.generation(stack, recent) == recentBefore + 1)
-        #expect(try await Self.events(stack).isEmpty)
+        #expect(try await Self.stateEvents(stack).isEmpty)
     }
 
     @Test("A keep-alive refused with AADSTS700082 marks the account interaction_required; events page in order with a cursor")
@@ -130,20 +135,25 @@ struct KeepAliveAndEventsTests {
         let all = try await Self.events(stack)
         #expect(
             all.map { $0["type"] as? String }
-                == ["account.interaction_required", "account.keepalive_failed", "account.recovered", "account.deleted"])
+                == [
+                    "account.signed_in", "account.interaction_required", "account.keepalive_failed", "account.recovered", "account.signed_in",
+                    "account.deleted",
+                ])
         #expect(all.allSatisfy { $0["account_id"] as? String == id })
-        #expect(Set(all.compactMap { $0["id"] as? String }).count == 4)
+        #expect(Set(all.compactMap { $0["id"] as? String }).count == 6)
+        #expect((all[0]["data"] as? [String: Any])?["created"] as? Bool == true)
+        #expect((all[4]["data"] as? [String: Any])?["created"] as? Bool == false)
         #expect(all.allSatisfy { ($0["occurred_at"] as? String)?.hasSuffix("Z") == true })
-        let failed = try #require(all[1]["data"] as? [String: Any])
+        let failed = try #require(all[2]["data"] as? [String: Any])
         #expect(failed["error"] as? String == "interaction_required")
         #expect(failed["account_state"] as? String == "interaction_required")
         #expect(failed["sts_error_codes"] as? [Int] == [700082])
-        #expect((all[0]["data"] as? [String: Any])?["sts_error_codes"] as? [Int] == [700082])
+        #expect((all[1]["data"] as? [String: Any])?["sts_error_codes"] as? [Int] == [700082])
 
-        // Paging: two and two, then an empty page that keeps the cursor for the next poll.
-        let first = try await stack.request("GET", "/v1/events?limit=2")
+        // Paging: three and three, then an empty page that keeps the cursor for the next poll.
+        let first = try await stack.request("GET", "/v1/events?limit=3")
         let cursor = try #require(first.json["next_cursor"] as? String)
-        let second = try await stack.request("GET", "/v1/events?limit=2&cursor=\(cursor)")
+        let second = try await stack.request("GET", "/v1/events?limit=3&cursor=\(cursor)")
         let cursor2 = try #require(second.json["next_cursor"] as? String)
         let paged = [first, second].flatMap { ($0.json["events"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String } }
         #expect(paged == all.compactMap { $0["id"] as? String })
@@ -174,7 +184,8 @@ struct KeepAliveAndEventsTests {
             ])
         defer { stack.stop() }
 
-        // Four events: interaction_required, recovered, deleted (alice), deleted (bob).
+        // Seven events: signed_in, interaction_required, recovered, signed_in, deleted (alice),
+        // signed_in, deleted (bob).
         let alice = try await stack.signInAccountId("alice@contoso.example")
         _ = try await stack.control(
             "POST", "/_control/faults",
@@ -186,7 +197,7 @@ struct KeepAliveAndEventsTests {
         let bob = try await stack.signInAccountId("bob@contoso.example")
         #expect(try await stack.request("DELETE", "/v1/accounts/\(bob)").status == 204)
         let expected = try await Self.events(stack)
-        #expect(expected.count == 4)
+        #expect(expected.count == 7)
 
         // Refused connections are counted as unreachable deliveries, and retried.
         let refusedTwice = try await eventually(within: 20) {
@@ -206,12 +217,12 @@ struct KeepAliveAndEventsTests {
         let undelivered = try await stack.withDatabase { connection in
             try connection.query("SELECT count(*) AS n FROM account_events WHERE delivered_at IS NULL").rows.first?.int("n")
         }
-        #expect(undelivered == 4)
+        #expect(undelivered == 7)
 
         receiver.setUp(true)
-        #expect(try await eventually(within: 30) { receiver.accepted.count >= 4 })
+        #expect(try await eventually(within: 30) { receiver.accepted.count >= 7 })
         let accepted = receiver.accepted
-        #expect(accepted.count == 4, "each event is acknowledged once")
+        #expect(accepted.count == 7, "each event is acknowledged once")
         let expectedIds = expected.compactMap { $0["id"] as? String }
         #expect(accepted.map(\.eventId) == expectedIds)
         // Every attempt, refused or not, carried the id of the oldest undelivered event first: ids are stable.
@@ -242,7 +253,7 @@ struct KeepAliveAndEventsTests {
         let delivered = try await stack.withDatabase { connection in
             try connection.query("SELECT count(*) AS n FROM account_events WHERE delivered_at IS NOT NULL").rows.first?.int("n")
         }
-        #expect(delivered == 4)
+        #expect(delivered == 7)
         // The secret never reaches the log.
         #expect(!stack.relay.log().contains(secret))
     }
@@ -264,7 +275,7 @@ struct KeepAliveAndEventsTests {
             #expect(try await stack.request("DELETE", "/v1/accounts/\(accountId)").status == 204)
         }
         let expectedIds = try await Self.events(stack).compactMap { $0["id"] as? String }
-        #expect(expectedIds.count == 2)
+        #expect(expectedIds.count == 4)
 
         #expect(try await eventually(within: 10) { receiver.inFlight > 0 })
         let (inTransaction, advisoryLocks) = try await stack.withDatabase { connection in
@@ -286,7 +297,7 @@ struct KeepAliveAndEventsTests {
         #expect(inTransaction == 0, "no relay session idles in a transaction while the receiver answers")
         #expect(advisoryLocks == 0, "no advisory lock is held while the receiver answers")
 
-        #expect(try await eventually(within: 15) { receiver.accepted.count >= 2 })
+        #expect(try await eventually(within: 30) { receiver.accepted.count >= 4 })
         #expect(receiver.accepted.map(\.eventId) == expectedIds)
         #expect(receiver.maxInFlight == 1, "one delivery at a time")
     }
