@@ -258,6 +258,49 @@ struct KeepAliveAndEventsTests {
         #expect(!stack.relay.log().contains(secret))
     }
 
+    @Test(
+        "Every completed sign-in is pushed to the webhook as account.signed_in (created true, then false; its sign_in_id and tenant), a refused one as sign_in.failed"
+    )
+    func signInsReachTheWebhook() async throws {
+        let receiver = WebhookReceiver()
+        receiver.setUp(true)
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threadCount: 1), handler: receiver)
+        try server.start()
+        defer { server.stop() }
+        let stack = try await TokenRelayStack(
+            name: "e2e_webhook_signed_in",
+            environment: ["TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:\(server.port)/hooks", "TOKENRELAY_WEBHOOK_SECRET": "whsec-signed-in"])
+        defer { stack.stop() }
+        var signInIds: [String] = []
+        for _ in 0..<2 {
+            let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
+            signInIds.append(try #require(started.json["sign_in_id"] as? String))
+            let location = try await stack.authorize(try #require(started.json["authorize_url"] as? String), as: "alice@contoso.example")
+            #expect(try await stack.request("GET", location, authenticated: false).status == 200)
+        }
+        let accountId = try #require(try await stack.request("GET", "/v1/accounts").json["accounts"] as? [[String: Any]]).first?["account_id"] as? String
+        // Bound to alice, completed by bob: refused.
+        let bound = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "account_id": try #require(accountId)])
+        let refusedId = try #require(bound.json["sign_in_id"] as? String)
+        let location = try await stack.authorize(try #require(bound.json["authorize_url"] as? String), as: "bob@contoso.example")
+        #expect(try await stack.request("GET", location, authenticated: false).status == 409)
+
+        #expect(try await eventually(within: 15) { receiver.accepted.count >= 3 })
+        let bodies = receiver.accepted.compactMap { try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any] }
+        #expect(bodies.map { $0["type"] as? String } == ["account.signed_in", "account.signed_in", "sign_in.failed"])
+        for (index, body) in bodies.prefix(2).enumerated() {
+            let data = try #require(body["data"] as? [String: Any])
+            #expect(body["account_id"] as? String == accountId)
+            #expect(data["created"] as? Bool == (index == 0), "\(data)")
+            #expect(data["sign_in_id"] as? String == signInIds[index])
+            #expect(data["tenant_id"] as? String == stack.tenantId)
+        }
+        let failed = try #require(bodies.last?["data"] as? [String: Any])
+        #expect(bodies.last?["account_id"] as? String == accountId, "the account the sign-in was for")
+        #expect(failed["sign_in_id"] as? String == refusedId)
+        #expect(failed["error"] as? String == "user_mismatch")
+    }
+
     @Test("While the webhook receiver is slow to answer, the relay holds no transaction or advisory lock, and events still arrive in order")
     func slowReceiverHoldsNothingOfPostgres() async throws {
         let receiver = WebhookReceiver()

@@ -77,6 +77,12 @@ struct SignInBoundToAccountTests {
         #expect(refusals.count == 1, "\(refusals)")
         #expect(refusals.first?[0] == "sign-in-link" && refusals.first?[1] == aliceId && refusals.first?[2] == "user_mismatch", "\(refusals)")
 
+        // The sign-in the problem named reads failed, with the refusal.
+        let firstId = try #require(problem["sign_in_id"] as? String)
+        let outcome = try await stack.request("GET", "/v1/sign-ins/\(firstId)")
+        #expect(outcome.json["status"] as? String == "failed", "\(outcome.text)")
+        #expect((outcome.json["problem"] as? [String: Any])?["error"] as? String == "user_mismatch")
+
         // The refusal carries a new link for the same account: the right user completes it.
         let again = try #require(callback.json["sign_in_url"] as? String, "\(callback.text)")
         let restart = try await stack.request("GET", again, authenticated: false)
