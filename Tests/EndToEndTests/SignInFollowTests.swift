@@ -26,7 +26,7 @@ struct SignInFollowTests {
     }
 
     @Test(
-        "A sign-in followed with wait=30 on another replica is answered completed within a second of the callback on the first, holding no database connection while it waits"
+        "A sign-in followed with wait=20 on another replica is answered completed within a second of the callback on the first, holding no database connection while it waits"
     )
     func waitAcrossReplicas() async throws {
         let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_replicas")
@@ -41,7 +41,7 @@ struct SignInFollowTests {
         #expect(pending.json["account_id"] == nil)
 
         let waited = Task { () -> (TestResponse, ContinuousClock.Instant) in
-            let response = try await stack.request("GET", replica.baseURL + "/v1/sign-ins/\(id)?wait=30")
+            let response = try await stack.request("GET", replica.baseURL + "/v1/sign-ins/\(id)?wait=20")
             return (response, ContinuousClock.now)
         }
         // The follower waits on the other replica, off the pool.
