@@ -105,7 +105,7 @@ let package = Package(
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"]),
         .testTarget(
             name: "BridgeTests",
-            dependencies: ["HTTPServerBridge", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "PKCS11Bridge", "TokenRelayTesting"]
+            dependencies: ["HTTPServerBridge", "HTTPCommon", "PostgresBridge", "HTTPClientBridge", "CryptoBridge", "PKCS11Bridge", "TokenRelayTesting"]
         ),
         .testTarget(name: "EmulatorTests", dependencies: ["STSEmulator", "HTTPClientBridge", "CryptoBridge", "TokenRelayTesting"]),
         .testTarget(

@@ -18,12 +18,17 @@ public struct HTTPRequest: Sendable {
     /// The protocol version of the request line (`HTTP/1.1`, `HTTP/1.0`); nil for a request made
     /// in memory (tests), which carries no request line.
     public var version: String?
+    /// What the server counted of `headers` while reading them (``HeaderFieldFacts``); nil for a
+    /// request made in memory, whose fields are then read again where a rule needs them.
+    public var fieldFacts: HeaderFieldFacts?
 
     public init(
         method: String, path: String, query: [(name: String, value: String)] = [], headers: HTTPHeaders = HTTPHeaders(),
-        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil, version: String? = nil
+        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil, version: String? = nil,
+        fieldFacts: HeaderFieldFacts? = nil
     ) {
         self.version = version
+        self.fieldFacts = fieldFacts
         self.method = method
         self.path = path
         self.query = query

@@ -30,6 +30,7 @@ struct HeadReading {
     }
 
     var headers = HTTPHeaders(minimumCapacity: 8)
+    var fieldFacts = HeaderFieldFacts()
     var refusal: HTTPHeadRefusal?
     /// The first `Content-Length`, or 0 when absent or unparsable (libmicrohttpd refuses a malformed one with 400).
     var contentLength = 0
@@ -137,6 +138,9 @@ private func readField(
     let name = keySize > 0 ? String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self) : ""
     let text = valueSize > 0 && value != nil ? String(decoding: UnsafeRawBufferPointer(start: value, count: valueSize), as: UTF8.self) : ""
     walk.pointee.reading.headers.add(name, text)
+    walk.pointee.reading.fieldFacts.count(
+        name: UnsafeRawBufferPointer(start: key, count: keySize), isHost: named(key, keySize, "Host"),
+        isContentLength: named(key, keySize, "Content-Length"), valueCount: valueSize)
     guard walk.pointee.reading.refusal == nil else { return .YES }
 
     if let lineEnd = walk.pointee.lineEnd, let value {

@@ -34,6 +34,7 @@ func accessHandler(
         core.state.withLock { $0.active += 1 }
         let head = HeadReading.read(connection, method: method, version: version)
         context.headers = head.headers
+        context.fieldFacts = head.fieldFacts
         let refusal =
             head.refusal
             ?? (blankInTarget
@@ -250,7 +251,8 @@ private func makeRequest(
         bodyExceededLimit: context.bodyExceededLimit,
         remoteAddress: remoteAddress,
         // The usual version as a literal: no string made per request.
-        version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) }
+        version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) },
+        fieldFacts: context.fieldFacts
     )
 }
 

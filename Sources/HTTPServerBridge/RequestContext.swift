@@ -32,6 +32,7 @@ final class RequestContext: @unchecked Sendable {
     var isDecidingHead = false
     /// The header fields, read once on the first handler call.
     var headers = HTTPHeaders()
+    var fieldFacts: HeaderFieldFacts?
     /// A HEAD request: its answer carries the length a GET would have had, and no body.
     var isHead = false
     let outcome = Mutex<Outcome>(.pending)

@@ -46,6 +46,12 @@ package struct RequestContext: Sendable {
         return copy
     }
 
+    /// Work no caller waits for (a proactive refresh, a keep-alive): a new correlation id, no
+    /// caller, `seconds` to finish by `clock`, the waiting clock (``UpstreamClock``).
+    package static func background(seconds: Double, clock: UpstreamClock = .system) -> RequestContext {
+        RequestContext(correlationId: CorrelationId.make(), deadline: clock.now().addingTimeInterval(seconds), caller: nil, access: .unrestricted)
+    }
+
     /// Seconds left before the deadline (negative once it passed).
     package var remainingSeconds: Double { deadline.timeIntervalSinceNow }
 

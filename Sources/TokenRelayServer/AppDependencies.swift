@@ -226,7 +226,7 @@ package struct AppDependencies: Sendable {
             configuration: configuration, store: store, events: events, tokens: tokens, grants: grants, signIns: signIns, downstream: downstream,
             authorities: authorities,
             health: HealthChecks(
-                database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth, metrics: metrics),
+                database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth, metrics: metrics, clock: clock),
             metrics: metrics, audit: AuditStore(database: database), issuance: issuance, tenants: tenantStore, suspensions: suspensions)
         self.services = services
         metrics.addGauges {

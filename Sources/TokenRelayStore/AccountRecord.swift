@@ -110,6 +110,15 @@ package struct AccountRecord: Sendable, Equatable {
             self.claims = claims
         }
 
+        /// Heap bytes of this object itself (``HeapCost/object(fieldBytes:)``), not of its strings.
+        package static let objectCost = HeapCost.object(
+            fieldBytes: MemoryLayout<
+                (
+                    String, String, String, String?, String, String?, String?, String?, String, AuthorityType, State, String, String, String?,
+                    [TenantProfile], [String: String], JSONValue
+                )
+            >.size)
+
         package static func == (lhs: Fields, rhs: Fields) -> Bool {
             lhs.accountId == rhs.accountId && lhs.clientId == rhs.clientId && lhs.environment == rhs.environment && lhs.homeAccountId == rhs.homeAccountId
                 && lhs.realm == rhs.realm && lhs.localAccountId == rhs.localAccountId && lhs.username == rhs.username && lhs.name == rhs.name

@@ -4,31 +4,72 @@ import TokenRelayBase
 /// An access-token cache entry (behaviour §1): keyed by (account, environment, realm, client_id,
 /// target scope set), decrypted for use in this process only.
 package struct StoredAccessToken: Sendable, Equatable {
-    package let accountId: String
-    package let environment: String
-    package let realm: String
-    package let clientId: String
+    // The fields live in one immutable object shared by every copy, as `AccountRecord`'s do: a
+    // served token is copied from memory into the plan, the answer and the aftermath of every
+    // cached silent request (behaviour §10), and a copy of five strings and an array cost as many
+    // reference count updates.
+    package let fields: Fields
+
+    package var accountId: String { fields.accountId }
+    package var environment: String { fields.environment }
+    package var realm: String { fields.realm }
+    package var clientId: String { fields.clientId }
     /// Granted scopes in canonical form.
-    package let scopes: [String]
-    package let secret: String
+    package var scopes: [String] { fields.scopes }
+    package var secret: String { fields.secret }
     /// Unix seconds.
-    package let expiresOn: Int
-    package let extExpiresOn: Int?
-    package let refreshOn: Int?
+    package var expiresOn: Int { fields.expiresOn }
+    package var extExpiresOn: Int? { fields.extExpiresOn }
+    package var refreshOn: Int? { fields.refreshOn }
 
     package init(
         accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int, extExpiresOn: Int?,
         refreshOn: Int?
     ) {
-        self.accountId = accountId
-        self.environment = environment
-        self.realm = realm
-        self.clientId = clientId
-        self.scopes = scopes
-        self.secret = secret
-        self.expiresOn = expiresOn
-        self.extExpiresOn = extExpiresOn
-        self.refreshOn = refreshOn
+        fields = Fields(
+            accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: secret, expiresOn: expiresOn,
+            extExpiresOn: extExpiresOn, refreshOn: refreshOn)
+    }
+
+    package static func == (lhs: StoredAccessToken, rhs: StoredAccessToken) -> Bool {
+        lhs.fields === rhs.fields || lhs.fields == rhs.fields
+    }
+
+    /// The stored fields, as the initializer received them.
+    package final class Fields: Sendable, Equatable {
+        package let accountId: String
+        package let environment: String
+        package let realm: String
+        package let clientId: String
+        package let scopes: [String]
+        package let secret: String
+        package let expiresOn: Int
+        package let extExpiresOn: Int?
+        package let refreshOn: Int?
+
+        init(
+            accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int,
+            extExpiresOn: Int?, refreshOn: Int?
+        ) {
+            self.accountId = accountId
+            self.environment = environment
+            self.realm = realm
+            self.clientId = clientId
+            self.scopes = scopes
+            self.secret = secret
+            self.expiresOn = expiresOn
+            self.extExpiresOn = extExpiresOn
+            self.refreshOn = refreshOn
+        }
+
+        /// Heap bytes of this object itself (``HeapCost/object(fieldBytes:)``), not of its strings.
+        package static let objectCost = HeapCost.object(fieldBytes: MemoryLayout<(String, String, String, String, [String], String, Int, Int?, Int?)>.size)
+
+        package static func == (lhs: Fields, rhs: Fields) -> Bool {
+            lhs.accountId == rhs.accountId && lhs.environment == rhs.environment && lhs.realm == rhs.realm && lhs.clientId == rhs.clientId
+                && lhs.scopes == rhs.scopes && lhs.secret == rhs.secret && lhs.expiresOn == rhs.expiresOn && lhs.extExpiresOn == rhs.extExpiresOn
+                && lhs.refreshOn == rhs.refreshOn
+        }
     }
 
     package var times: CachedTokenTimes { CachedTokenTimes(expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn) }

@@ -156,7 +156,7 @@ package final class AccountCache: Sendable {
 }
 
 extension AccountRecord {
-    /// Heap bytes an account holds in memory (``HeapCost``): its strings, the id token's claims as
+    /// Heap bytes an account holds in memory (``HeapCost``): its fields object, its strings, the id token's claims as
     /// text and parsed, its JSON answer bytes, tenant profiles and external ids. Its own fields
     /// are in the cache's slot (``AccountCache/entryOverheadBytes``).
     package var memoryCost: Int {
@@ -167,6 +167,6 @@ extension AccountRecord {
         let external = externalIds.reduce(HeapCost.hashTable(count: externalIds.count, stride: 2 * MemoryLayout<String>.stride)) {
             $0 + HeapCost.string($1.key) + HeapCost.string($1.value)
         }
-        return strings + HeapCost.json(claims) + HeapCost.array(jsonBytes) + profiles + external
+        return AccountRecord.Fields.objectCost + strings + HeapCost.json(claims) + HeapCost.array(jsonBytes) + profiles + external
     }
 }

@@ -45,8 +45,7 @@ package struct BackgroundRefresher: Sendable {
         let background = self
         tasks.startIfRoom {
             guard let authority = try? authority ?? background.authorities.validate(account.authority) else { return }
-            let context = RequestContext(
-                correlationId: CorrelationId.make(), deadline: Date().addingTimeInterval(30), caller: nil, access: .unrestricted)
+            let context = RequestContext.background(seconds: 30)
             let request = RefreshExecutor.Request(
                 account: account, authority: authority, realm: token.realm, scopes: scopes, claims: claims, mode: .proactive, minTTL: 0,
                 context: context)

@@ -36,11 +36,11 @@ package final class MemoryTokenCache: Sendable {
             scopes.canonical.allSatisfy { canonical.contains($0) || target.contains($0.lowercased()) }
         }
 
-        /// Heap bytes this entry holds (``HeapCost``): the token's strings, its scopes as granted,
+        /// Heap bytes this entry holds (``HeapCost``): the token's fields object and strings, its scopes as granted,
         /// canonical and lower-cased, and the prebuilt answer. Its own fields are in the list's
         /// buffer (``MemoryTokenCache/cost(of:)``).
         var cost: Int {
-            HeapCost.string(token.accountId) + HeapCost.string(token.environment) + HeapCost.string(token.realm)
+            StoredAccessToken.Fields.objectCost + HeapCost.string(token.accountId) + HeapCost.string(token.environment) + HeapCost.string(token.realm)
                 + HeapCost.string(token.clientId) + HeapCost.string(token.secret) + HeapCost.strings(token.scopes)
                 + HeapCost.set(canonical) + HeapCost.set(target) + HeapCost.array(answer.head) + HeapCost.array(answer.tail)
         }

@@ -25,16 +25,21 @@ package struct HealthChecks: Sendable {
     /// The client credential's rejection and expiry warnings (behaviour §12 Health).
     package var credential: CredentialHealth? = nil
 
-    /// When the service started (the checks are built at start-up), for the `uptime` check.
-    package var started = ContinuousClock.now
+    /// The service's clock (``RelayClock``): check times, response times, uptime.
+    package let clock: RelayClock
+    /// When the service started (the checks are built at start-up), for the `uptime` check:
+    /// ``RelayClock/monotonicSeconds``.
+    package let started: Double
     /// Where every readiness result lands as `tokenrelay_ready`, whoever asked (a probe of
     /// `/readyz` or the periodic ``ReadinessSelfCheck``).
     package var metrics: Metrics? = nil
 
     package init(
         database: Database, migrator: Migrator?, keyRing: KeyRing, ciphertexts: CiphertextStore? = nil, credential: CredentialHealth? = nil,
-        metrics: Metrics? = nil
+        metrics: Metrics? = nil, clock: RelayClock = .system
     ) {
+        self.clock = clock
+        started = clock.monotonicSeconds
         self.database = database
         self.migrator = migrator
         self.keyRing = keyRing
@@ -46,15 +51,14 @@ package struct HealthChecks: Sendable {
     /// The process serves: `pass` with an `uptime` check in seconds (the draft's §4 example of
     /// a system-wide check). Answered on the server thread: no I/O, no lock.
     package func liveness() -> HTTPResponse {
-        let uptime = ContinuousClock.now - started
-        let seconds = Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18
+        let seconds = clock.monotonicSeconds - started
         return respond(
             status: "pass",
             checks: [
                 "uptime": .array([
                     .object([
                         "componentType": .string("system"), "observedValue": .number((seconds * 1000).rounded(.down) / 1000),
-                        "observedUnit": .string("s"), "status": .string("pass"), "time": .string(Date().formatted(.iso8601)),
+                        "observedUnit": .string("s"), "status": .string("pass"), "time": .string(clock.date.formatted(.iso8601)),
                     ])
                 ])
             ])
@@ -65,21 +69,21 @@ package struct HealthChecks: Sendable {
     package func readiness() async -> HTTPResponse {
         let response = await check()
         metrics?.set("tokenrelay_ready", value: response.status == 200 ? 1 : 0)
-        metrics?.set("tokenrelay_ready_checked_timestamp_seconds", value: Date().timeIntervalSince1970.rounded())
+        metrics?.set("tokenrelay_ready_checked_timestamp_seconds", value: clock.unixTime.rounded())
         return response
     }
 
     private func check() async -> HTTPResponse {
-        let time = Date().formatted(.iso8601)
+        let time = clock.date.formatted(.iso8601)
         var checks: [String: JSONValue] = [:]
         var overall = "pass"
-        let started = Date()
+        let started = clock.monotonicSeconds
         do {
             let pending = try await database.run { connection -> [String] in
                 _ = try connection.query("SELECT 1")
                 return try migrator?.pending(on: connection) ?? []
             }
-            let elapsed = Date().timeIntervalSince(started) * 1000
+            let elapsed = (clock.monotonicSeconds - started) * 1000
             checks["postgresql:responseTime"] = .array([
                 .object([
                     "status": .string("pass"), "observedValue": .number((elapsed * 100).rounded() / 100), "observedUnit": .string("ms"), "time": .string(time),

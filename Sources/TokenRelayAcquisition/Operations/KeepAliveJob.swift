@@ -180,8 +180,7 @@ package struct KeepAliveJob: Service {
     private enum Outcome { case refreshed, failed, deferred }
 
     private func keepAlive(_ account: AccountRecord) async -> Outcome {
-        let context = RequestContext(
-            correlationId: CorrelationId.make(), deadline: Date().addingTimeInterval(30), caller: nil, access: .unrestricted)
+        let context = RequestContext.background(seconds: 30)
         let outcome: Outcome
         do {
             let scopes = try await store.recentScopes(accountId: account.accountId, realm: account.realm) ?? Self.fallbackScopes

@@ -23,6 +23,10 @@ package enum HeapCost {
 
     package static func string(_ text: String?) -> Int { text.map(string) ?? 0 }
 
+    /// A class instance: a 16-byte header (metadata and reference counts) and its stored fields,
+    /// `fieldBytes` (laid out as a tuple of the same fields is).
+    package static func object(fieldBytes: Int) -> Int { chunk(16 + fieldBytes) }
+
     /// Strings' buffers and the array that holds them.
     package static func strings(_ items: [String]) -> Int { items.reduce(array(items)) { $0 + string($1) } }
 

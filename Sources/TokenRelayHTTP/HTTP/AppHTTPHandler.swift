@@ -146,8 +146,9 @@ package final class AppHTTPHandler: HTTPHandler {
             }
             var request = RouteRequest(
                 http: http, parameters: parameters,
-                context: RequestContext(correlationId: prepared.correlationId, deadline: Date().addingTimeInterval(timeout), caller: nil, access: .unrestricted)
-            )
+                context: RequestContext(
+                    correlationId: prepared.correlationId, deadline: UpstreamClock.system.now().addingTimeInterval(timeout), caller: nil,
+                    access: .unrestricted))
             if let permission = route.access.permissions {
                 switch authenticator.authenticateFromMemory(try http.headers.only("Authorization")) {
                 case .caller(let caller):

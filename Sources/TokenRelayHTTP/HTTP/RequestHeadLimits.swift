@@ -26,49 +26,57 @@ package enum RequestHeadLimits {
     ///   (the connection is then closed); 414 `uri_too_long`, or 431 `header_fields_too_large`
     ///   naming the largest header field in `field`.
     package static func check(_ request: HTTPRequest) throws(RelayError) {
-        // Checked for every request: one pass over the fields, no allocation unless one is wrong.
-        var length: String?
-        var hosts = 0
-        for field in request.headers {
-            guard isToken(field.name) else {
-                // `Name : value` reached us as the field `Name ` (RFC 9112 §5.1: MUST be 400).
-                let name = field.name.trimmingCharacters(in: .whitespaces)
-                throw RelayError.invalidRequest(field: name, "The header field name '\(name)' holds whitespace or a delimiter (RFC 9112 §5.1).")
-            }
-            if field.name.caseInsensitiveEquals("Host") {
-                hosts += 1
-                continue
-            }
-            // libmicrohttpd 0.9.75 frames the body by one Content-Length and passes both on: a
-            // proxy in front that used the other would see a different request (RFC 9112 §6.3).
-            guard field.name.caseInsensitiveEquals("Content-Length") else { continue }
-            if let length, length.trimmingCharacters(in: .whitespaces) != field.value.trimmingCharacters(in: .whitespaces) {
+        let facts = request.fieldFacts ?? HeaderFieldFacts(counting: request.headers)
+        // The server counted the fields as it read them: the fields are walked again only to
+        // name the one at fault, or to compare Content-Length values when there are several.
+        if !facts.namesAreTokens, let field = request.headers.first(where: { !isToken($0.name) }) {
+            // `Name : value` reached us as the field `Name ` (RFC 9112 §5.1: MUST be 400).
+            let name = field.name.trimmingCharacters(in: .whitespaces)
+            throw RelayError.invalidRequest(field: name, "The header field name '\(name)' holds whitespace or a delimiter (RFC 9112 §5.1).")
+        }
+        // libmicrohttpd 0.9.75 frames the body by one Content-Length and passes both on: a
+        // proxy in front that used the other would see a different request (RFC 9112 §6.3).
+        if facts.contentLengthFields > 1 {
+            let lengths = request.headers.filter { $0.name.caseInsensitiveEquals("Content-Length") }.map { $0.value.trimmingCharacters(in: .whitespaces) }
+            if lengths.contains(where: { $0 != lengths[0] }) {
                 var problem = RelayError.invalidRequest(field: "Content-Length", "The request has Content-Length fields that disagree.")
                 problem.closesConnection = true
                 throw problem
             }
-            length = field.value
         }
         if request.targetBytes > maxTargetBytes {
             throw RelayError(.uriTooLong, "The request target (path and query) exceeds \(maxTargetBytes) bytes.")
         }
-        if request.headerFieldBytes > maxHeaderFieldBytes {
+        if facts.headerFieldBytes > maxHeaderFieldBytes {
             let largest = request.headers.max { $0.name.utf8.count + $0.value.utf8.count < $1.name.utf8.count + $1.value.utf8.count }
             throw RelayError(
                 .headerFieldsTooLarge, "The request's header fields exceed \(maxHeaderFieldBytes) bytes.",
                 extensions: largest.map { ["field": .string($0.name)] } ?? [:])
         }
         // libmicrohttpd refuses two Host fields only in its strict mode, and a missing one never.
-        if hosts > 1 || (hosts == 0 && request.version == "HTTP/1.1") {
+        if facts.hostFields > 1 || (facts.hostFields == 0 && request.version == "HTTP/1.1") {
             throw RelayError.invalidRequest(field: "Host", "An HTTP/1.1 request must carry one Host header, and no request two.")
         }
     }
 
-    /// Whether `name` is a non-empty token (RFC 9110 §5.6.2), read byte by byte from its span.
+    /// Whether `name` is a non-empty token (RFC 9110 §5.6.2).
     private static func isToken(_ name: String) -> Bool {
-        let bytes = name.utf8.span
-        guard !bytes.isEmpty else { return false }
-        for index in bytes.indices where !bytes[index].isHTTPTokenCharacter { return false }
-        return true
+        !name.isEmpty && name.utf8.allSatisfy(\.isHTTPTokenCharacter)
+    }
+}
+
+extension HeaderFieldFacts {
+    /// The facts of `headers` counted here, for a request made in memory (tests, the in-process
+    /// mode), which no server read.
+    init(counting headers: HTTPHeaders) {
+        self.init()
+        for field in headers {
+            var name = field.name
+            name.withUTF8 { bytes in
+                count(
+                    name: UnsafeRawBufferPointer(bytes), isHost: field.name.caseInsensitiveEquals("Host"),
+                    isContentLength: field.name.caseInsensitiveEquals("Content-Length"), valueCount: field.value.utf8.count)
+            }
+        }
     }
 }

@@ -43,3 +43,22 @@ struct TokenExpiryClockTests {
         #expect(try await stack.emulatorCount() > redemptions)
     }
 }
+
+/// Health answers read the service's one clock too (issue 27 item 6): uptime and check times.
+@Suite("Health on the service's clock", .serialized)
+struct HealthClockTests {
+    @Test("/healthz's uptime and /readyz's check time follow the service's clock, not the machine's")
+    func healthOnTestClock() async throws {
+        let time = TestClock(unixTime: 1_767_225_600)  // 2026-01-01T00:00:00Z
+        let stack = try await InProcessApp(name: "health_clock", clock: time.clock)
+        defer { stack.stop() }
+        time.advance(by: 3600)
+        let live = try await stack.request("GET", "/healthz")
+        let uptime = try #require((live.json["checks"] as? [String: Any])?["uptime"] as? [[String: Any]])
+        #expect(uptime.first?["observedValue"] as? Double == 3600)
+        #expect(uptime.first?["time"] as? String == "2026-01-01T01:00:00Z")
+        let ready = try await stack.request("GET", "/readyz")
+        let database = try #require((ready.json["checks"] as? [String: Any])?["postgresql:responseTime"] as? [[String: Any]])
+        #expect(database.first?["time"] as? String == "2026-01-01T01:00:00Z")
+    }
+}
