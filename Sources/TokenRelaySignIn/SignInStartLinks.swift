@@ -94,7 +94,9 @@ package struct SignInStartLinks: Sendable {
         for key in keys {
             guard ConstantTime.equals(Self.idTag(body, key: key, reader: nil), Array(bytes[16..<24])) else { continue }
             let expires = body[12..<16].reduce(0) { $0 << 8 | Int($1) }
-            return LinkSignInId(expires: expires, isReader: ConstantTime.equals(Self.idTag(body, key: key, reader: reader ?? ""), Array(bytes[24..<32])))
+            // No key (an open route) reads nothing by the id alone, whatever key-less link it names.
+            let isReader = reader.map { ConstantTime.equals(Self.idTag(body, key: key, reader: $0), Array(bytes[24..<32])) } ?? false
+            return LinkSignInId(expires: expires, isReader: isReader)
         }
         return nil
     }
