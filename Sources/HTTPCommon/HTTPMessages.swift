@@ -24,11 +24,9 @@ public struct HTTPRequest: Sendable {
 
     public init(
         method: String, path: String, query: [(name: String, value: String)] = [], headers: HTTPHeaders = HTTPHeaders(),
-        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil, version: String? = nil,
-        fieldFacts: HeaderFieldFacts? = nil
+        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil, version: String? = nil
     ) {
         self.version = version
-        self.fieldFacts = fieldFacts
         self.method = method
         self.path = path
         self.query = query

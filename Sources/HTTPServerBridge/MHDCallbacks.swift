@@ -242,7 +242,7 @@ private func makeRequest(
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryItem, $0)
     }
     let remoteAddress = cmhd_connection_client_address(connection).flatMap { SocketAddress.numericHost(of: $0) }
-    return HTTPRequest(
+    var request = HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: url.map { originPath(String(cString: $0)) } ?? "/",
         query: query,
@@ -251,9 +251,10 @@ private func makeRequest(
         bodyExceededLimit: context.bodyExceededLimit,
         remoteAddress: remoteAddress,
         // The usual version as a literal: no string made per request.
-        version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) },
-        fieldFacts: context.fieldFacts
+        version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) }
     )
+    request.fieldFacts = context.fieldFacts
+    return request
 }
 
 /// The path of a request target: an absolute-form target (`http://host/path`, which a server

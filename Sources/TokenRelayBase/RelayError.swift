@@ -138,3 +138,11 @@ package struct RelayError: Error, Sendable {
         return error
     }
 }
+
+extension RelayError: CustomStringConvertible {
+    /// For logs (a cause wrapping another error): the code, status, detail and cause; never the
+    /// sign-in hint or extensions, which may name a user.
+    package var description: String {
+        "RelayError(\(code.rawValue), \(status): \(detail)" + (cause.map { "; cause: \($0)" } ?? "") + ")"
+    }
+}

@@ -55,6 +55,8 @@ package struct AppDependencies: Sendable {
     /// Work no request awaits to its end (refreshes, touches, lease releases, rotations not
     /// stored yet), drained at shutdown before the pool closes.
     package let backgroundTasks: BackgroundTasks
+    /// The refresh engine (ADR 0012); its leases still held after the drain are released at shutdown.
+    package let refreshExecutor: RefreshExecutor
     package let issuanceStore: IssuanceStore
     /// Serves ``handler``; nil in the test form.
     package let server: HTTPServer?
@@ -181,6 +183,7 @@ package struct AppDependencies: Sendable {
             limiter: redemptionLimiter, waiters: leaseWaiters, pendingRotations: PendingRotations(), tasks: backgroundTasks, metrics: metrics,
             logger: logger, now: now)
         executor.leaseSeconds = Double(tokenSettings.refreshLeaseSeconds)
+        refreshExecutor = executor
         let refresher = CoalescedRefresher(executor: executor)
         let tokens = SilentAcquisition(
             resolver: AccountResolver(store: store, accounts: accounts),
@@ -342,7 +345,10 @@ package struct AppDependencies: Sendable {
     /// drained).
     /// - Parameter onListening: called with the bound port once the HTTP server accepts.
     package func services(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> [any Service] {
-        var services: [any Service] = [OnStop("Resources", close), backgroundTasks]
+        // Stopped in reverse: the leases still held are released after the background drain
+        // (a redemption given up then) and before the pool closes.
+        let executor = refreshExecutor
+        var services: [any Service] = [OnStop("Resources", close), OnStop("RefreshLeases") { await executor.releaseHeldLeases() }, backgroundTasks]
         services.append(InvalidationListener(invalidation: invalidation, url: configuration.database.listenURL ?? configuration.database.url))
         services.append(tenantReloader)
         // Always: besides keep-alive (when on), its pass prunes old events (issue 10 item 12).
@@ -366,7 +372,10 @@ package struct AppDependencies: Sendable {
             services.append(
                 HTTPServerService(server: server, drainTimeoutSeconds: configuration.http.shutdownTimeoutSeconds, logger: logger) { port in
                     urls.serverStarted(port: port)
-                    logger.info("service.listening", ["listen.host": host, "listen.port": String(port), "listen.role": "api"])
+                    // replica.id names this process in lease owners (`token.lease_taken_over`'s lease.previous_holder).
+                    logger.info(
+                        "service.listening",
+                        ["listen.host": host, "listen.port": String(port), "listen.role": "api", "replica.id": ReplicaInvalidation.origin])
                     onListening(port)
                 })
         }

@@ -101,7 +101,7 @@ public struct ConfigurationLoader: Sendable {
         config.tokens.expirySkewSeconds = try int("expiry_skew_s", 0...3600) ?? config.tokens.expirySkewSeconds
         config.tokens.uiRequiredTTLSeconds = try int("ui_required_ttl_s", 0...3600) ?? config.tokens.uiRequiredTTLSeconds
         config.tokens.maxConcurrentRefreshes = try int("max_concurrent_refreshes", 1...100_000) ?? config.tokens.maxConcurrentRefreshes
-        config.tokens.refreshLeaseSeconds = try int("refresh_lease_s", 4...600) ?? config.tokens.refreshLeaseSeconds
+        config.tokens.refreshLeaseSeconds = try int("refresh_lease_s", 2...600) ?? config.tokens.refreshLeaseSeconds
         config.tokens.allowExtendedLifetime = try bool("allow_extended_lifetime") ?? false
         config.identity.clientCapabilities = try list("client_capabilities") ?? []
         config.limits.maxBodyBytes = try int("max_body_bytes", 1024...(64 << 20)) ?? config.limits.maxBodyBytes

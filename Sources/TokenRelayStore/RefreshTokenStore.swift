@@ -17,6 +17,12 @@ package protocol RefreshTokenStore: Sendable {
     /// Releases the lease if `owner` still holds it, and wakes waiters on every replica.
     func releaseRefreshLease(accountId: String, owner: String) async throws
 
+    /// Extends the lease `owner` holds to `leaseSeconds` from now (PostgreSQL's clock): the
+    /// holder's keep-alive while its token-endpoint call runs (ADR 0012).
+    /// - Returns: false when `owner` no longer holds it (it ran out and was taken over, or was released).
+    /// - Throws: `RelayError` 503 when the database is unreachable.
+    func renewRefreshLease(accountId: String, owner: String, leaseSeconds: Double) async throws -> Bool
+
     /// Deletes the refresh token if it is still at `generation` and puts the account in
     /// `interaction_required` (behaviour §2.2). Returns whether it did.
     func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool
@@ -42,7 +48,7 @@ package struct RefreshClaimRequest: Sendable {
     package let now: Int
     /// This claim's unique lease owner (replica origin and a random part).
     package let owner: String
-    /// How long the lease holds, seconds (`TOKENRELAY_REFRESH_LEASE_S`).
+    /// How long the lease holds unless renewed, seconds (`TOKENRELAY_REFRESH_LEASE_S`).
     package let leaseSeconds: Double
 
     package init(
@@ -64,8 +70,10 @@ package struct RefreshClaimRequest: Sendable {
 
 /// What a claim found.
 package enum RefreshClaim: Sendable, Equatable {
-    /// The lease is this claim's: redeem `token`, of `generation`.
-    case claimed(token: String, generation: Int64)
+    /// The lease is this claim's: redeem `token`, of `generation`. `takenOverFrom`: the owner of
+    /// a lease that ran out and this claim replaced (its holder died or could not renew it); nil
+    /// when the lease was free.
+    case claimed(token: String, generation: Int64, takenOverFrom: String?)
     /// Another redemption holds the lease for about `secondsLeft` more.
     case heldElsewhere(secondsLeft: Double)
     /// A usable access token is stored (another redemption finished meanwhile).
@@ -78,7 +86,7 @@ extension RefreshClaim {
     /// `tokenrelay_refresh_claims_total{result}`.
     package var metricLabel: String {
         switch self {
-        case .claimed: "claimed"
+        case .claimed(_, _, let takenOverFrom): takenOverFrom == nil ? "claimed" : "taken_over"
         case .heldElsewhere: "held_elsewhere"
         case .freshTokenStored: "fresh_token_stored"
         case .noRefreshToken: "no_refresh_token"

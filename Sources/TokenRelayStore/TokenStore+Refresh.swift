@@ -18,7 +18,7 @@ extension TokenStore: RefreshTokenStore {
             do {
                 let token = try await cipher.open(
                     loading: SealedSecret(row: row), for: SealingContext(owner: claim.accountId, kind: .refreshToken, clientId: clientId))
-                return .claimed(token: token, generation: generation)
+                return .claimed(token: token, generation: generation, takenOverFrom: row.string("taken_over_from"))
             } catch {
                 // Never sent: a key missing from the ring, or a ciphertext moved from another row.
                 try? await releaseRefreshLease(accountId: claim.accountId, owner: claim.owner)
@@ -33,11 +33,11 @@ extension TokenStore: RefreshTokenStore {
         return .heldElsewhere(secondsLeft: max(0, secondsLeft))
     }
 
-    /// One call (migration 0010, `tokenrelay_claim_refresh`): the cache check (`fresh`), the lease
-    /// claim (only when the lease is free or expired, and no usable token is stored), and what the
-    /// row holds when it could not be claimed.
+    /// One call (migrations 0010 and 0021, `tokenrelay_claim_refresh`): the cache check (`fresh`),
+    /// the lease claim (only when the lease is free or expired, and no usable token is stored; the
+    /// expired lease's owner in `taken_over_from`), and what the row holds when it could not be claimed.
     private static let claimStatement = """
-        SELECT key_id, nonce, ciphertext, claimed_generation, fresh, has_token, lease_seconds_left::text AS lease_seconds_left
+        SELECT key_id, nonce, ciphertext, claimed_generation, fresh, has_token, lease_seconds_left::text AS lease_seconds_left, taken_over_from
         FROM tokenrelay_claim_refresh($1::text, $2::text, $3::text, $4::text, $5::bool, $6::text, $7::int8, $8::bool, $9::int8, $10::text, $11::float8)
         """
 
@@ -107,6 +107,22 @@ extension TokenStore: RefreshTokenStore {
                     .text(accountId), .text(clientId), .text(owner), .text(ReplicaNotifications.channel),
                     .text(ReplicaNotifications.Message.refreshReleased(accountId).payload),
                 ])
+        }
+    }
+
+    /// One plain statement, run only by a redemption longer than the renewal interval (a third of
+    /// the lease), so it is not worth a function of its own. Fenced on `owner`, unique to one
+    /// claim: a late renewal never extends a lease someone else took, nor revives a released one.
+    package func renewRefreshLease(accountId: String, owner: String, leaseSeconds: Double) async throws -> Bool {
+        let clientId = self.clientId
+        return try await database.run { connection in
+            try connection.query(
+                """
+                UPDATE refresh_tokens SET lease_expires_at = now() + make_interval(secs => $4::float8)
+                WHERE account_id = $1 AND client_id = $2 AND lease_owner = $3 RETURNING 1 AS renewed
+                """,
+                [.text(accountId), .text(clientId), .text(owner), .text(String(leaseSeconds))]
+            ).rows.first != nil
         }
     }
 

@@ -6,9 +6,10 @@ import Testing
 import TokenRelayTesting
 
 /// The guarantees of the refresh engine that holds nothing of PostgreSQL while the STS answers
-/// (behaviour §2.6, §5, §10; ADR 0012), end to end: a lease taken over after the holder is
-/// killed, a PostgreSQL restart in the middle of a refresh storm, the pool free while
-/// redemptions wait on the STS, and the per-replica bound on redemptions in flight. The
+/// (behaviour §2.6, §5, §10; ADR 0012), end to end: a lease taken over within seconds after the
+/// holder is killed, kept alive by a live holder however long its call, released at SIGTERM, a
+/// PostgreSQL restart in the middle of a refresh storm, the pool free while redemptions wait on
+/// the STS, and the per-replica bound on redemptions in flight. The
 /// single-flight storm over three replicas is ``ReplicaTests/singleFlightAcrossReplicas()``.
 @Suite("Refresh leases, takeover, outages and bounds, end to end", .serialized, .timingGroup(.measuring))
 struct RefreshLeaseTests {
@@ -16,112 +17,77 @@ struct RefreshLeaseTests {
 
     // MARK: Takeover after kill -9
 
-    @Test("kill -9 of the replica whose redemption is in flight: another takes over only after the lease ends, one chain")
+    @Test(
+        "kill -9 of the holder mid-call (token endpoint at 2 s, strict rotation, 30 s grace): the other replica serves the account within 10 s, never a 500; the next forced refresh redeems the chain's head"
+    )
     func takeoverAfterKill() async throws {
-        let leaseSeconds = 12.0
         // The emulator rotates a refresh token when the request arrives and answers `latency_ms`
-        // later. The killed replica's redemption has therefore already superseded the stored
-        // token, and the token that replaced it died with the process: whoever takes over can
-        // only present the stored, superseded one. Under strict rotation (grace 0) no relay could
-        // recover from that (the takeover is refused and the user must sign in again); a grace
-        // wider than the lease, as Entra (which never revokes a superseded token) and the
-        // reuse intervals of other providers give, makes the emulator answer the chain's head
-        // instead of forking it. What the test pins is the relay's part: nobody redeems while the
-        // dead holder's lease runs, exactly one takeover redemption follows it, and what is
-        // stored afterwards is the chain's head.
-        let stack = try await TokenRelayStack(
-            name: "e2e_lease_takeover", environment: ["TOKENRELAY_REFRESH_LEASE_S": String(Int(leaseSeconds))],
-            emulatorArguments: ["--rotation-grace-seconds", "30"])
+        // later. The killed holder's redemption has therefore already superseded the stored token,
+        // and the token that replaced it died with the process: whoever takes over can only present
+        // the stored, superseded one, which strict rotation accepts (answering the chain's head
+        // again, not forking it) only within its grace, 30 s here. The lease is the default one:
+        // the takeover must come within seconds, not after the grace.
+        let stack = try await TokenRelayStack(name: "e2e_lease_takeover", emulatorArguments: ["--rotation-grace-seconds", "30"])
         defer { stack.stop() }
         let holder = try stack.startReplica()
         defer { holder.stop() }
         let user = "alice@contoso.example"
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
         let id = try await stack.signInAccountId(user)
-        // The holder's STS call hangs until its cut-off (0.75 × lease = 9 s): the window for the
-        // kill, wide enough for a test process starved by the suites running beside it.
-        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 60_000])
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 2000])
         let linksBefore = try await Self.lineage(stack, id)
         let before = try await ReplicaTests.chain(stack, user)
+        let holderId = Self.replicaId(holder.log())
 
-        // The holder claims the lease and its redemption reaches the STS (counted on arrival).
+        // The holder is killed as soon as its redemption reaches the STS (counted on arrival).
         let doomed = Task { try? await stack.request("POST", holder.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]) }
-        var lease: (owner: String, expiresAt: Date)?
-        _ = try await ReplicaTests.within(10) {
-            lease = try await Self.lease(stack, id)
-            return lease != nil
-        }
-        let held = try #require(lease, "no lease was taken for the holder's redemption")
-        let reached = try await ReplicaTests.within(5) {
+        let reached = try await ReplicaTests.within(10) {
             try await ReplicaTests.chain(stack, user)["redeemed", default: 0] == before["redeemed", default: 0] + 1
         }
-        #expect(reached != nil, "the holder's redemption never reached the STS")
+        try #require(reached != nil, "the holder's redemption never reached the STS")
         holder.killAbruptly()
         let killedAt = Date()
         #expect(await doomed.value == nil, "the killed replica answered")
-        let leaseLeft = held.expiresAt.timeIntervalSince(killedAt)
-        // Killed while its STS call was pending: nothing stored, nothing released.
-        #expect(try await Self.lease(stack, id)?.owner == held.owner, "the holder's redemption ended before the kill")
-        #expect(try await Self.lineage(stack, id).count == linksBefore.count)
-        // The takeover's redemption is answered at once (the holder's hangs on at the emulator).
-        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
+        // Killed while its call was pending: nothing stored (else this run shows nothing).
+        try #require(try await Self.lineage(stack, id).count == linksBefore.count, "the holder's redemption was stored before the kill")
 
-        // The other replica is asked at once: it waits out the lease, then redeems once. The
-        // emulator's counter is read all along: a read answered before the lease's end that
-        // shows the second redemption would be a redemption while the dead holder's lease ran.
-        let answer = Task { try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]) }
-        var lastUnchangedAt = killedAt
-        var earlyTakeovers = 0
-        while Date().timeIntervalSince(killedAt) < leaseSeconds + 10 {
-            let redeemed = try await ReplicaTests.chain(stack, user)["redeemed", default: 0]
-            let answeredAt = Date()
-            guard redeemed >= before["redeemed", default: 0] + 2 else {
-                lastUnchangedAt = answeredAt
-                try await Task.sleep(for: .milliseconds(25))
-                continue
+        // The other replica is asked at once, and again after each answer until it serves the account.
+        var answers: [(status: Int, after: Double, detail: String)] = []
+        var servedAfter: Double?
+        while servedAfter == nil, Date().timeIntervalSince(killedAt) < 75 {
+            let answer = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+            let after = Date().timeIntervalSince(killedAt)
+            // Problem details carry no secret; a 200 body does (an access token).
+            answers.append((answer.status, after, answer.status == 200 ? "" : answer.text))
+            if answer.status == 200 {
+                servedAfter = after
+                #expect(answer.json["source"] as? String == "refresh")
+            } else if answer.status != 503 {
+                break  // the account is dead (interaction_required) or worse: no point asking again
             }
-            if answeredAt < held.expiresAt { earlyTakeovers += 1 }
-            break
         }
-        let served = try await answer.value
-        let servedAfter = Date().timeIntervalSince(killedAt)
-        // When the takeover stored its rotation, after the lease's end, both on the database's clock.
-        let storedAfterLease = try await stack.withDatabase { connection in
-            try connection.query(
-                """
-                SELECT extract(epoch FROM l.recorded_at - r.ends)::text AS after FROM refresh_token_lineage l,
-                  (SELECT to_timestamp($2::float8) AS ends) r WHERE l.account_id = $1 AND l.generation = $3
-                """,
-                [.text(id), .text(String(held.expiresAt.timeIntervalSince1970)), .int((linksBefore.last?.generation ?? 0) + 1)]
-            ).rows.first?.string("after").flatMap(Double.init)
-        }
-        print(
-            "lease takeover: lease \(leaseSeconds) s, \(leaseLeft) s of it left at the kill; the takeover's rotation stored "
-                + "\(storedAfterLease ?? -1) s after the lease ended (the STS's counter last read unchanged "
-                + "\(lastUnchangedAt.timeIntervalSince(held.expiresAt)) s after it); served \(servedAfter) s after the kill")
-        #expect(served.status == 200, "\(served.text)")
-        #expect(served.json["source"] as? String == "refresh")
-        // Not before the lease ended ...
-        #expect(earlyTakeovers == 0, "a redemption was sent while the dead holder's lease ran")
-        // ... and soon after it (a claim per poll interval, 0.25 s, or at the lease's own end).
-        let takeover = try #require(storedAfterLease, "the takeover stored no rotation")
-        #expect(takeover >= 0 && takeover <= 6, "stored \(takeover) s after the lease ended")
-        // Seen from the test process, which shares two cores with three servers: a loose bound; the
-        // database-clock bound above is the precise one.
-        #expect(servedAfter <= leaseLeft + 10, "takeover bound: what was left of the lease + 10 s")
+        print("lease takeover after kill -9: \(answers.map { "\($0.status) after \(String(format: "%.1f", $0.after)) s \($0.detail)" })")
+        let served = try #require(servedAfter, "the account was not served again: \(answers)")
+        #expect(served <= 10, "served \(served) s after the kill")
+        #expect(answers.allSatisfy { [200, 503].contains($0.status) }, "\(answers)")
 
-        // What the STS counted: the lost redemption and the takeover; one token issued (the lost
-        // one's, the chain's head, handed out again to the takeover); no refusal.
+        // What the STS counted: the lost redemption and the takeover, which presented the token the
+        // lost one superseded within the grace and was handed the chain's head again; no refusal.
         let after = try await ReplicaTests.chain(stack, user)
         let delta = after.merging(before) { $0 - $1 }
         #expect(delta["redeemed"] == 2, "\(before) → \(after)")
         #expect(delta["issued"] == 1, "\(before) → \(after)")
-        #expect(delta["reused_within_grace"] == 1, "the takeover presented the token the lost redemption superseded: \(before) → \(after)")
+        #expect(delta["reused_within_grace"] == 1, "\(before) → \(after)")
         #expect(delta["rejected_superseded", default: 0] == 0, "\(before) → \(after)")
         #expect(try await Self.lease(stack, id) == nil, "the takeover left its lease held")
+
+        // The takeover knew it was one, and named the replica that died.
         let metrics = try await stack.request("GET", "/metrics", authenticated: false).text
-        #expect((ReplicaTests.sample(metrics, #"tokenrelay_refresh_claims_total{result="held_elsewhere"}"#) ?? 0) >= 1)
-        #expect(ReplicaTests.sample(metrics, #"tokenrelay_refresh_claims_total{result="claimed"}"#) == 1)
+        #expect(ReplicaTests.sample(metrics, #"tokenrelay_refresh_claims_total{result="taken_over"}"#) == 1)
+        let relayLog = stack.relay.log()
+        #expect(relayLog.contains(#""event":"token.lease_taken_over""#))
+        #expect(holderId != nil, "the holder logged no replica.id")
+        if let holderId { #expect(relayLog.contains(#""lease.previous_holder":"\#(holderId)""#), "the takeover did not name the dead holder \(holderId)") }
 
         // The chain gained one link, replacing the last one.
         let linksAfter = try await Self.lineage(stack, id)
@@ -139,6 +105,83 @@ struct RefreshLeaseTests {
         let finalLinks = try await Self.lineage(stack, id)
         #expect(finalLinks.count == linksBefore.count + 2)
         Self.expectChained(finalLinks)
+    }
+
+    // MARK: A live holder keeps its lease
+
+    @Test("A token-endpoint call longer than the lease: its holder keeps the lease alive, the other replica waits and redeems nothing")
+    func leaseKeptAliveAcrossReplicas() async throws {
+        let environment = ["TOKENRELAY_REFRESH_LEASE_S": "4"]
+        let stack = try await TokenRelayStack(name: "e2e_lease_keep_alive", environment: environment)
+        defer { stack.stop() }
+        let other = try stack.startReplica(environment: environment)
+        defer { other.stop() }
+        let user = "alice@contoso.example"
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
+        let id = try await stack.signInAccountId(user)
+        // Twice the lease: without renewals the lease would run out under the call.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 8000])
+        let before = try await ReplicaTests.chain(stack, user)
+
+        let holding = Task { try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]) }
+        let reached = try await ReplicaTests.within(10) {
+            try await ReplicaTests.chain(stack, user)["redeemed", default: 0] == before["redeemed", default: 0] + 1
+        }
+        try #require(reached != nil, "the holder's redemption never reached the STS")
+        let waiting = try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+        let held = try await holding.value
+        #expect(held.status == 200, "\(held.text)")
+        #expect(held.json["source"] as? String == "refresh")
+        #expect(waiting.status == 200, "\(waiting.text)")
+        #expect(held.json["access_token"] as? String == waiting.json["access_token"] as? String, "the waiting replica did not serve what the holder stored")
+
+        let delta = try await ReplicaTests.chain(stack, user).merging(before) { $0 - $1 }
+        #expect(delta["redeemed"] == 1, "a second redemption while the holder's call ran: \(delta)")
+        let holderMetrics = try await stack.request("GET", "/metrics", authenticated: false).text
+        let otherMetrics = try await stack.request("GET", other.baseURL + "/metrics", authenticated: false).text
+        #expect((ReplicaTests.sample(holderMetrics, #"tokenrelay_refresh_lease_renewals_total{result="renewed"}"#) ?? 0) >= 3)
+        #expect(ReplicaTests.sample(otherMetrics, #"tokenrelay_refresh_claims_total{result="taken_over"}"#) == nil)
+        #expect((ReplicaTests.sample(otherMetrics, #"tokenrelay_refresh_claims_total{result="held_elsewhere"}"#) ?? 0) >= 1)
+        #expect(try await Self.lease(stack, id) == nil)
+    }
+
+    // MARK: SIGTERM releases what it holds
+
+    @Test("SIGTERM with a redemption still running past the drain: the lease is released before exit, the other replica serves at once")
+    func shutdownReleasesLease() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_lease_shutdown", emulatorArguments: ["--rotation-grace-seconds", "30"])
+        defer { stack.stop() }
+        let draining = try stack.startReplica(environment: ["TOKENRELAY_SHUTDOWN_TIMEOUT_S": "1"])
+        defer { draining.stop() }
+        let user = "alice@contoso.example"
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
+        let id = try await stack.signInAccountId(user)
+        // Far longer than the drain: the redemption is given up at shutdown.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 30_000])
+        let before = try await ReplicaTests.chain(stack, user)
+
+        let inFlight = Task { try? await stack.request("POST", draining.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]) }
+        let reached = try await ReplicaTests.within(10) {
+            try await ReplicaTests.chain(stack, user)["redeemed", default: 0] == before["redeemed", default: 0] + 1
+        }
+        try #require(reached != nil, "the redemption never reached the STS")
+        #expect(try await Self.lease(stack, id) != nil)
+        draining.terminate()
+        let status = await onOwnThread { draining.waitForExit() }
+        let exitedAt = Date()
+        _ = await inFlight.value
+        #expect(status == 0)
+        let lease = try await Self.lease(stack, id)
+        #expect(lease == nil, "the replica exited holding the lease (until \(lease.map { "\($0.expiresAt)" } ?? ""))")
+
+        // Nothing to wait for: the other replica claims at once.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
+        let answer = try await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]])
+        let servedAfter = Date().timeIntervalSince(exitedAt)
+        print("shutdown release: served by the other replica \(servedAfter) s after the draining one exited")
+        #expect(answer.status == 200, "\(answer.text)")
+        let metrics = try await stack.request("GET", "/metrics", authenticated: false).text
+        #expect(ReplicaTests.sample(metrics, #"tokenrelay_refresh_claims_total{result="held_elsewhere"}"#) == nil, "the other replica waited for a lease")
     }
 
     // MARK: PostgreSQL restarted mid-storm
@@ -437,6 +480,13 @@ struct RefreshLeaseTests {
             else { return nil }
             return (owner, Date(timeIntervalSince1970: expires))
         }
+    }
+
+    /// The `replica.id` a replica logged when it started listening (it names its lease owners).
+    static func replicaId(_ log: String) -> String? {
+        guard let range = log.range(of: #""replica.id":""#) else { return nil }
+        let id = log[range.upperBound...].prefix { $0 != "\"" }
+        return id.isEmpty ? nil : String(id)
     }
 
     /// How many refresh tokens are leased now (redemptions in flight).

@@ -151,6 +151,11 @@ final class OutageStore: RefreshTokenStore, Sendable {
         try await inner.releaseRefreshLease(accountId: accountId, owner: owner)
     }
 
+    func renewRefreshLease(accountId: String, owner: String, leaseSeconds: Double) async throws -> Bool {
+        try check()
+        return try await inner.renewRefreshLease(accountId: accountId, owner: owner, leaseSeconds: leaseSeconds)
+    }
+
     func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool {
         try check()
         return try await inner.markRefreshTokenDead(accountId: accountId, generation: generation, stsErrorCodes: stsErrorCodes)

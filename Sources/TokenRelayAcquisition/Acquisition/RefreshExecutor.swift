@@ -22,16 +22,20 @@ package struct RefreshExecutor: Sendable {
     package let metrics: Metrics
     package let logger: Logger
     package let now: @Sendable () -> Int
-    /// How long a lease holds, seconds (`TOKENRELAY_REFRESH_LEASE_S`, default 60).
-    package var leaseSeconds: Double = 60
+    /// How long a lease holds unless renewed, seconds (`TOKENRELAY_REFRESH_LEASE_S`, default 5):
+    /// how long a dead holder keeps the account from every replica. The holder renews it every
+    /// third of that while its token-endpoint call runs (``renewalIntervalSeconds``).
+    package var leaseSeconds: Double = 5
     /// The longest wait between two claims while another redemption holds the lease, seconds:
     /// the fallback when its `refresh.released` notification does not arrive.
     package var pollSeconds: Double = 0.25
+    /// The leases this replica holds, released at a shutdown (``releaseHeldLeases()``).
+    package let held: HeldLeases
 
     package init(
         store: any RefreshTokenStore, endpoint: any TokenEndpoint, clientId: String, expirySkewSeconds: Int, limiter: RedemptionLimiter, waiters: LeaseWaiters,
         pendingRotations: PendingRotations, tasks: BackgroundTasks, metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Int,
-        leaseSeconds: Double = 60, pollSeconds: Double = 0.25
+        leaseSeconds: Double = 5, pollSeconds: Double = 0.25, held: HeldLeases = HeldLeases()
     ) {
         self.store = store
         self.endpoint = endpoint
@@ -46,11 +50,13 @@ package struct RefreshExecutor: Sendable {
         self.now = now
         self.leaseSeconds = leaseSeconds
         self.pollSeconds = pollSeconds
+        self.held = held
     }
 
-    /// The STS call is cut off at this share of the lease, so it can never still succeed when
-    /// the lease passes; the rest is the margin for storing the answer.
-    package static let redemptionShareOfLease = 0.75
+    /// Seconds between two renewals of a lease while its token-endpoint call runs: a third of
+    /// the lease, so two renewals in a row may fail (a slow statement, a pool wait) before it
+    /// runs out. A call shorter than this issues no renewal.
+    package var renewalIntervalSeconds: Double { leaseSeconds / 3 }
 
     /// TokenRelay's own waits (for a redemption slot, for another redemption's lease) end this
     /// long before the caller's deadline, so the caller gets their 503 with Retry-After, which
@@ -113,6 +119,8 @@ package struct RefreshExecutor: Sendable {
         var failure = AcquisitionError.unexpected
         var cached: StoredAccessToken?
         var rotated = false
+        /// The owner of the lease this claim took over when it had run out (nil: it was free).
+        var takenOverFrom: String?
         while true {
             switch action {
             case .claim(let checkCache):
@@ -136,8 +144,17 @@ package struct RefreshExecutor: Sendable {
                 }
                 metrics.increment("tokenrelay_refresh_claims_total", ["result": claimResult.metricLabel])
                 switch claimResult {
-                case .claimed(let token, let generation):
+                case .claimed(let token, let generation, let previousOwner):
+                    held.hold(accountId: accountId, owner: owner)
                     redeemed = (token, generation)
+                    // Per claim: a later claim of the same refresh (after a fenced-out write) may be an ordinary one.
+                    takenOverFrom = previousOwner
+                    if let previousOwner {
+                        // A crash's cost, not a user's: the holder died (or could not renew) mid-redemption.
+                        logger.warn(
+                            "token.lease_taken_over",
+                            ["account.id": accountId, "lease.previous_holder": Self.replica(ofOwner: previousOwner), "refresh.generation": String(generation)])
+                    }
                     action = machine.claimed(generation: generation)
                 case .heldElsewhere(let secondsLeft):
                     secondsLeftOnHeldLease = secondsLeft
@@ -184,9 +201,11 @@ package struct RefreshExecutor: Sendable {
                 redeemed = (token, generation)
                 let context = redemptionContext(request.context)
                 let started = Date()
-                let result = await endpoint.redeem(
-                    refreshToken: token, authority: request.authority, scopes: request.scopes, claims: request.claims, context: context,
-                    account: accountId)
+                let result = await keepingLeaseAlive(accountId: accountId, owner: owner) {
+                    await endpoint.redeem(
+                        refreshToken: token, authority: request.authority, scopes: request.scopes, claims: request.claims, context: context,
+                        account: accountId)
+                }
                 metrics.observe("tokenrelay_refresh_sts_seconds", seconds: Date().timeIntervalSince(started))
                 switch result {
                 case .success(let response):
@@ -209,7 +228,10 @@ package struct RefreshExecutor: Sendable {
                 guard let answer, let redeemed else { return .failure(.unexpected) }
                 let write = rotationWrite(answer.response, generation: generation, redeemed: redeemed.token, accessToken: answer.token, request: request)
                 do {
-                    switch try await store.writeRotation(write) {
+                    let outcome = try await store.writeRotation(write)
+                    // Stored (the write cleared the lease) or fenced out (the row moved on without it).
+                    held.ended(owner: owner)
+                    switch outcome {
                     case .stored, .alreadyStored: action = machine.stored()
                     case .fencedOut:
                         logger.warn("token.rotation_fenced_out", ["account.id": accountId, "refresh.generation": String(generation)])
@@ -224,19 +246,29 @@ package struct RefreshExecutor: Sendable {
             case .persistAlone(let generation):
                 guard let answer, let redeemed else { return .failure(.unexpected) }
                 let write = rotationWrite(answer.response, generation: generation, redeemed: redeemed.token, accessToken: nil, request: request)
-                switch await persistAlone(write) {
+                let persisted = await persistAlone(write)
+                // Stored, fenced out, or held in memory: the lease, no longer renewed, ends by itself.
+                held.ended(owner: owner)
+                switch persisted {
                 case true?: action = machine.stored()
                 case false?: action = machine.fencedOut()
                 case nil: action = machine.commitFailed()
                 }
 
             case .markDead(let generation):
+                let codes = (failure.failure?.stsErrorCodes ?? []).map(String.init).joined(separator: ",")
+                if let takenOverFrom {
+                    // Most likely the dead holder's redemption rotated the token and its successor
+                    // died with it: the platform refused the superseded one (strict rotation).
+                    logger.warn(
+                        "token.takeover_refused",
+                        ["account.id": accountId, "lease.previous_holder": Self.replica(ofOwner: takenOverFrom), "sts.error_codes": codes])
+                }
                 do {
                     if try await store.markRefreshTokenDead(accountId: accountId, generation: generation, stsErrorCodes: failure.failure?.stsErrorCodes ?? []) {
-                        logger.info(
-                            "account.interaction_required",
-                            ["account.id": accountId, "sts.error_codes": (failure.failure?.stsErrorCodes ?? []).map(String.init).joined(separator: ",")])
+                        logger.info("account.interaction_required", ["account.id": accountId, "sts.error_codes": codes])
                     }
+                    held.ended(owner: owner)
                 } catch {
                     // The lease ends by itself; the next refresh meets the same answer and tries again.
                     logger.error("token.mark_dead_failed", ["account.id": accountId, "error": String(describing: error)])
@@ -262,7 +294,8 @@ package struct RefreshExecutor: Sendable {
                 case .deadlinePassed: error = .deadlinePassed
                 case .unexpectedEvent: error = .unexpected
                 }
-                metrics.increment("tokenrelay_refresh_total", ["outcome": error.refreshOutcome])
+                let refusedTakeover = takenOverFrom != nil && error.refreshTokenDied
+                metrics.increment("tokenrelay_refresh_total", ["outcome": refusedTakeover ? "takeover_refused" : error.refreshOutcome])
                 return .failure(error)
 
             case .none:
@@ -287,13 +320,75 @@ package struct RefreshExecutor: Sendable {
         ReplicaInvalidation.origin + "." + RandomToken.make(bytes: 9)
     }
 
+    /// The replica part of a lease owner (``newLeaseOwner()``): the `replica.id` that replica
+    /// logged when it started.
+    package static func replica(ofOwner owner: String) -> String {
+        String(owner.prefix { $0 != "." })
+    }
+
     /// The context a redemption is sent with: once sent it is not cut short by the caller's
-    /// deadline (the STS may rotate the token), but it always ends well before the lease does.
+    /// deadline (the STS may rotate the token). Its end follows the deadline and the STS
+    /// client's limits (attempts, 30 s per attempt, Retry-After), not the lease, which its
+    /// holder keeps alive meanwhile (``keepingLeaseAlive(accountId:owner:_:)``).
     package func redemptionContext(_ caller: RequestContext) -> RequestContext {
         var context = caller
         context.minimumAttemptSeconds = 30
-        context.attemptCutoff = Date().addingTimeInterval(leaseSeconds * Self.redemptionShareOfLease)
         return context
+    }
+
+    /// Runs `call` (a token-endpoint call) while renewing `owner`'s lease every
+    /// ``renewalIntervalSeconds``, so the lease can be short: a live holder keeps it however long
+    /// the call takes, a dead one loses it within `leaseSeconds`. A call shorter than the interval
+    /// issues no statement. A renewal that fails (the database is away) is tried again at the next
+    /// interval; the holder's answer is kept only through the fenced write, whatever happened to
+    /// the lease meanwhile. The renewal task is cancelled, not awaited: a renewal still running
+    /// when the call ends must not delay the answer, and it cannot extend a lease that a store or
+    /// release has cleared (it is fenced on `owner`).
+    package func keepingLeaseAlive<Value: Sendable>(accountId: String, owner: String, _ call: () async -> Value) async -> Value {
+        let (store, metrics, logger) = (self.store, self.metrics, self.logger)
+        let (leaseSeconds, interval) = (self.leaseSeconds, renewalIntervalSeconds)
+        let renewals = Task {
+            while true {
+                try? await Task.sleep(for: .seconds(interval))
+                if Task.isCancelled { return }
+                let renewed: Bool
+                do {
+                    renewed = try await store.renewRefreshLease(accountId: accountId, owner: owner, leaseSeconds: leaseSeconds)
+                } catch {
+                    metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "failed"])
+                    continue
+                }
+                // Cancelled meanwhile: the call ended and its write may have cleared the lease.
+                if Task.isCancelled { return }
+                guard renewed else {
+                    metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "lost"])
+                    logger.warn("token.lease_lost", ["account.id": accountId])
+                    return
+                }
+                metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "renewed"])
+            }
+        }
+        defer { renewals.cancel() }
+        return await call()
+    }
+
+    /// Releases every lease this replica still holds: the last step of a shutdown, after the
+    /// drain (a redemption still running then is given up; its lease would keep every replica
+    /// from the account until it ran out).
+    package func releaseHeldLeases() async {
+        let leases = held.all
+        guard !leases.isEmpty else { return }
+        var released = 0
+        for lease in leases {
+            do {
+                try await store.releaseRefreshLease(accountId: lease.accountId, owner: lease.owner)
+                held.ended(owner: lease.owner)
+                released += 1
+            } catch {
+                logger.warn("token.lease_release_failed", ["account.id": lease.accountId, "error": String(describing: type(of: error))])
+            }
+        }
+        logger.info("token.leases_released_at_shutdown", ["leases.count": String(released)])
     }
 
     /// Waits until the account's lease holder releases it (this replica's wake-up or another's
@@ -305,12 +400,12 @@ package struct RefreshExecutor: Sendable {
 
     /// Releases this claim's lease. When the database is away (a restart, a failover), keeps
     /// trying in the background until the lease would have ended: a lease left behind keeps
-    /// every replica from refreshing the account for the rest of `leaseSeconds` (60 s by
-    /// default), long after the database is back. Fenced on `owner`, unique to this claim, so a
-    /// late release never frees a lease someone else took.
+    /// every replica from refreshing the account for the rest of `leaseSeconds`. Fenced on
+    /// `owner`, unique to this claim, so a late release never frees a lease someone else took.
     private func release(accountId: String, owner: String) async {
         do {
             try await store.releaseRefreshLease(accountId: accountId, owner: owner)
+            held.ended(owner: owner)
         } catch {
             logger.warn("token.lease_release_failed", ["account.id": accountId, "error": String(describing: type(of: error))])
             releaseInBackground(accountId: accountId, owner: owner)
@@ -323,16 +418,21 @@ package struct RefreshExecutor: Sendable {
         let store = self.store
         let waiters = self.waiters
         let logger = self.logger
+        let held = self.held
+        // Until then the shutdown's last step releases it too (a claim whose answer was lost may hold it).
+        held.hold(accountId: accountId, owner: owner)
         let until = Date().addingTimeInterval(leaseSeconds)
         tasks.start {
             while Date() < until {
                 try? await Task.sleep(for: .milliseconds(250))
                 if Task.isCancelled { return }
                 guard (try? await store.releaseRefreshLease(accountId: accountId, owner: owner)) != nil else { continue }
+                held.ended(owner: owner)
                 logger.info("token.lease_released_on_retry", ["account.id": accountId])
                 waiters.wake(accountId: accountId)
                 return
             }
+            held.ended(owner: owner)  // it has run out by itself
         }
     }
 

@@ -50,7 +50,7 @@ extension SilentAcquisition {
                 accountId: accountId, environment: imported.environment, realm: imported.realm, scopes: scopes, checkCache: false,
                 acceptRefreshDue: false, minimumExpiresOn: 0, now: now(), owner: owner, leaseSeconds: executor.leaseSeconds)
             switch try await store.claimRefresh(claim) {
-            case .claimed(let token, let generation):
+            case .claimed(let token, let generation, _):
                 claimed = (executor.pendingRotations.token(for: accountId, replacing: generation) ?? token, generation)
             case .heldElsewhere(let secondsLeft):
                 guard context.remainingSeconds > 0 else { throw RelayError(AcquisitionError.leaseWaitTimeout) }
@@ -67,6 +67,9 @@ extension SilentAcquisition {
             }
         }
         guard let (refreshToken, generation) = claimed else { return nil }
+        // Every way out below stores, releases or deletes before returning; until then a shutdown releases it.
+        executor.held.hold(accountId: accountId, owner: owner)
+        defer { executor.held.ended(owner: owner) }
         guard try await store.isPendingImport(accountId: accountId) else {
             try? await store.releaseRefreshLease(accountId: accountId, owner: owner)
             return nil
@@ -75,7 +78,10 @@ extension SilentAcquisition {
         // 2. The STS, with nothing of PostgreSQL held.
         let response: TokenResponse
         let redemption = executor.redemptionContext(context)
-        switch await sts.redeem(refreshToken: refreshToken, authority: authority, scopes: scopes, claims: claims, context: redemption, account: accountId) {
+        let redeemed = await executor.keepingLeaseAlive(accountId: accountId, owner: owner) {
+            await sts.redeem(refreshToken: refreshToken, authority: authority, scopes: scopes, claims: claims, context: redemption, account: accountId)
+        }
+        switch redeemed {
         case .failure(.unavailable(let problem)):
             try? await store.releaseRefreshLease(accountId: accountId, owner: owner)
             throw problem

@@ -194,10 +194,11 @@ public struct Configuration: Sendable {
         /// more wait within their deadline, then 503 `upstream_unavailable`. Independent of the
         /// database pool: no connection is held while the STS answers (ADR 0012). Default 256.
         public var maxConcurrentRefreshes: Int = 256
-        /// How long one redemption lease holds, seconds (`TOKENRELAY_REFRESH_LEASE_S`): another
-        /// replica takes over a holder that died after this. The holder's STS call is cut off at
-        /// three quarters of it, so it can never still succeed when the lease passes. Default 60.
-        public var refreshLeaseSeconds: Int = 60
+        /// How long one redemption lease holds unless renewed, seconds (`TOKENRELAY_REFRESH_LEASE_S`):
+        /// the holder renews it every third of this while its token-endpoint call runs, so another
+        /// replica takes over a holder that died within this, and a live holder keeps it however
+        /// long the call takes. Default 5.
+        public var refreshLeaseSeconds: Int = 5
         /// Attempts per STS or downstream call, the first included (`TOKENRELAY_MAX_ATTEMPTS`). Default 3.
         public var maxAttempts: Int = 3
         /// Longest Retry-After waited for inside a request, seconds (`TOKENRELAY_MAX_RETRY_AFTER_S`).

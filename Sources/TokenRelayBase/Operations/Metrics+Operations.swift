@@ -4,10 +4,14 @@ extension Metrics {
     package func describeOperations() {
         describe(
             "tokenrelay_refresh_total", "counter",
-            "Refreshes by outcome (rotated, no_rotation, fenced_conflict, interaction_required, throttled, upstream_error, lease_wait_timeout, concurrency_limit)."
+            "Refreshes by outcome (rotated, no_rotation, fenced_conflict, interaction_required, takeover_refused, throttled, upstream_error, lease_wait_timeout, concurrency_limit)."
         )
         describe(
-            "tokenrelay_refresh_claims_total", "counter", "Redemption-lease claims by result (claimed, held_elsewhere, fresh_token_stored, no_refresh_token).")
+            "tokenrelay_refresh_claims_total", "counter",
+            "Redemption-lease claims by result (claimed, taken_over, held_elsewhere, fresh_token_stored, no_refresh_token).")
+        describe(
+            "tokenrelay_refresh_lease_renewals_total", "counter",
+            "Renewals of a redemption lease while its token-endpoint call runs, by result (renewed, lost, failed).")
         describe("tokenrelay_refresh_lease_waits_total", "counter", "Waits for another redemption of the same refresh token to release its lease.")
         describe("tokenrelay_refresh_sts_seconds", "histogram", "Time of the STS call of one redemption (nothing of PostgreSQL held).")
         describe("tokenrelay_grant_token_cache_total", "counter", "App and on-behalf-of token requests by cache outcome, layer and grant.")
