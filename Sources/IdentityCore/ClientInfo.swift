@@ -19,6 +19,28 @@ public struct ClientInfo: Sendable, Equatable {
     /// `{uid}.{utid}`: the account's stable identifier across tenants.
     public var homeAccountId: String { "\(uid).\(utid)" }
 
+    /// Whether this is the user of `homeAccountId` (`{uid}.{utid}`), compared as MSAL compares
+    /// the account a sign-in returned with the account it asked for (MSAL for iOS and macOS,
+    /// `MSALErrorMismatchedUser`): the same object id in the same home tenant, ignoring case
+    /// (GUIDs). For B2C (`b2c`) the uid is `{oid}-{policy}` and a user signing in through another
+    /// user flow is the same user: only the object id before the policy is compared.
+    public func isUser(of homeAccountId: String, b2c: Bool) -> Bool {
+        guard let dot = homeAccountId.lastIndex(of: ".") else { return false }
+        let expectedUid = String(homeAccountId[..<dot])
+        let expectedUtid = String(homeAccountId[homeAccountId.index(after: dot)...])
+        guard expectedUtid.lowercased() == utid.lowercased() else { return false }
+        if b2c { return Self.objectId(ofB2C: expectedUid).lowercased() == Self.objectId(ofB2C: uid).lowercased() }
+        return expectedUid.lowercased() == uid.lowercased()
+    }
+
+    /// The object id of a B2C uid (`{oid}-{policy}`, the oid a 36-character GUID); the uid as it
+    /// is when it does not have that shape.
+    static func objectId(ofB2C uid: String) -> Substring {
+        let utf8 = Array(uid.utf8)
+        guard utf8.count > 37, utf8[36] == UInt8(ascii: "-") else { return Substring(uid) }
+        return uid.prefix(36)
+    }
+
     /// Decodes a `client_info` value.
     /// - Parameter base64url: base64url (padding optional) of the JSON object.
     /// - Returns: the decoded ids.

@@ -12,6 +12,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case methodNotAllowed = "method_not_allowed"
     case interactionRequired = "interaction_required"
     case userCanceled = "user_canceled"
+    /// A sign-in for one account was completed by another user (behaviour §3.8).
+    case userMismatch = "user_mismatch"
     case ambiguousAccount = "ambiguous_account"
     /// The request conflicts with what is stored (an `external_id` another account holds).
     case conflict
@@ -38,7 +40,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .forbidden, .tenantSuspended: 403
         case .accountNotFound, .notFound: 404
         case .methodNotAllowed: 405
-        case .interactionRequired, .ambiguousAccount, .conflict, .serverDeclinedScopes: 409
+        case .interactionRequired, .userMismatch, .ambiguousAccount, .conflict, .serverDeclinedScopes: 409
         case .payloadTooLarge: 413
         case .uriTooLong: 414
         case .headerFieldsTooLarge: 431
@@ -66,6 +68,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .methodNotAllowed: "Method not allowed"
         case .interactionRequired: "Interaction required"
         case .userCanceled: "User canceled"
+        case .userMismatch: "User mismatch"
         case .ambiguousAccount: "Ambiguous account"
         case .conflict: "Conflict"
         case .serverDeclinedScopes: "Server declined scopes"

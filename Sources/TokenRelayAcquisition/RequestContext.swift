@@ -12,6 +12,8 @@ package struct RequestContext: Sendable {
     /// Whose external ids `account_id` values may name (behaviour §3.7): the caller's key name,
     /// `bootstrap` for the bootstrap key, nil on open routes and in background work.
     package var owner: String?
+    /// Whether the caller's key has `accounts:read` (it may read any sign-in, behaviour §3.9).
+    package var readsAccounts = false
     /// The caller's tenant and scope limits (behaviour §12 Permissions); unrestricted on open routes.
     package var access: KeyAccess
     /// The least time (seconds) one upstream attempt gets, even past `deadline`: a refresh-token
@@ -38,6 +40,7 @@ package struct RequestContext: Sendable {
     package func renamed(_ correlationId: String) -> RequestContext {
         var copy = RequestContext(correlationId: correlationId, deadline: deadline, caller: caller, access: access)
         copy.owner = owner
+        copy.readsAccounts = readsAccounts
         copy.minimumAttemptSeconds = minimumAttemptSeconds
         copy.attemptCutoff = attemptCutoff
         return copy

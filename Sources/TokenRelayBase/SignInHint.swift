@@ -16,9 +16,13 @@ package struct SignInHint: Sendable, Equatable {
     package var prompt: String?
     /// Where the callback sends the browser once signed in (behaviour §3.1); nil answers the account.
     package var redirectAfter: String? = nil
+    /// The `home_account_id` of the account the link is for: the callback refuses any other user
+    /// (behaviour §3.8, 409 `user_mismatch`); nil leaves the link open to any user.
+    package var homeAccountId: String? = nil
 
     package init(
-        loginHint: String? = nil, scopes: [String], claims: String? = nil, authority: String? = nil, prompt: String? = nil, redirectAfter: String? = nil
+        loginHint: String? = nil, scopes: [String], claims: String? = nil, authority: String? = nil, prompt: String? = nil, redirectAfter: String? = nil,
+        homeAccountId: String? = nil
     ) {
         self.loginHint = loginHint
         self.scopes = scopes
@@ -26,6 +30,7 @@ package struct SignInHint: Sendable, Equatable {
         self.authority = authority
         self.prompt = prompt
         self.redirectAfter = redirectAfter
+        self.homeAccountId = homeAccountId
     }
 }
 

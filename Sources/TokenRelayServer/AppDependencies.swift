@@ -210,11 +210,15 @@ package struct AppDependencies: Sendable {
         let tenantReloader = TenantSuspensionReloader(
             store: tenantStore, suspensions: suspensions, intervalSeconds: tokenSettings.cacheTTLSeconds, logger: logger)
         self.tenantReloader = tenantReloader
-        let signIns = SignInService(
+        let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
+        self.invalidation = invalidation
+        var signIns = SignInService(
             store: store, sts: sts, metadata: OpenIDMetadataCache(http: http, clock: clock), authorities: authorities, defaultAuthority: defaultAuthority,
             clientId: identity.clientId, urls: urls, redirectAfterOrigins: identity.redirectAfterOrigins,
             clientCapabilities: identity.clientCapabilities, forgetInMemory: memories.forget(account:), logger: logger, now: now,
             links: SignInStartLinks(ring: { cipher.ring }, baseURL: { urls.baseURL }, now: now))
+        signIns.notificationsFlow = { invalidation.isListening }
+        let signInFollowers = signIns.followers
         let downstream = DownstreamService(
             apis: configuration.downstream.apis, publicBaseURL: { urls.baseURL }, tokens: tokens, grants: grants, http: upstream,
             maxAttempts: tokenSettings.maxAttempts,
@@ -241,6 +245,7 @@ package struct AppDependencies: Sendable {
                 ("tokenrelay_pending_rotations", [:], Double(tokens.pendingRotations.count)),
                 ("tokenrelay_refreshes_in_flight", [:], Double(redemptionLimiter.inFlight)),
                 ("tokenrelay_refreshes_waiting", [:], Double(redemptionLimiter.waiting + leaseWaiters.count)),
+                ("tokenrelay_sign_in_followers", [:], Double(signInFollowers.count)),
             ] + Self.memoryGauges(memories.usage)
         }
         accountHealth = AccountHealthGauge(
@@ -262,8 +267,6 @@ package struct AppDependencies: Sendable {
                 database: database, url: url, secret: configuration.webhooks.secret ?? "", http: http,
                 maxBackoffSeconds: configuration.webhooks.maxBackoffSeconds, metrics: metrics, logger: logger)
         }
-        let invalidation = ReplicaInvalidation(metrics: metrics, logger: logger)
-        self.invalidation = invalidation
         let keyStore = APIKeyStore(database: database)
         let keyDirectory = KeyDirectory { invalidation.isListening }
         let authenticator = APIKeyAuthenticator(
@@ -280,6 +283,7 @@ package struct AppDependencies: Sendable {
         invalidation.onAccessTokensReplaced(memories.forgetAccessTokens(of:))
         invalidation.onAPIKeyRevoked(authenticator.keyRevoked)
         invalidation.onRefreshReleased(leaseWaiters.wake(accountId:))
+        invalidation.onSignInFinished(signInFollowers.wake(signInId:))
         invalidation.onTenantChanged { suspensions.apply(tenantId: $0, suspended: $1) }
         // The data key and what memory holds of the tenant go (ADR 0017); its accounts' own
         // `account.deleted` messages follow.
@@ -291,6 +295,7 @@ package struct AppDependencies: Sendable {
             dataKeys.dropAll()
             memories.removeAll()
             authenticator.forgetAll()
+            signInFollowers.wakeAll()
             backgroundTasks.startIfRoom { await tenantReloader.reload() }
         }
         metrics.addGauges {

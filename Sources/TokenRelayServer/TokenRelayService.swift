@@ -60,9 +60,14 @@ public final class TokenRelayService: Sendable {
         // The background tasks' grace starts with the shutdown, so the HTTP drain and theirs
         // share TOKENRELAY_SHUTDOWN_TIMEOUT_S.
         let backgroundTasks = dependencies.backgroundTasks
+        let followers = dependencies.services.signIns.followers
         let group = ServiceGroup(
             services: services, shutdownSignals: [SIGTERM, SIGINT], onHangup: reloadFromEnvironment,
-            onStopping: { backgroundTasks.beginGrace() }, logger: logger)
+            onStopping: {
+                backgroundTasks.beginGrace()
+                // A long poll of a sign-in answers its current status now rather than hold the drain.
+                followers.stopWaiting()
+            }, logger: logger)
         try await group.run()
         let drained = services.compactMap { ($0 as? HTTPServerService)?.drained }.allSatisfy { $0 }
         logger.info("service.stopped", ["drained": String(drained)])

@@ -25,6 +25,11 @@ package struct SignInService: Sendable {
     package let now: @Sendable () -> Int
     /// Mints and checks the signed `GET /v1/sign-ins/start` links problems carry as `sign_in_url`.
     package var links: SignInStartLinks? = nil
+    /// This replica's requests waiting for a sign-in to finish (behaviour §3.9).
+    package let followers = SignInFollowers()
+    /// Whether notifications between replicas flow now: while they do not, a follower reads the
+    /// sign-in again every second instead of waiting to be woken.
+    package var notificationsFlow: @Sendable () -> Bool = { true }
 
     package init(
         store: TokenStore, sts: STSClient, metadata: OpenIDMetadataCache, authorities: AuthorityValidator, defaultAuthority: Authority, clientId: String,
@@ -61,10 +66,17 @@ package struct SignInService: Sendable {
         package var startedBy: String? = nil
         /// The external id the account gets when the sign-in completes (behaviour §3.7).
         package var externalId: ExternalId? = nil
+        /// The user the sign-in is for (`home_account_id`, behaviour §3.8); nil: any user.
+        package var expectedHomeAccountId: String? = nil
+        /// That user's account, named by a refusal.
+        package var expectedAccountId: String? = nil
+        /// The id a signed link minted for its sign-in; nil: a new one.
+        package var signInId: String? = nil
 
         package init(
             scopes: ScopeSet, authority: Authority? = nil, loginHint: String? = nil, prompt: String? = nil, claims: String? = nil, redirectAfter: String? = nil,
-            startedBy: String? = nil, externalId: ExternalId? = nil
+            startedBy: String? = nil, externalId: ExternalId? = nil, expectedHomeAccountId: String? = nil, expectedAccountId: String? = nil,
+            signInId: String? = nil
         ) {
             self.scopes = scopes
             self.authority = authority
@@ -74,6 +86,9 @@ package struct SignInService: Sendable {
             self.redirectAfter = redirectAfter
             self.startedBy = startedBy
             self.externalId = externalId
+            self.expectedHomeAccountId = expectedHomeAccountId
+            self.expectedAccountId = expectedAccountId
+            self.signInId = signInId
         }
     }
 
@@ -94,12 +109,12 @@ package struct SignInService: Sendable {
     package enum Completion: Sendable {
         /// The account, shown as a caller of `owner` sees it (the owner of the sign-in's
         /// external id; nil without one).
-        case account(AccountRecord, owner: String?)
+        case account(AccountRecord, owner: String?, created: Bool)
         case redirect(String, AccountRecord)
 
         package var account: AccountRecord {
             switch self {
-            case .account(let account, _), .redirect(_, let account): account
+            case .account(let account, _, _), .redirect(_, let account): account
             }
         }
     }
@@ -120,7 +135,7 @@ package struct SignInService: Sendable {
         let nonce = RandomToken.make(bytes: 16)
         let verifier = RandomToken.make(bytes: 32)  // 43 characters, RFC 7636 §4.1
         let challenge = Base64URL.encode(SHA256.hash(Array(verifier.utf8)))
-        let signInId = "si_" + RandomToken.make(bytes: 16)
+        let signInId = request.signInId ?? "si_" + RandomToken.make(bytes: 16)
         let expiresAt = now() + Self.lifetimeSeconds
         let claims: String?
         do {
@@ -132,7 +147,8 @@ package struct SignInService: Sendable {
             PendingSignIn(
                 signInId: signInId, authority: authority.url, scopes: request.scopes.canonical, nonce: nonce, codeVerifier: verifier,
                 redirectAfter: request.redirectAfter, expiresAt: expiresAt, startedBy: request.startedBy, claims: claims,
-                externalId: request.externalId, loginHint: request.loginHint),
+                externalId: request.externalId, loginHint: request.loginHint, expectedHomeAccountId: request.expectedHomeAccountId,
+                expectedAccountId: request.expectedAccountId),
             stateHash: SHA256.hash(Array(state.utf8)))
 
         var query: [(String, String)] = [
@@ -148,8 +164,10 @@ package struct SignInService: Sendable {
 
     /// Completes the sign-in the authority redirected back with.
     /// - Throws: `RelayError`: 400 `invalid_request` (unknown, used or expired state; missing code),
-    ///   400 `user_canceled` (access_denied), 409 `interaction_required`, 502 `upstream_error`
-    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable`.
+    ///   400 `user_canceled` (access_denied), 409 `interaction_required`, 409 `user_mismatch`
+    ///   (another user than the one the sign-in is for, behaviour §3.8), 502 `upstream_error`
+    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable`. Every problem
+    ///   after the state is used up is recorded as the sign-in's outcome (§3.9).
     package func complete(query: [String: String], context: RequestContext) async throws -> Completion {
         guard let state = query["state"], !state.isEmpty else {
             throw RelayError.invalidRequest(field: "state", "The callback carries no 'state'.")
@@ -170,9 +188,30 @@ package struct SignInService: Sendable {
             // No account is involved until the callback succeeds: no `account_state`, as for app
             // and on-behalf-of grants (a refused code, AADSTS70000, said the account's died).
             problem.extensions["account_state"] = nil
-            if problem.code == .interactionRequired { problem.signInHint = signInAgain(pending, after: problem) }
+            if problem.code == .interactionRequired || problem.code == .userMismatch { problem.signInHint = signInAgain(pending, after: problem) }
             problem.returnTo = pending.redirectAfter.flatMap { Self.location($0, adding: [("error", problem.code.rawValue)]) }
+            await recordFailure(of: pending, problem, context: context)
             throw problem
+        }
+    }
+
+    /// Records the failed outcome of `pending` (its `sign_in.failed` event; for a refused user
+    /// the audit row) and wakes its followers. A store failure here is logged, not thrown: the
+    /// caller's problem is the sign-in's, and its followers see it expire.
+    private func recordFailure(of pending: PendingSignIn, _ problem: RelayError, context: RequestContext) async {
+        var body: [String: JSONValue] = problem.extensions
+        body["error"] = .string(problem.code.rawValue)
+        body["status"] = .number(Double(problem.status))
+        body["detail"] = .string(problem.detail)
+        body["type"] = .string(problem.code.typeURI)
+        body["title"] = .string(problem.code.title)
+        let refusal = problem.code == .userMismatch ? (actor: pending.startedBy ?? Self.unknownActor, outcome: problem.code.rawValue) : nil
+        do {
+            try await store.failSignIn(signInId: pending.signInId, problem: .object(body), accountId: pending.expectedAccountId, refusal: refusal)
+        } catch {
+            logger.warn(
+                "sign_in.outcome_not_recorded",
+                ["sign_in.id": pending.signInId, "error": String(describing: error), "correlation.id": context.correlationId])
         }
     }
 
@@ -183,7 +222,8 @@ package struct SignInService: Sendable {
     package func signInAgain(_ pending: PendingSignIn, after problem: RelayError) -> SignInHint {
         SignInHint(
             loginHint: pending.loginHint, scopes: pending.scopes, claims: SignInHint.claims(for: problem, requested: pending.claims),
-            authority: pending.authority == defaultAuthority.url ? nil : pending.authority, prompt: nil, redirectAfter: pending.redirectAfter)
+            authority: pending.authority == defaultAuthority.url ? nil : pending.authority, prompt: nil, redirectAfter: pending.redirectAfter,
+            homeAccountId: pending.expectedHomeAccountId)
     }
 
     /// The callback of `pending`, whose state is used up: the authority's error, or the code redeemed.
@@ -233,6 +273,10 @@ package struct SignInService: Sendable {
         guard let clientInfoText = response.clientInfo, let clientInfo = try? ClientInfo.decode(clientInfoText) else {
             throw RelayError(.upstreamError, "The token response has no readable client_info; home_account_id cannot be known.", status: 502)
         }
+        if let expected = pending.expectedHomeAccountId, !clientInfo.isUser(of: expected, b2c: authority.type == .b2c) {
+            // Nothing of this user is kept: its tokens are dropped here, unstored (behaviour §3.8).
+            throw try await userMismatch(pending)
+        }
 
         let issuedAt = now()
         let realm = claims.tid ?? clientInfo.utid
@@ -240,12 +284,12 @@ package struct SignInService: Sendable {
         let accessToken = StoredAccessToken(
             response, accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
             issuedAt: issuedAt, obtainedBy: pending.startedBy ?? Self.unknownActor)
-        let (account, assignment) = try await store.saveSignIn(
+        let (account, created, assignment) = try await store.saveSignIn(
             SignedInAccount(
                 environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
                 username: claims.username, name: claims.name, authority: authority, idTokenClaims: claims.publicJSON),
             refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor,
-            externalId: pending.externalId)
+            externalId: pending.externalId, signInId: pending.signInId)
         forgetInMemory(account.accountId)
         if assignment == .heldByAnother {
             // Another account of the owner took the external id while the user was at the
@@ -266,11 +310,64 @@ package struct SignInService: Sendable {
             guard let location = Self.location(redirectAfter, accountId: account.accountId) else {
                 // Checked at the start; only a sign-in stored before that check can get here.
                 logger.warn("sign_in.redirect_after_unusable", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
-                return .account(account, owner: pending.externalId?.owner)
+                return .account(account, owner: pending.externalId?.owner, created: created)
             }
             return .redirect(location, account)
         }
-        return .account(account, owner: pending.externalId?.owner)
+        return .account(account, owner: pending.externalId?.owner, created: created)
+    }
+
+    /// 409 `user_mismatch` naming the account the sign-in was for (behaviour §3.8; MSAL for iOS
+    /// and macOS, `MSALErrorMismatchedUser`).
+    private func userMismatch(_ pending: PendingSignIn) async throws -> RelayError {
+        var expected: AccountRecord?
+        if let accountId = pending.expectedAccountId { expected = try await store.account(id: accountId) }
+        var extensions: [String: JSONValue] = [:]
+        extensions["account_id"] = pending.expectedAccountId.map(JSONValue.string)
+        extensions["username"] = (expected?.username ?? pending.loginHint).map(JSONValue.string)
+        let who = expected?.username ?? pending.loginHint ?? "another account"
+        return RelayError(.userMismatch, "This sign-in is for \(who); another user signed in. Sign in again as \(who).", extensions: extensions)
+    }
+
+    /// The longest `wait` of `GET /v1/sign-ins/{sign_in_id}` (seconds, behaviour §3.9).
+    package static let longestWait = 60
+
+    /// Where sign-in `id` stands, answered when its status is no longer `pending` or `seconds`
+    /// passed (behaviour §3.9). No database connection is held while waiting: the
+    /// `sign_in.finished` notification of whichever replica ran the callback wakes the wait
+    /// (``followers``), which then reads the sign-in again; while notifications do not flow it
+    /// reads it every second.
+    /// - Parameters:
+    ///   - reader: the caller's API key id: the key that started the sign-in (or was handed its
+    ///     link) may read it.
+    ///   - readsAccounts: whether the caller has `accounts:read` (may read any sign-in).
+    /// - Throws: 404 `not_found` for an unknown id, or one the caller may not read (not told
+    ///   apart); `StoreError`.
+    package func follow(_ id: String, waitSeconds seconds: Int, reader: String?, readsAccounts: Bool) async throws -> SignInOutcome {
+        let ticket = followers.follow(id)
+        defer { ticket.end() }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+        while true {
+            let outcome = try await outcome(of: id, reader: reader, readsAccounts: readsAccounts)
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard outcome.status == .pending, left > .zero, !followers.isStopping else { return outcome }
+            let leftSeconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            await ticket.wait(seconds: notificationsFlow() ? leftSeconds : min(leftSeconds, 1))
+        }
+    }
+
+    /// One read of sign-in `id` (see ``follow(_:waitSeconds:reader:readsAccounts:)``). A link's
+    /// sign-in that nobody started yet has no row: its id vouches for it (``SignInStartLinks``).
+    private func outcome(of id: String, reader: String?, readsAccounts: Bool) async throws -> SignInOutcome {
+        let link = links?.linkSignInId(id, reader: reader)
+        let unknown = RelayError(.notFound, "No sign-in with this id is known to this key; a sign-in is kept until an hour after it expires.")
+        let current = now()
+        if let stored = try await store.signInOutcome(id: id, now: current) {
+            guard readsAccounts || (reader != nil && stored.startedBy == reader) || link?.isReader == true else { throw unknown }
+            return stored
+        }
+        guard let link, readsAccounts || link.isReader else { throw unknown }
+        return SignInOutcome(signInId: id, status: link.expires > current ? .pending : .expired, expiresAt: link.expires, startedBy: nil)
     }
 
     /// `redirect_after` with `account_id` added to its query (joined by `&` when it has one,

@@ -13,13 +13,23 @@ import TokenRelayStore
 /// HMAC-SHA256(key, "sign-in-start"), so no new secret setting exists; links are signed with
 /// the first key and accepted under any key of the ring (a rotation does not break links in
 /// flight). Single use is enforced by the caller through the database (`TokenStore`).
+///
+/// A link carries the `sign_in_id` its sign-in will have (behaviour §3.9: the problem names it,
+/// so the caller can follow the sign-in before anyone opens the link) and, for an account whose
+/// user is known, its `home_account_id` (§3.8: the callback refuses any other user). The id is
+/// made here, without a database write, and proves itself: `si_` and base64url of 12 random
+/// bytes, the link's `expires` (4 bytes, big-endian), 8 bytes of HMAC over both (the id is
+/// ours) and 8 bytes of HMAC over both and the API key id the problem was answered to (that key
+/// may read the sign-in, §3.9), each under the link key.
 package struct SignInStartLinks: Sendable {
     /// A link is valid this long (seconds), the lifetime of a sign-in (behaviour §3).
     package static let lifetimeSeconds = 600
     /// The parameters a link may carry besides `sig`.
     package static let parameters: Set<String> = Set(queryParameters).subtracting(["sig"])
     /// Every parameter of a link's query, `sig` included: what `GET /v1/sign-ins/start` takes.
-    package static let queryParameters = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "expires", "nonce", "sig"]
+    package static let queryParameters = [
+        "scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "home_account_id", "sign_in_id", "expires", "nonce", "sig",
+    ]
 
     /// The key ring in use now (SIGHUP replaces it, behaviour §11): a key dropped from it stops
     /// signing and verifying links at once.
@@ -47,19 +57,64 @@ package struct SignInStartLinks: Sendable {
         ring().keys.map { HMACSHA256.authenticationCode(for: Array("sign-in-start".utf8), key: $0.bytes) }
     }
 
-    /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`.
-    package func mint(_ hint: SignInHint) -> String {
-        var query: [(String, String)] = [("scopes", hint.scopes.joined(separator: " "))]
+    /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`, and the `sign_in_id` of the
+    /// sign-in it starts.
+    /// - Parameter reader: the API key id the link is handed to (it may read the sign-in); nil
+    ///   on an open route (only `accounts:read` keys may).
+    package func mint(_ hint: SignInHint, reader: String?) -> (url: String, signInId: String) {
+        let expires = now() + Self.lifetimeSeconds
+        let signInId = mintSignInId(expires: expires, reader: reader)
+        var query: [(String, String)] = [("scopes", hint.scopes.joined(separator: " ")), ("sign_in_id", signInId)]
+        if let value = hint.homeAccountId { query.append(("home_account_id", value)) }
         if let value = hint.loginHint { query.append(("login_hint", value)) }
         if let value = hint.claims { query.append(("claims", value)) }
         if let value = hint.authority { query.append(("authority", value)) }
         if let value = hint.prompt { query.append(("prompt", value)) }
         if let value = hint.redirectAfter { query.append(("redirect_after", value)) }
-        query.append(("expires", String(now() + Self.lifetimeSeconds)))
+        query.append(("expires", String(expires)))
         query.append(("nonce", RandomToken.make(bytes: 12)))
         let canonical = Self.canonical(query)
         let signature = Base64URL.encode(HMACSHA256.authenticationCode(for: Array(canonical.utf8), key: keys[0]))
-        return baseURL() + "/v1/sign-ins/start?" + canonical + "&sig=" + signature
+        return (baseURL() + "/v1/sign-ins/start?" + canonical + "&sig=" + signature, signInId)
+    }
+
+    /// What a link's `sign_in_id` says of itself (see the type's comment).
+    package struct LinkSignInId: Sendable, Equatable {
+        /// The link's `expires` (unix seconds): the sign-in is `expired` after it unless the link started it.
+        package let expires: Int
+        /// Whether `reader` (the key id it was checked for) is the key the link was handed to.
+        package let isReader: Bool
+    }
+
+    /// Reads a `sign_in_id` minted by ``mint(_:reader:)`` under any key of the ring.
+    /// - Returns: nil for any other id (a `POST /v1/sign-ins` id, a forged or unknown one).
+    package func linkSignInId(_ id: String, reader: String?) -> LinkSignInId? {
+        guard id.hasPrefix("si_"), let bytes = Base64URL.decode(String(id.dropFirst(3))), bytes.count == 32 else { return nil }
+        let body = Array(bytes[0..<16])
+        for key in keys {
+            guard ConstantTime.equals(Self.idTag(body, key: key, reader: nil), Array(bytes[16..<24])) else { continue }
+            let expires = body[12..<16].reduce(0) { $0 << 8 | Int($1) }
+            // No key (an open route) reads nothing by the id alone, whatever key-less link it names.
+            let isReader = reader.map { ConstantTime.equals(Self.idTag(body, key: key, reader: $0), Array(bytes[24..<32])) } ?? false
+            return LinkSignInId(expires: expires, isReader: isReader)
+        }
+        return nil
+    }
+
+    private func mintSignInId(expires: Int, reader: String?) -> String {
+        var body = SecureRandom.bytes(12)
+        body += [
+            UInt8(truncatingIfNeeded: expires >> 24), UInt8(truncatingIfNeeded: expires >> 16), UInt8(truncatingIfNeeded: expires >> 8),
+            UInt8(truncatingIfNeeded: expires),
+        ]
+        let key = keys[0]
+        return "si_" + Base64URL.encode(body + Self.idTag(body, key: key, reader: nil) + Self.idTag(body, key: key, reader: reader ?? ""))
+    }
+
+    /// 8 bytes of HMAC-SHA256 over `body` (the id's own tag), or over `body` and the reader's key id.
+    private static func idTag(_ body: [UInt8], key: [UInt8], reader: String?) -> [UInt8] {
+        let message = reader.map { Array("reader:".utf8) + body + Array($0.utf8) } ?? Array("id:".utf8) + body
+        return Array(HMACSHA256.authenticationCode(for: message, key: key).prefix(8))
     }
 
     /// Why a link is refused: the field to name and whether it is 400 (malformed) or 403 (forged,

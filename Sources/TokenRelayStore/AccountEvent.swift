@@ -8,6 +8,12 @@ package struct AccountEvent: Sendable, Equatable {
         case recovered = "account.recovered"
         case deleted = "account.deleted"
         case keepAliveFailed = "account.keepalive_failed"
+        /// A sign-in completed or an import merged into an account (behaviour §3.9):
+        /// `data.created`, `data.sign_in_id`, `data.tenant_id`.
+        case signedIn = "account.signed_in"
+        /// A sign-in failed at its callback: `data.sign_in_id`, `data.error`; the account it was
+        /// for, if any.
+        case signInFailed = "sign_in.failed"
     }
 
     /// Position in the outbox; orders events and cursors, never shown.
@@ -15,7 +21,8 @@ package struct AccountEvent: Sendable, Equatable {
     package let id: String
     package let type: String
     package let occurredAt: String
-    package let accountId: String
+    /// Nil for a `sign_in.failed` of a sign-in that named no account.
+    package let accountId: String?
     /// The account's tenant when the event was written (its realm), lower-cased; nil for an
     /// account whose row was gone by then (behaviour §12 Tenants).
     package var tenantId: String? = nil
@@ -25,7 +32,7 @@ package struct AccountEvent: Sendable, Equatable {
     /// `{id, type, occurred_at, account_id, tenant_id, data}`.
     package var json: JSONValue {
         .object([
-            "id": .string(id), "type": .string(type), "occurred_at": .string(occurredAt), "account_id": .string(accountId),
+            "id": .string(id), "type": .string(type), "occurred_at": .string(occurredAt), "account_id": accountId.map(JSONValue.string) ?? .null,
             "tenant_id": tenantId.map(JSONValue.string) ?? .null, "data": data,
         ])
     }

@@ -15,7 +15,7 @@ package struct AccountEventStore: Sendable {
     /// statement. The advisory lock makes inserts commit in `seq` order (see the migration).
     /// - Parameter realm: the account's tenant; nil reads it from the account row.
     package static func append(
-        in connection: PostgresConnection, _ kind: AccountEvent.Kind, accountId: String, realm: String? = nil, data: [String: JSONValue] = [:]
+        in connection: PostgresConnection, _ kind: AccountEvent.Kind, accountId: String?, realm: String? = nil, data: [String: JSONValue] = [:]
     ) throws {
         try connection.query("SELECT pg_advisory_xact_lock(hashtextextended('tokenrelay.account_events', 0))")
         let dataText = String(decoding: JSONWriter.encode(.object(data)), as: UTF8.self)
@@ -24,7 +24,7 @@ package struct AccountEventStore: Sendable {
             INSERT INTO account_events (account_id, event_id, type, realm, data)
             VALUES ($1, $2, $3, COALESCE($5, (SELECT realm FROM accounts WHERE account_id = $1)), $4::jsonb)
             """,
-            [.text(accountId), .text("evt_" + RandomToken.make(bytes: 16)), .text(kind.rawValue), .text(dataText), TokenStore.optional(realm)])
+            [TokenStore.optional(accountId), .text("evt_" + RandomToken.make(bytes: 16)), .text(kind.rawValue), .text(dataText), TokenStore.optional(realm)])
     }
 
     /// Appends an event in a transaction of its own (an event that reports no state change).
@@ -127,7 +127,7 @@ package struct AccountEventStore: Sendable {
     package static func event(from row: PostgresRow) -> AccountEvent {
         AccountEvent(
             seq: row.int("seq") ?? 0, id: row.string("event_id") ?? "", type: row.string("type") ?? "",
-            occurredAt: row.string("occurred_at") ?? "", accountId: row.string("account_id") ?? "", tenantId: row.string("realm"),
+            occurredAt: row.string("occurred_at") ?? "", accountId: row.string("account_id"), tenantId: row.string("realm"),
             data: JSONValue.parse(row.string("data") ?? "{}") ?? .object([:]))
     }
 }

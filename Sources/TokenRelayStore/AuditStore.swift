@@ -14,6 +14,9 @@ package struct AuditStore: Sendable {
 
     package enum Action: String, Sendable, CaseIterable {
         case signInCompleted = "sign_in.completed"
+        /// A sign-in bound to an account completed by another user (behaviour §3.8): `outcome`
+        /// `user_mismatch`, the expected account, `detail.sign_in_id`; nothing of the other user.
+        case signInRefused = "sign_in.refused"
         case accountDeleted = "account.deleted"
         case accountImported = "account.imported"
         case importCompleted = "account.import_completed"

@@ -31,6 +31,9 @@ package enum ReplicaNotifications {
         case tenantResumed(String)
         /// A tenant was forgotten (`token-relay tenants forget`): drop its data key and memories.
         case tenantForgotten(String)
+        /// A sign-in completed or failed: whoever waits for it (`GET /v1/sign-ins/{id}?wait=`,
+        /// behaviour §3.9), on any replica, reads it again.
+        case signInFinished(String)
 
         package static let accountDeletedPrefix = "account.deleted:"
         package static let apiKeyRevokedPrefix = "api_key.revoked:"
@@ -51,14 +54,19 @@ package enum ReplicaNotifications {
             case .tenantSuspended(let id): "tenant.suspended:" + id
             case .tenantResumed(let id): "tenant.resumed:" + id
             case .tenantForgotten(let id): "tenant.forgotten:" + id
+            case .signInFinished(let id): "sign_in.finished:" + id
             }
         }
 
         /// Whether the process that sent it applies it too (a key's creation: see
         /// ``ReplicaInvalidation/handle(_:)``).
         package var reachesItsOrigin: Bool {
-            if case .apiKeyCreated = self { return true }
-            return false
+            switch self {
+            // The sign-in's own replica may hold a waiter too; the store that finished it does
+            // not know it.
+            case .apiKeyCreated, .signInFinished: true
+            default: false
+            }
         }
 
         /// The metric label of the message kind.
@@ -87,6 +95,7 @@ package enum ReplicaNotifications {
             case "tenant.suspended": self = .tenantSuspended(id)
             case "tenant.resumed": self = .tenantResumed(id)
             case "tenant.forgotten": self = .tenantForgotten(id)
+            case "sign_in.finished": self = .signInFinished(id)
             default: return nil
             }
         }

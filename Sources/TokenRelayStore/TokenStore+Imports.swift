@@ -211,6 +211,13 @@ extension TokenStore {
             detail: ["alias_account_id": .string(importedId), "refresh_token": .string(survivorHasToken ? "kept" : "imported")])
         // Last, as every event append (behaviour §12: in the transaction of the change it reports).
         if revived { try AccountEventStore.append(in: connection, .recovered, accountId: survivorId, data: ["reason": .string("import")]) }
+        // The import reconnected an account its user signed in before (behaviour §3.6, §3.9).
+        try AccountEventStore.append(
+            in: connection, .signedIn, accountId: survivorId,
+            data: [
+                "created": .bool(false), "sign_in_id": .null, "tenant_id": .string(identity.realm.lowercased()),
+                "alias_account_id": .string(importedId),
+            ])
         return ImportCompletion(account: try account(in: connection, id: survivorId), accessToken: moved, merged: true)
     }
 

@@ -26,10 +26,16 @@ package struct PendingSignIn: Sendable {
     /// The `login_hint` the authorize request carried, for the `sign_in_url` of a callback that
     /// asks for interaction (behaviour §4.4); nil when none (or a row an older replica wrote).
     package var loginHint: String? = nil
+    /// The user the sign-in is for (behaviour §3.8): the callback refuses any other with 409
+    /// `user_mismatch`; nil leaves it open to any user.
+    package var expectedHomeAccountId: String? = nil
+    /// The account of ``expectedHomeAccountId`` when the sign-in started (named by the refusal).
+    package var expectedAccountId: String? = nil
 
     package init(
         signInId: String, authority: String, scopes: [String], nonce: String, codeVerifier: String, redirectAfter: String?, expiresAt: Int,
-        startedBy: String? = nil, claims: String? = nil, externalId: ExternalId? = nil, loginHint: String? = nil
+        startedBy: String? = nil, claims: String? = nil, externalId: ExternalId? = nil, loginHint: String? = nil,
+        expectedHomeAccountId: String? = nil, expectedAccountId: String? = nil
     ) {
         self.signInId = signInId
         self.authority = authority
@@ -42,6 +48,8 @@ package struct PendingSignIn: Sendable {
         self.claims = claims
         self.externalId = externalId
         self.loginHint = loginHint
+        self.expectedHomeAccountId = expectedHomeAccountId
+        self.expectedAccountId = expectedAccountId
     }
 }
 
@@ -84,22 +92,24 @@ extension TokenStore {
             return try connection.query(
                 """
                 INSERT INTO sign_ins (state_hash, sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after, expires_at,
-                                      started_by, claims, external_id, external_id_owner, login_hint)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12, $13, $14, $15)
+                                      started_by, claims, external_id, external_id_owner, login_hint, expected_home_account_id, expected_account_id)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11, $12, $13, $14, $15, $16, $17)
                 """,
                 [
                     .bytes(stateHash), .text(signIn.signInId), .text(signIn.authority), .text(signIn.scopes.joined(separator: " ")),
                     .text(signIn.nonce), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext),
                     Self.optional(signIn.redirectAfter), .int(Int64(signIn.expiresAt)), Self.optional(signIn.startedBy), Self.optional(signIn.claims),
                     Self.optional(signIn.externalId?.value), Self.optional(signIn.externalId?.owner), Self.optional(signIn.loginHint),
+                    Self.optional(signIn.expectedHomeAccountId), Self.optional(signIn.expectedAccountId),
                 ]
             ).affectedRows
         }
     }
 
-    /// Takes the pending sign-in for `stateHash` exactly once: the row is deleted as it is read,
-    /// so a replayed callback finds nothing. Expired rows (`expires_at` not after `now`, Unix
-    /// seconds) are not returned.
+    /// Takes the pending sign-in for `stateHash` exactly once: the row turns `redeeming` and its
+    /// PKCE verifier is wiped as it is read, so a replayed callback finds nothing; the row stays
+    /// for ``signInOutcome(id:)`` (behaviour §3.9). Expired rows (`expires_at` not after `now`,
+    /// Unix seconds) are not returned.
     package func consumePendingSignIn(stateHash: [UInt8], now: Int) async throws -> PendingSignIn? {
         let clientId = self.clientId
         let cipher = self.cipher
@@ -107,17 +117,20 @@ extension TokenStore {
             guard
                 let row = try connection.query(
                     """
-                    DELETE FROM sign_ins WHERE state_hash = $1
-                    RETURNING sign_in_id, authority, scopes, nonce, verifier_key_id, verifier_nonce, verifier_ciphertext, redirect_after,
-                      extract(epoch FROM expires_at)::bigint AS expires_at, started_by, claims, external_id, external_id_owner,
-                      login_hint
+                    WITH taken AS (
+                      SELECT * FROM sign_ins WHERE state_hash = $1 AND status = 'pending' AND expires_at > to_timestamp($2) FOR UPDATE)
+                    UPDATE sign_ins s SET status = 'redeeming', verifier_key_id = NULL, verifier_nonce = NULL, verifier_ciphertext = NULL
+                    FROM taken WHERE s.state_hash = taken.state_hash
+                    RETURNING taken.sign_in_id, taken.authority, taken.scopes, taken.nonce, taken.verifier_key_id, taken.verifier_nonce,
+                      taken.verifier_ciphertext, taken.redirect_after, extract(epoch FROM taken.expires_at)::bigint AS expires_at, taken.started_by,
+                      taken.claims, taken.external_id, taken.external_id_owner, taken.login_hint, taken.expected_home_account_id,
+                      taken.expected_account_id
                     """,
-                    [.bytes(stateHash)]
+                    [.bytes(stateHash), .int(Int64(now))]
                 ).rows.first
             else { return nil }
             let signInId = row.string("sign_in_id") ?? ""
             let expiresAt = Int(row.int("expires_at") ?? 0)
-            guard expiresAt > now else { return nil }
             let sealed = SealedSecret(
                 keyId: row.string("verifier_key_id") ?? "", nonce: row.bytes("verifier_nonce") ?? [], ciphertext: row.bytes("verifier_ciphertext") ?? [])
             let verifier = try cipher.open(sealed, for: SealingContext(owner: signInId, kind: .pkceVerifier, clientId: clientId))
@@ -127,7 +140,8 @@ extension TokenStore {
                 signInId: signInId, authority: row.string("authority") ?? "",
                 scopes: (row.string("scopes") ?? "").split(separator: " ").map(String.init), nonce: row.string("nonce") ?? "",
                 codeVerifier: verifier, redirectAfter: row.string("redirect_after"), expiresAt: expiresAt,
-                startedBy: row.string("started_by"), claims: row.string("claims"), externalId: externalId, loginHint: row.string("login_hint"))
+                startedBy: row.string("started_by"), claims: row.string("claims"), externalId: externalId, loginHint: row.string("login_hint"),
+                expectedHomeAccountId: row.string("expected_home_account_id"), expectedAccountId: row.string("expected_account_id"))
         }
     }
 
@@ -146,11 +160,14 @@ extension TokenStore {
     /// - Parameters:
     ///   - actor: who started the sign-in, for its audit row (behaviour §12 Audit).
     ///   - externalId: the pending sign-in's external id, if any.
-    /// - Returns: the account as stored, and how the external id was given (nil without one).
+    ///   - signInId: the sign-in's id: its row turns `completed` and its `account.signed_in`
+    ///     event is written in the same transaction (behaviour §3.9, §12 Webhooks and events).
+    /// - Returns: the account as stored, whether this sign-in created it, and how the external id
+    ///   was given (nil without one).
     package func saveSignIn(
         _ account: SignedInAccount, refreshToken: String?, familyId: String?, accessToken: StoredAccessToken?, actor: String,
-        externalId: ExternalId? = nil
-    ) async throws -> (account: AccountRecord, externalId: ExternalIdAssignment?) {
+        externalId: ExternalId? = nil, signInId: String? = nil
+    ) async throws -> (account: AccountRecord, created: Bool, externalId: ExternalIdAssignment?) {
         let clientId = self.clientId
         let newId = "acc_" + RandomToken.make(bytes: 16)
         return try await database.transaction { connection in
@@ -201,12 +218,22 @@ extension TokenStore {
                 try self.saveAccessToken(in: connection, accessToken.owned(by: record.accountId))
             }
             try AuditStore.record(in: connection, .signInCompleted, actor: actor, accountId: record.accountId, outcome: "success")
+            let created = existing == nil
+            if let signInId {
+                try connection.query(
+                    "UPDATE sign_ins SET status = 'completed', account_id = $2, account_created = $3, finished_at = now() WHERE sign_in_id = $1",
+                    [.text(signInId), .text(record.accountId), .bool(created)])
+                try ReplicaNotifications.send(.signInFinished(signInId), in: connection)
+            }
             if existing?.string("state") == AccountRecord.State.interactionRequired.rawValue {
                 try AccountEventStore.append(in: connection, .recovered, accountId: record.accountId, data: ["reason": .string("sign_in")])
             }
+            try AccountEventStore.append(
+                in: connection, .signedIn, accountId: record.accountId,
+                data: ["created": .bool(created), "sign_in_id": signInId.map(JSONValue.string) ?? .null, "tenant_id": .string(account.realm.lowercased())])
             // Other replicas forget their memories of the account (behaviour §12).
             try ReplicaNotifications.send(.accountSignedIn(record.accountId), in: connection)
-            return (record, assignment)
+            return (record, created, assignment)
         }
     }
 }
@@ -217,5 +244,89 @@ extension StoredAccessToken {
         StoredAccessToken(
             accountId: accountId, environment: environment, realm: realm, clientId: clientId, scopes: scopes, secret: secret,
             expiresOn: expiresOn, extExpiresOn: extExpiresOn, refreshOn: refreshOn, obtainedBy: obtainedBy)
+    }
+}
+
+/// Where a sign-in stands (behaviour §3.9, `GET /v1/sign-ins/{sign_in_id}`).
+package struct SignInOutcome: Sendable, Equatable {
+    package enum Status: String, Sendable {
+        case pending, completed, failed, expired
+    }
+
+    package let signInId: String
+    package let status: Status
+    /// Unix seconds.
+    package let expiresAt: Int
+    /// Who started it (``PendingSignIn/startedBy``).
+    package let startedBy: String?
+    /// `completed`: the account, and whether the sign-in created it.
+    package var accountId: String? = nil
+    package var created: Bool? = nil
+    /// `failed`: the problem (`error`, `status`, `detail` and its extensions), never a secret.
+    package var problem: JSONValue? = nil
+
+    package init(
+        signInId: String, status: Status, expiresAt: Int, startedBy: String?, accountId: String? = nil, created: Bool? = nil, problem: JSONValue? = nil
+    ) {
+        self.signInId = signInId
+        self.status = status
+        self.expiresAt = expiresAt
+        self.startedBy = startedBy
+        self.accountId = accountId
+        self.created = created
+        self.problem = problem
+    }
+}
+
+extension TokenStore {
+    /// The outcome of sign-in `id`, nil when no row holds it (never started here, or gone an
+    /// hour after it expired). A row still `pending` or `redeeming` at `now` (unix seconds) past
+    /// its `expires_at` is `expired`; a callback already redeeming finishes it all the same.
+    package func signInOutcome(id: String, now: Int) async throws -> SignInOutcome? {
+        try await database.run { connection in
+            guard
+                let row = try connection.query(
+                    """
+                    SELECT sign_in_id, status, extract(epoch FROM expires_at)::bigint AS expires_at, started_by, account_id, account_created,
+                      problem::text AS problem
+                    FROM sign_ins WHERE sign_in_id = $1
+                    """,
+                    [.text(id)]
+                ).rows.first
+            else { return nil }
+            let expiresAt = Int(row.int("expires_at") ?? 0)
+            let status: SignInOutcome.Status =
+                switch row.string("status") {
+                case "completed": .completed
+                case "failed": .failed
+                default: expiresAt > now ? .pending : .expired
+                }
+            return SignInOutcome(
+                signInId: id, status: status, expiresAt: expiresAt, startedBy: row.string("started_by"), accountId: row.string("account_id"),
+                created: row.bool("account_created"), problem: row.string("problem").flatMap { JSONValue.parse($0) })
+        }
+    }
+
+    /// Records that sign-in `signInId` failed with `problem` (its `sign_in.failed` event, and
+    /// for a refused user its audit row, in one transaction) and wakes whoever follows it.
+    /// - Parameters:
+    ///   - accountId: the account the sign-in was for, if any (named by the event and the audit row).
+    ///   - refusal: the audit row of a refusal (``AuditStore/Action/signInRefused``): its actor and outcome.
+    package func failSignIn(signInId: String, problem: JSONValue, accountId: String?, refusal: (actor: String, outcome: String)? = nil) async throws {
+        let problemText = String(decoding: JSONWriter.encode(problem), as: UTF8.self)
+        try await database.transaction { connection in
+            try connection.query(
+                "UPDATE sign_ins SET status = 'failed', problem = $2::jsonb, finished_at = now() WHERE sign_in_id = $1",
+                [.text(signInId), .text(problemText)])
+            if let refusal {
+                try AuditStore.record(
+                    in: connection, .signInRefused, actor: refusal.actor, accountId: accountId, outcome: refusal.outcome,
+                    detail: ["sign_in_id": .string(signInId)])
+            }
+            try ReplicaNotifications.send(.signInFinished(signInId), in: connection)
+            try AccountEventStore.append(
+                in: connection, .signInFailed, accountId: accountId,
+                data: ["sign_in_id": .string(signInId), "error": problem.objectValue?["error"] ?? .null])
+        }
     }
 }

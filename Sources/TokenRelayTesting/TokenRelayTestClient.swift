@@ -40,4 +40,27 @@ extension TokenRelayTestClient {
         guard callback.status == 200 else { throw TestFailure("callback answered \(callback.status): \(callback.text)") }
         return callback.json
     }
+
+    /// Answers the emulator's sign-in page for `authorizeURL` as a person who picks `username`
+    /// there (whatever `login_hint` pre-filled): posts the page's form, the authorize parameters
+    /// with `action=accept` and `login`, as the page's Accept button does (``SignInPage``).
+    /// - Returns: the `Location` the authority redirects to (TokenRelay's callback URL).
+    /// - Throws: ``TestFailure`` when the authority does not redirect.
+    public func authorize(_ authorizeURL: String, as username: String) async throws -> String {
+        guard let components = URLComponents(string: authorizeURL), let items = components.percentEncodedQueryItems else {
+            throw TestFailure("not an authorize URL: \(authorizeURL)")
+        }
+        var form = items.map { "\($0.name)=\($0.value ?? "")" }
+        form += ["action=accept", "login=" + (username.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? username)]
+        var target = components
+        target.percentEncodedQuery = nil
+        let response = try await browser.execute(
+            HTTPClientRequest(
+                method: "POST", url: target.string ?? authorizeURL, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Array(form.joined(separator: "&").utf8)))
+        guard response.status == 302, let location = response.headers["Location"] else {
+            throw TestFailure("the sign-in page answered \(response.status) for \(username)")
+        }
+        return location
+    }
 }

@@ -127,7 +127,7 @@ struct APIKeyLimitsEndToEndTests {
         #expect(try await stack.request("GET", "/v1/accounts/\(id)", headers: headers, authenticated: false).status == 200)
         let page = try await stack.request("GET", "/v1/events", headers: headers, authenticated: false)
         let types = (page.json["events"] as? [[String: Any]] ?? []).filter { $0["account_id"] as? String == id }.compactMap { $0["type"] as? String }
-        #expect(types == ["account.interaction_required"], "\(page.text)")
+        #expect(types == ["account.signed_in", "account.signed_in", "account.interaction_required"], "\(page.text)")
     }
 
     @Test("api-keys create with an empty --tenants or --scopes refuses instead of creating an unrestricted key")

@@ -61,7 +61,7 @@ struct ImportTests {
         try await killRefreshToken(survivor)
         let merged = try await silent(["account_id": try await importBob(), "scopes": ["User.Read"]])
         #expect(merged.status == 200, "\(merged.text)")
-        #expect(try await events(survivor) == ["account.interaction_required", "account.recovered"])
+        #expect(try await events(survivor) == ["account.signed_in", "account.interaction_required", "account.recovered", "account.signed_in"])
 
         // Re-import: a pending import whose refresh token died gets a new one.
         #expect(try await stack.request("DELETE", "/v1/accounts/\(survivor)").status == 204)

@@ -49,6 +49,11 @@ struct KeepAliveAndEventsTests {
         return page.json["events"] as? [[String: Any]] ?? []
     }
 
+    /// The events of the account's state (every sign-in also writes `account.signed_in`, behaviour §3.9).
+    static func stateEvents(_ stack: TokenRelayStack) async throws -> [[String: Any]] {
+        try await events(stack).filter { $0["type"] as? String != "account.signed_in" }
+    }
+
     @Test("keepalive --once refreshes an idle account through the normal refresh path and leaves a recently refreshed one alone")
     func keepAliveRefreshesIdleAccounts() async throws {
         let stack = try await TokenRelayStack(name: "e2e_keepalive")
@@ -99,7 +104,7 @@ struct KeepAliveAndEventsTests {
         try await Self.age(stack, recent, days: 75)
         #expect(try await Self.keepAlivePass(stack)["refreshed"] as? Int == 1)
         #expect(try await Self.generation(stack, recent) == recentBefore + 1)
-        #expect(try await Self.events(stack).isEmpty)
+        #expect(try await Self.stateEvents(stack).isEmpty)
     }
 
     @Test("A keep-alive refused with AADSTS700082 marks the account interaction_required; events page in order with a cursor")
@@ -130,20 +135,25 @@ struct KeepAliveAndEventsTests {
         let all = try await Self.events(stack)
         #expect(
             all.map { $0["type"] as? String }
-                == ["account.interaction_required", "account.keepalive_failed", "account.recovered", "account.deleted"])
+                == [
+                    "account.signed_in", "account.interaction_required", "account.keepalive_failed", "account.recovered", "account.signed_in",
+                    "account.deleted",
+                ])
         #expect(all.allSatisfy { $0["account_id"] as? String == id })
-        #expect(Set(all.compactMap { $0["id"] as? String }).count == 4)
+        #expect(Set(all.compactMap { $0["id"] as? String }).count == 6)
+        #expect((all[0]["data"] as? [String: Any])?["created"] as? Bool == true)
+        #expect((all[4]["data"] as? [String: Any])?["created"] as? Bool == false)
         #expect(all.allSatisfy { ($0["occurred_at"] as? String)?.hasSuffix("Z") == true })
-        let failed = try #require(all[1]["data"] as? [String: Any])
+        let failed = try #require(all[2]["data"] as? [String: Any])
         #expect(failed["error"] as? String == "interaction_required")
         #expect(failed["account_state"] as? String == "interaction_required")
         #expect(failed["sts_error_codes"] as? [Int] == [700082])
-        #expect((all[0]["data"] as? [String: Any])?["sts_error_codes"] as? [Int] == [700082])
+        #expect((all[1]["data"] as? [String: Any])?["sts_error_codes"] as? [Int] == [700082])
 
-        // Paging: two and two, then an empty page that keeps the cursor for the next poll.
-        let first = try await stack.request("GET", "/v1/events?limit=2")
+        // Paging: three and three, then an empty page that keeps the cursor for the next poll.
+        let first = try await stack.request("GET", "/v1/events?limit=3")
         let cursor = try #require(first.json["next_cursor"] as? String)
-        let second = try await stack.request("GET", "/v1/events?limit=2&cursor=\(cursor)")
+        let second = try await stack.request("GET", "/v1/events?limit=3&cursor=\(cursor)")
         let cursor2 = try #require(second.json["next_cursor"] as? String)
         let paged = [first, second].flatMap { ($0.json["events"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String } }
         #expect(paged == all.compactMap { $0["id"] as? String })
@@ -174,7 +184,8 @@ struct KeepAliveAndEventsTests {
             ])
         defer { stack.stop() }
 
-        // Four events: interaction_required, recovered, deleted (alice), deleted (bob).
+        // Seven events: signed_in, interaction_required, recovered, signed_in, deleted (alice),
+        // signed_in, deleted (bob).
         let alice = try await stack.signInAccountId("alice@contoso.example")
         _ = try await stack.control(
             "POST", "/_control/faults",
@@ -186,7 +197,7 @@ struct KeepAliveAndEventsTests {
         let bob = try await stack.signInAccountId("bob@contoso.example")
         #expect(try await stack.request("DELETE", "/v1/accounts/\(bob)").status == 204)
         let expected = try await Self.events(stack)
-        #expect(expected.count == 4)
+        #expect(expected.count == 7)
 
         // Refused connections are counted as unreachable deliveries, and retried.
         let refusedTwice = try await eventually(within: 20) {
@@ -206,12 +217,12 @@ struct KeepAliveAndEventsTests {
         let undelivered = try await stack.withDatabase { connection in
             try connection.query("SELECT count(*) AS n FROM account_events WHERE delivered_at IS NULL").rows.first?.int("n")
         }
-        #expect(undelivered == 4)
+        #expect(undelivered == 7)
 
         receiver.setUp(true)
-        #expect(try await eventually(within: 30) { receiver.accepted.count >= 4 })
+        #expect(try await eventually(within: 30) { receiver.accepted.count >= 7 })
         let accepted = receiver.accepted
-        #expect(accepted.count == 4, "each event is acknowledged once")
+        #expect(accepted.count == 7, "each event is acknowledged once")
         let expectedIds = expected.compactMap { $0["id"] as? String }
         #expect(accepted.map(\.eventId) == expectedIds)
         // Every attempt, refused or not, carried the id of the oldest undelivered event first: ids are stable.
@@ -242,9 +253,52 @@ struct KeepAliveAndEventsTests {
         let delivered = try await stack.withDatabase { connection in
             try connection.query("SELECT count(*) AS n FROM account_events WHERE delivered_at IS NOT NULL").rows.first?.int("n")
         }
-        #expect(delivered == 4)
+        #expect(delivered == 7)
         // The secret never reaches the log.
         #expect(!stack.relay.log().contains(secret))
+    }
+
+    @Test(
+        "Every completed sign-in is pushed to the webhook as account.signed_in (created true, then false; its sign_in_id and tenant), a refused one as sign_in.failed"
+    )
+    func signInsReachTheWebhook() async throws {
+        let receiver = WebhookReceiver()
+        receiver.setUp(true)
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threadCount: 1), handler: receiver)
+        try server.start()
+        defer { server.stop() }
+        let stack = try await TokenRelayStack(
+            name: "e2e_webhook_signed_in",
+            environment: ["TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:\(server.port)/hooks", "TOKENRELAY_WEBHOOK_SECRET": "whsec-signed-in"])
+        defer { stack.stop() }
+        var signInIds: [String] = []
+        for _ in 0..<2 {
+            let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
+            signInIds.append(try #require(started.json["sign_in_id"] as? String))
+            let location = try await stack.authorize(try #require(started.json["authorize_url"] as? String), as: "alice@contoso.example")
+            #expect(try await stack.request("GET", location, authenticated: false).status == 200)
+        }
+        let accountId = try #require(try await stack.request("GET", "/v1/accounts").json["accounts"] as? [[String: Any]]).first?["account_id"] as? String
+        // Bound to alice, completed by bob: refused.
+        let bound = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "account_id": try #require(accountId)])
+        let refusedId = try #require(bound.json["sign_in_id"] as? String)
+        let location = try await stack.authorize(try #require(bound.json["authorize_url"] as? String), as: "bob@contoso.example")
+        #expect(try await stack.request("GET", location, authenticated: false).status == 409)
+
+        #expect(try await eventually(within: 15) { receiver.accepted.count >= 3 })
+        let bodies = receiver.accepted.compactMap { try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any] }
+        #expect(bodies.map { $0["type"] as? String } == ["account.signed_in", "account.signed_in", "sign_in.failed"])
+        for (index, body) in bodies.prefix(2).enumerated() {
+            let data = try #require(body["data"] as? [String: Any])
+            #expect(body["account_id"] as? String == accountId)
+            #expect(data["created"] as? Bool == (index == 0), "\(data)")
+            #expect(data["sign_in_id"] as? String == signInIds[index])
+            #expect(data["tenant_id"] as? String == stack.tenantId)
+        }
+        let failed = try #require(bodies.last?["data"] as? [String: Any])
+        #expect(bodies.last?["account_id"] as? String == accountId, "the account the sign-in was for")
+        #expect(failed["sign_in_id"] as? String == refusedId)
+        #expect(failed["error"] as? String == "user_mismatch")
     }
 
     @Test("While the webhook receiver is slow to answer, the relay holds no transaction or advisory lock, and events still arrive in order")
@@ -264,7 +318,7 @@ struct KeepAliveAndEventsTests {
             #expect(try await stack.request("DELETE", "/v1/accounts/\(accountId)").status == 204)
         }
         let expectedIds = try await Self.events(stack).compactMap { $0["id"] as? String }
-        #expect(expectedIds.count == 2)
+        #expect(expectedIds.count == 4)
 
         #expect(try await eventually(within: 10) { receiver.inFlight > 0 })
         let (inTransaction, advisoryLocks) = try await stack.withDatabase { connection in
@@ -286,7 +340,7 @@ struct KeepAliveAndEventsTests {
         #expect(inTransaction == 0, "no relay session idles in a transaction while the receiver answers")
         #expect(advisoryLocks == 0, "no advisory lock is held while the receiver answers")
 
-        #expect(try await eventually(within: 15) { receiver.accepted.count >= 2 })
+        #expect(try await eventually(within: 30) { receiver.accepted.count >= 4 })
         #expect(receiver.accepted.map(\.eventId) == expectedIds)
         #expect(receiver.maxInFlight == 1, "one delivery at a time")
     }

@@ -113,7 +113,8 @@ struct ProblemCodeTests {
         arguments: [
             (ProblemCode.invalidRequest, 400), (.invalidScope, 400), (.invalidAuthority, 400), (.unauthenticated, 401),
             (.forbidden, 403), (.tenantSuspended, 403), (.accountNotFound, 404), (.notFound, 404), (.methodNotAllowed, 405), (.interactionRequired, 409),
-            (.userCanceled, 400), (.ambiguousAccount, 409), (.conflict, 409), (.serverDeclinedScopes, 409), (.throttled, 429), (.rateLimited, 429),
+            (.userCanceled, 400), (.userMismatch, 409), (.ambiguousAccount, 409), (.conflict, 409), (.serverDeclinedScopes, 409), (.throttled, 429),
+            (.rateLimited, 429),
             (.payloadTooLarge, 413), (.uriTooLong, 414), (.headerFieldsTooLarge, 431), (.unsupportedMediaType, 415), (.expectationFailed, 417),
             (.notImplemented, 501), (.upstreamError, 502),
             (.upstreamUnavailable, 503),
@@ -127,7 +128,7 @@ struct ProblemCodeTests {
 
     @Test("every code is listed")
     func allListed() {
-        #expect(ProblemCode.allCases.count == 25)
+        #expect(ProblemCode.allCases.count == 26)
         #expect(ProblemCode.internal.rawValue == "internal")
         #expect(ProblemCode.accountNotFound.rawValue == "account_not_found")
     }

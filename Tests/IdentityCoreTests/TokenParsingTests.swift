@@ -42,6 +42,23 @@ struct TokenParsingTests {
         #expect(throws: ClientInfoError.self) { try ClientInfo.decode(Base64URL.encode(Array(#"{"uid":"x"}"#.utf8))) }
     }
 
+    @Test(
+        "client_info names the user of a home_account_id as MSAL compares them: same uid and utid ignoring case; for B2C the object id before the policy"
+    )
+    func clientInfoIsUser() {
+        let alice = ClientInfo(uid: "aaaaaaaa-0000-4000-8000-00000000a11c", utid: "11111111-1111-1111-1111-111111111111")
+        #expect(alice.isUser(of: "aaaaaaaa-0000-4000-8000-00000000a11c.11111111-1111-1111-1111-111111111111", b2c: false))
+        #expect(alice.isUser(of: "AAAAAAAA-0000-4000-8000-00000000A11C.11111111-1111-1111-1111-111111111111", b2c: false))
+        #expect(!alice.isUser(of: "bbbbbbbb-0000-4000-8000-000000000b0b.11111111-1111-1111-1111-111111111111", b2c: false))
+        #expect(!alice.isUser(of: "aaaaaaaa-0000-4000-8000-00000000a11c.22222222-2222-2222-2222-222222222222", b2c: false), "another home tenant")
+        #expect(!alice.isUser(of: "no-dot", b2c: false))
+        let dave = ClientInfo(uid: "dddddddd-0000-4000-8000-00000000da7e-b2c_1_signin", utid: "33333333-3333-3333-3333-333333333333")
+        let susi = "dddddddd-0000-4000-8000-00000000da7e-b2c_1_susi.33333333-3333-3333-3333-333333333333"
+        #expect(dave.isUser(of: susi, b2c: true), "another user flow of the same B2C user")
+        #expect(!dave.isUser(of: susi, b2c: false), "outside B2C the uid is compared whole")
+        #expect(!dave.isUser(of: "eeeeeeee-0000-4000-8000-00000000da7e-b2c_1_susi.33333333-3333-3333-3333-333333333333", b2c: true))
+    }
+
     @Test("token response: numbers as digit strings, empty refresh token is nil, defaults")
     func lenient() throws {
         let body = #"{"access_token":"at","expires_in":"3599","ext_expires_in":"7199","refresh_in":1800,"refresh_token":"","foci":1}"#

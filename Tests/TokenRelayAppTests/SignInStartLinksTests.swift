@@ -40,7 +40,7 @@ struct SignInStartLinksTests {
     func roundTrip() throws {
         let clock = Clock()
         let links = Self.links(Self.ringA, clock)
-        let url = links.mint(Self.hint)
+        let url = links.mint(Self.hint, reader: nil).url
         #expect(url.hasPrefix("https://relay.example/v1/sign-ins/start?"))
         let (parameters, signature) = try links.verify(Self.query(of: url))
         #expect(parameters["login_hint"] == "alice@contoso.example")
@@ -49,14 +49,40 @@ struct SignInStartLinksTests {
         #expect(parameters["authority"] == "https://login.microsoftonline.com/t")
         #expect(parameters["expires"] == String(clock.now + 600))
         #expect(signature.count == 32)
-        #expect(links.mint(Self.hint) != url, "two links minted in the same second differ (nonce)")
+        #expect(links.mint(Self.hint, reader: nil).url != url, "two links minted in the same second differ (nonce)")
+    }
+
+    @Test(
+        "A link carries the home_account_id it is bound to and the sign_in_id it starts, both signed; the id proves itself and its reader key"
+    )
+    func boundLinkAndSignInId() throws {
+        let clock = Clock()
+        let links = Self.links(Self.ringA, clock)
+        var hint = Self.hint
+        hint.homeAccountId = "00000000-0000-0000-0000-00000000a11c.11111111-1111-1111-1111-111111111111"
+        let (url, signInId) = links.mint(hint, reader: "key1")
+        let (parameters, _) = try links.verify(Self.query(of: url))
+        #expect(parameters["home_account_id"] == hint.homeAccountId)
+        #expect(parameters["sign_in_id"] == signInId)
+        #expect(signInId.hasPrefix("si_"))
+        let unbound = try links.verify(Self.query(of: links.mint(Self.hint, reader: nil).url)).parameters
+        #expect(unbound["home_account_id"] == nil, "a hint without an account's user is open to any user")
+
+        #expect(links.linkSignInId(signInId, reader: "key1")?.expires == clock.now + 600)
+        #expect(links.linkSignInId(signInId, reader: "key1")?.isReader == true)
+        #expect(links.linkSignInId(signInId, reader: "key2")?.isReader == false, "another key may not read it by the id alone")
+        #expect(links.linkSignInId(signInId, reader: nil)?.isReader == false)
+        #expect(links.linkSignInId("si_" + String(repeating: "A", count: 43), reader: "key1") == nil, "a forged id")
+        #expect(links.linkSignInId("si_abc", reader: "key1") == nil)
+        let other = try KeyRing(parsing: "b:" + Data(repeating: 2, count: 32).base64EncodedString())
+        #expect(Self.links(other, clock).linkSignInId(signInId, reader: "key1") == nil, "another ring's id")
     }
 
     @Test("A changed, added or removed parameter is 403 sig; a missing sig or expires is 400")
     func tampered() {
         let clock = Clock()
         let links = Self.links(Self.ringA, clock)
-        let query = Self.query(of: links.mint(Self.hint))
+        let query = Self.query(of: links.mint(Self.hint, reader: nil).url)
         func rejection(_ items: [(name: String, value: String)]) -> SignInStartLinks.Rejection? {
             do {
                 _ = try links.verify(items)
@@ -78,14 +104,14 @@ struct SignInStartLinksTests {
     func expiry() {
         let clock = Clock()
         let links = Self.links(Self.ringA, clock)
-        let query = Self.query(of: links.mint(Self.hint))
+        let query = Self.query(of: links.mint(Self.hint, reader: nil).url)
         clock.advance(601)
         #expect(throws: SignInStartLinks.Rejection(status: 403, field: "expires", detail: "The link has expired; ask for a new one.")) {
             try links.verify(query)
         }
         let future = Clock()
         future.advance(3_600)
-        let ahead = Self.query(of: Self.links(Self.ringA, future).mint(Self.hint))
+        let ahead = Self.query(of: Self.links(Self.ringA, future).mint(Self.hint, reader: nil).url)
         #expect(throws: SignInStartLinks.Rejection(status: 403, field: "expires", detail: "'expires' may be at most 10 minutes ahead.")) {
             try links.verify(ahead)
         }
@@ -94,7 +120,7 @@ struct SignInStartLinksTests {
     @Test("Links signed with an older key of the ring verify after rotation; another ring's do not")
     func rotation() throws {
         let clock = Clock()
-        let old = Self.query(of: Self.links(Self.ringA, clock).mint(Self.hint))
+        let old = Self.query(of: Self.links(Self.ringA, clock).mint(Self.hint, reader: nil).url)
         let rotated = try KeyRing(
             parsing: "b:" + Data(repeating: 2, count: 32).base64EncodedString() + ",a:" + Data(repeating: 1, count: 32).base64EncodedString())
         _ = try Self.links(rotated, clock).verify(old)

@@ -1,4 +1,4 @@
-"""Sign-in -> silent token -> Graph through a client generated from openapi.yaml.
+"""Sign-in (followed with wait) -> silent token -> Graph through a client generated from openapi.yaml.
 
 Run by Tests/EndToEndTests/GeneratedClientTests.swift after `openapi-python-client generate`
 wrote the package `tokenrelay_client` into the directory given as argv[1]. Environment:
@@ -7,19 +7,22 @@ prints a token.
 """
 import os
 import sys
+import threading
 import urllib.request
+
+import httpx
 import urllib.error
 
 sys.path.insert(0, sys.argv[1])
 
 from tokenrelay_client import AuthenticatedClient, Client  # noqa: E402
-from tokenrelay_client.api.sign_in import create_sign_in, complete_sign_in  # noqa: E402
+from tokenrelay_client.api.sign_in import create_sign_in, complete_sign_in, get_sign_in  # noqa: E402
 from tokenrelay_client.api.tokens import acquire_token_silent  # noqa: E402
 from tokenrelay_client.api.accounts import get_account  # noqa: E402
 from tokenrelay_client.api.downstream import call_downstream  # noqa: E402
 from tokenrelay_client.api.downstream import call_downstream_encoded, call_downstream_encoded_post  # noqa: E402
 from tokenrelay_client.models import (  # noqa: E402
-    SignInCreated, SignInRequest, SignInResult, SilentTokenRequest, TokenResponse, Account, Problem, DownstreamJSONBody)
+    SignIn, SignInCreated, SignInRequest, SignInResult, SilentTokenRequest, TokenResponse, Account, Problem, DownstreamJSONBody)
 
 
 def fail(message):
@@ -49,6 +52,14 @@ anonymous = Client(base_url=base_url, raise_on_unexpected_status=True)
 created = expect(
     create_sign_in.sync_detailed(client=api, body=SignInRequest(scopes=["User.Read"], login_hint=os.environ["TR_USERNAME"])),
     201, SignInCreated, "POST /v1/sign-ins")
+pending = expect(get_sign_in.sync_detailed(created.sign_in_id, client=api, wait=0), 200, SignIn, "GET /v1/sign-ins/{id}")
+if pending.status != "pending":
+    fail(f"a new sign-in reads {pending.status}, expected pending")
+# The caller follows the sign-in with a long poll while the user is at the authority.
+followed = {}
+follower = threading.Thread(
+    target=lambda: followed.update(response=get_sign_in.sync_detailed(created.sign_in_id, client=api.with_timeout(httpx.Timeout(40.0)), wait=30)))
+follower.start()
 try:
     urllib.request.build_opener(NoRedirect).open(created.authorize_url)
     fail("the authority did not redirect back")
@@ -64,6 +75,12 @@ result = expect(
 account_id = result.account.account_id
 if result.account.username.lower() != os.environ["TR_USERNAME"].lower():
     fail("the signed-in account has another username")
+follower.join(40)
+if follower.is_alive() or "response" not in followed:
+    fail("GET /v1/sign-ins/{id}?wait=30 did not answer")
+outcome = expect(followed["response"], 200, SignIn, "GET /v1/sign-ins/{id}?wait=30")
+if outcome.status != "completed" or outcome.account_id != account_id or outcome.created is not True:
+    fail(f"the followed sign-in reads {outcome.status}, account {outcome.account_id}, created {outcome.created}")
 
 # 2. The account reads back; a silent token comes from the cache the sign-in filled.
 account = expect(get_account.sync_detailed(account_id, client=api), 200, Account, "GET /v1/accounts/{id}")

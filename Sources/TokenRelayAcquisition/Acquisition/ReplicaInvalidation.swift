@@ -23,6 +23,7 @@ import TokenRelayStore
 /// - ``onRefreshReleased(_:)``: a redemption lease was released: refreshes waiting for it claim again.
 /// - ``onTenantChanged(_:)``: a tenant was suspended or resumed (``TenantSuspensions``).
 /// - ``onTenantForgotten(_:)``: a tenant's data key was destroyed (ADR 0017).
+/// - ``onSignInFinished(_:)``: a sign-in completed or failed: its followers read it again.
 /// - ``onResynchronise(_:)``: notifications may have been missed.
 package final class ReplicaInvalidation: Sendable {
     /// This process's name in payloads (``ReplicaNotifications/origin``).
@@ -40,6 +41,7 @@ package final class ReplicaInvalidation: Sendable {
         var refreshReleased: [@Sendable (String) -> Void] = []
         var tenant: [@Sendable (String, Bool) -> Void] = []
         var tenantForgotten: [@Sendable (String) -> Void] = []
+        var signInFinished: [@Sendable (String) -> Void] = []
     }
 
     private let hooks = Mutex(Hooks())
@@ -66,6 +68,8 @@ package final class ReplicaInvalidation: Sendable {
     /// `hook(tenantId, suspended)`.
     package func onTenantChanged(_ hook: @escaping @Sendable (String, Bool) -> Void) { hooks.withLock { $0.tenant.append(hook) } }
     package func onTenantForgotten(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.tenantForgotten.append(hook) } }
+    /// A sign-in completed or failed (on any replica, this one included).
+    package func onSignInFinished(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.signInFinished.append(hook) } }
     package func onResynchronise(_ hook: @escaping @Sendable () -> Void) { hooks.withLock { $0.resynchronise.append(hook) } }
 
     /// Runs the hooks `message` calls for (also used for this replica's own changes).
@@ -89,6 +93,8 @@ package final class ReplicaInvalidation: Sendable {
             for hook in hooks.tenant { hook(id, false) }
         case .tenantForgotten(let id):
             for hook in hooks.tenantForgotten { hook(id) }
+        case .signInFinished(let id):
+            for hook in hooks.signInFinished { hook(id) }
         }
     }
 

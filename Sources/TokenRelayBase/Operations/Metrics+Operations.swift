@@ -26,6 +26,7 @@ extension Metrics {
         describe("tokenrelay_pending_rotations", "gauge", "Rotated refresh tokens held in memory until PostgreSQL stores them.")
         describe("tokenrelay_refreshes_in_flight", "gauge", "Refresh-token redemptions in flight on this replica.")
         describe("tokenrelay_refreshes_waiting", "gauge", "Requests waiting for a redemption slot or for another replica's redemption lease.")
+        describe("tokenrelay_sign_in_followers", "gauge", "Requests waiting for a sign-in to finish (GET /v1/sign-ins/{sign_in_id}?wait=).")
         describe("tokenrelay_memory_cache_bytes", "gauge", "Bytes held by a memory cache (tokens, accounts).")
         describe("tokenrelay_memory_cache_entries", "gauge", "Entries held by a memory cache (tokens, accounts).")
         describe("tokenrelay_memory_cache_evictions_total", "counter", "Entries a memory cache dropped to make room (least recently used first).")

@@ -22,6 +22,11 @@ package struct Caller: Sendable {
         permissions.contains(permission) || permissions.contains(.admin)
     }
 
+    /// Whether the key has one of `permissions` (admin has all).
+    package func may(anyOf permissions: [Permission]) -> Bool {
+        permissions.contains { may($0) }
+    }
+
     /// Takes one request from the key's budget.
     /// - Throws: 429 `rate_limited` with `Retry-After` when the budget is spent.
     package func takeRequest(now: Double = RateBucket.monotonicNow()) throws(RelayError) {

@@ -96,10 +96,10 @@ package final class AppHTTPHandler: HTTPHandler {
                 // The whole request gets the answer, from the same code (404/405 need no body).
                 return .proceed
             case .found(let route, _):
-                guard case .requires(let permission) = route.access else { return .proceed }
+                guard let permission = route.access.permissions else { return .proceed }
                 switch authenticator.authenticateFromMemory(try request.headers.only("Authorization")) {
                 case .caller(let caller):
-                    guard caller.may(permission) else { throw Self.lacking(permission) }
+                    guard caller.may(anyOf: permission) else { throw Self.lacking(permission) }
                     return .proceed
                 case .refused(let problem):
                     throw problem
@@ -107,7 +107,7 @@ package final class AppHTTPHandler: HTTPHandler {
                     return .suspend { [self] in
                         do {
                             let caller = try await authenticator.authenticate(request.headers["Authorization"])
-                            guard caller.may(permission) else { throw Self.lacking(permission) }
+                            guard caller.may(anyOf: permission) else { throw Self.lacking(permission) }
                             return nil
                         } catch {
                             return finish(render(error, prepared), prepared, suspended: true)
@@ -120,8 +120,8 @@ package final class AppHTTPHandler: HTTPHandler {
         }
     }
 
-    private static func lacking(_ permission: Permission) -> RelayError {
-        RelayError(.forbidden, "This API key lacks the permission '\(permission.rawValue)'.")
+    private static func lacking(_ permissions: [Permission]) -> RelayError {
+        RelayError(.forbidden, "This API key lacks the permission " + permissions.map { "'\($0.rawValue)'" }.joined(separator: " or ") + ".")
     }
 
     /// Everything memory can do for the request, in the order the answers take precedence.
@@ -149,7 +149,7 @@ package final class AppHTTPHandler: HTTPHandler {
                 context: RequestContext(
                     correlationId: prepared.correlationId, deadline: UpstreamClock.system.now().addingTimeInterval(timeout), caller: nil,
                     access: .unrestricted))
-            if case .requires(let permission) = route.access {
+            if let permission = route.access.permissions {
                 switch authenticator.authenticateFromMemory(try http.headers.only("Authorization")) {
                 case .caller(let caller):
                     try Self.admit(caller, permission, &request.context)
@@ -185,10 +185,11 @@ package final class AppHTTPHandler: HTTPHandler {
 
     /// Takes the request from the caller's budget (429) and checks its permission (403): once
     /// per request, in whichever step the caller became known.
-    private static func admit(_ caller: Caller, _ permission: Permission, _ context: inout RequestContext) throws(RelayError) {
+    private static func admit(_ caller: Caller, _ permission: [Permission], _ context: inout RequestContext) throws(RelayError) {
         try caller.takeRequest()
-        guard caller.may(permission) else { throw lacking(permission) }
+        guard caller.may(anyOf: permission) else { throw lacking(permission) }
         context.caller = caller.keyId
+        context.readsAccounts = caller.may(.accountsRead)
         context.owner = caller.owner
         context.access = caller.access
     }
@@ -210,7 +211,9 @@ package final class AppHTTPHandler: HTTPHandler {
         problem.nameInput()
         let named = problem.correlationId ?? prepared.correlationId
         if let hint = problem.signInHint, let links = services.signIns.links {
-            problem.extensions["sign_in_url"] = .string(links.mint(hint))
+            let (url, signInId) = links.mint(hint, reader: prepared.request?.context.caller)
+            problem.extensions["sign_in_url"] = .string(url)
+            problem.extensions["sign_in_id"] = .string(signInId)
         }
         if problem.code == .internal, !(error is RelayError), !(error is StoreError), !(error is AcquisitionError) {
             problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."

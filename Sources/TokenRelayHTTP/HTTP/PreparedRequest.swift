@@ -20,8 +20,8 @@ package struct PreparedRequest: Sendable {
     package var route: Router.Route?
     package var request: RouteRequest?
     /// Set when the key was not in memory: the suspended step authenticates against the store,
-    /// takes the rate budget and checks this permission, then runs the route's preparation.
-    package var pendingPermission: Permission?
+    /// takes the rate budget and checks these permissions (one of them), then runs the route's preparation.
+    package var pendingPermission: [Permission]?
 
     package init(http: HTTPRequest, correlationId: String) {
         self.http = http

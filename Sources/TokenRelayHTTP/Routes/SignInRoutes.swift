@@ -4,10 +4,13 @@ import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelaySignIn
+import TokenRelayStore
 
-/// `POST /v1/sign-ins` and `GET /v1/sign-ins/callback` (behaviour §3).
+/// `POST /v1/sign-ins`, `GET /v1/sign-ins/callback` and `GET /v1/sign-ins/{sign_in_id}` (behaviour §3).
 package enum SignInRoutes {
-    package static let startFields: Set<String> = ["scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "external_id"]
+    package static let startFields: Set<String> = [
+        "scopes", "authority", "login_hint", "prompt", "claims", "redirect_after", "external_id", "account_id",
+    ]
     package static let prompts: Set<String> = ["select_account", "login", "consent", "none"]
 
     package static func register(on router: inout Router, _ services: AppServices) {
@@ -16,7 +19,21 @@ package enum SignInRoutes {
             try body.rejectUnknown(allowed: startFields)
             let scopes = try TokenRoutes.requestedScopes(body)
             try request.context.access.check(scopes, field: "scopes")
-            let authority = try body.string("authority").map { text throws(RelayError) in try services.authorities.validate(text, field: "authority") }
+            // The account the sign-in is for (behaviour §3.8): only its user may complete it.
+            var account: AccountRecord?
+            if let accountId = try body.string("account_id") {
+                guard let found = try await services.store.account(id: accountId, owner: request.context.owner), request.context.access.sees(found)
+                else {
+                    throw RelayError(.accountNotFound, "No account matches 'account_id'.", extensions: ["field": .string("account_id")])
+                }
+                account = found
+            }
+            var authority = try body.string("authority").map { text throws(RelayError) in try services.authorities.validate(text, field: "authority") }
+            if authority == nil, let account {
+                // The account's own authority, as its sign_in_url names (an authority no longer
+                // accepted falls back to the default one).
+                authority = try? services.authorities.validate(account.authority, field: "authority")
+            }
             // The authority the user will sign in at, the default one included: a tenant-limited
             // key could otherwise sign a user of another tenant in (and replace that account's
             // refresh token) by naming none. `common` or `organizations` is no tenant of a key's.
@@ -25,7 +42,7 @@ package enum SignInRoutes {
             if let prompt, !prompts.contains(prompt) {
                 throw RelayError.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
             }
-            let loginHint = try body.string("login_hint")
+            let loginHint = try body.string("login_hint") ?? account?.username
             if let loginHint, loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
                 throw RelayError.invalidRequest(field: "login_hint", "'login_hint' must be at most 256 bytes without control characters.")
             }
@@ -34,7 +51,7 @@ package enum SignInRoutes {
                 SignInService.StartRequest(
                     scopes: scopes, authority: authority, loginHint: loginHint, prompt: prompt,
                     claims: try body.claims("claims"), redirectAfter: try body.string("redirect_after"), startedBy: request.context.caller,
-                    externalId: externalId))
+                    externalId: externalId, expectedHomeAccountId: account?.homeAccountId, expectedAccountId: account?.accountId))
             let expiresAt = Date(timeIntervalSince1970: TimeInterval(started.expiresAt))
             return .json(
                 201,
@@ -53,7 +70,7 @@ package enum SignInRoutes {
             let query = try request.http.uniqueQuery()
             let completion = try await services.signIns.complete(query: query, context: request.context)
             switch completion {
-            case .account(let account, let owner):
+            case .account(let account, let owner, _):
                 if BrowserPage.wanted(by: request.http.headers) {
                     return BrowserPage.signedIn(username: account.username, accountId: account.accountId)
                 }
@@ -62,5 +79,35 @@ package enum SignInRoutes {
                 return HTTPResponse(status: 303, headers: ["Location": location, "Cache-Control": "no-store"])
             }
         }
+
+        // Where a sign-in stands (behaviour §3.9): its starter, or any `accounts:read` key.
+        router.add(
+            "GET", "/v1/sign-ins/{sign_in_id}", access: .requiresAny([.accountsRead, .accountsWrite]), query: .only(["wait"])
+        ) { request in
+            var wait = 0
+            if let text = try request.http.onlyQueryValue("wait"), !text.isEmpty {
+                guard let seconds = Int(text), String(seconds) == text, (0...SignInService.longestWait).contains(seconds) else {
+                    throw RelayError.invalidRequest(field: "wait", "'wait' must be a whole number of seconds from 0 to \(SignInService.longestWait).")
+                }
+                wait = seconds
+            }
+            let outcome = try await services.signIns.follow(
+                request.parameter("sign_in_id"), waitSeconds: wait, reader: request.context.caller, readsAccounts: request.context.readsAccounts)
+            return .json(200, json(outcome))
+        }
+    }
+
+    /// The sign-in object of `GET /v1/sign-ins/{sign_in_id}` (schema `SignIn` in openapi.yaml).
+    package static func json(_ outcome: SignInOutcome) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "sign_in_id": .string(outcome.signInId), "status": .string(outcome.status.rawValue),
+            "expires_at": .string(Date(timeIntervalSince1970: TimeInterval(outcome.expiresAt)).formatted(.iso8601)),
+        ]
+        if outcome.status == .completed {
+            object["account_id"] = outcome.accountId.map(JSONValue.string) ?? .null
+            object["created"] = outcome.created.map(JSONValue.bool) ?? .null
+        }
+        if outcome.status == .failed { object["problem"] = outcome.problem ?? .null }
+        return .object(object)
     }
 }

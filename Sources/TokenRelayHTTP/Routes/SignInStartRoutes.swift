@@ -34,7 +34,12 @@ package enum SignInStartRoutes {
             guard try await services.store.claimSignInStartLink(signatureHash: SHA256.hash(signature), expiresAt: Int(parameters["expires"]!)!) else {
                 throw RelayError(.forbidden, "This sign-in link was used already; ask for a new one.", extensions: ["field": .string("sig")])
             }
-            let started = try await services.signIns.start(start)
+            var bound = start
+            if let homeAccountId = bound.expectedHomeAccountId {
+                // The account is named by the refusal of another user (behaviour §3.8).
+                bound.expectedAccountId = try await services.store.accounts(homeAccountId: homeAccountId, limit: 1).first?.accountId
+            }
+            let started = try await services.signIns.start(bound)
             return HTTPResponse(status: 302, headers: ["Location": started.authorizeURL, "Cache-Control": "no-store"])
         }
     }
@@ -56,6 +61,7 @@ package enum SignInStartRoutes {
         }
         return SignInService.StartRequest(
             scopes: scopes, authority: authority, loginHint: parameters["login_hint"], prompt: parameters["prompt"], claims: parameters["claims"],
-            redirectAfter: parameters["redirect_after"], startedBy: SignInService.linkActor)
+            redirectAfter: parameters["redirect_after"], startedBy: SignInService.linkActor, expectedHomeAccountId: parameters["home_account_id"],
+            signInId: parameters["sign_in_id"])
     }
 }

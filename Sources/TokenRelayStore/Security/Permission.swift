@@ -22,6 +22,9 @@ package enum RoutePermissions {
         // The callback is the registered redirect URI; `start` URLs are signed (behaviour §3).
         ("*", "/v1/sign-ins/callback", .open),
         ("*", "/v1/sign-ins/start", .open),
+        // A sign-in's outcome: its starter (`accounts:write`) or any `accounts:read` key; the
+        // route tells which (behaviour §3.9).
+        ("GET", "/v1/sign-ins/", .requiresAny([.accountsRead, .accountsWrite])),
         ("*", "/v1/tokens/", .requires(.tokensAcquire)),
         ("GET", "/v1/accounts", .requires(.accountsRead)),
         ("GET", "/v1/events", .requires(.accountsRead)),
@@ -52,4 +55,15 @@ package enum RouteAccess: Sendable, Equatable {
     case open
     /// An API key with this permission.
     case requires(Permission)
+    /// An API key with any of these permissions (the route checks further).
+    case requiresAny([Permission])
+
+    /// The permissions of which a key needs one; nil for an open route.
+    package var permissions: [Permission]? {
+        switch self {
+        case .open: nil
+        case .requires(let permission): [permission]
+        case .requiresAny(let permissions): permissions
+        }
+    }
 }
