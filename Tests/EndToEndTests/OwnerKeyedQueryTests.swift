@@ -46,6 +46,20 @@ struct OwnerKeyedQueryTests {
         ),
         // Key rotation progress: rows left under an old key, counted over every shard.
         (#"^select count\(\*\) as n from [a-z_]+ where (key_id <> \$1|key_id not like \$2 and \$1::text is not null)$"#, "key rotation progress count"),
+        // Account health gauge (issue 28 part 4): accounts counted by state and current failure
+        // class, one statement per interval; each account's refresh token is read by its own
+        // account_id (a co-located join on the owner column).
+        (
+            #"^select a\.state, case when \(a\.last_failure_at is not null and not exists \(select \$[0-9]+ from refresh_tokens fr where fr\.account_id = a\.account_id "#,
+            "account health gauge"
+        ),
+        // Account listing (`GET /v1/accounts`, an operator's page of accounts, not a token
+        // request): the `failure_class` filter reads each listed account's refresh token by its
+        // own account_id (a co-located join on the owner column).
+        (
+            #"^select account_id, client_id, .* from accounts where accounts\.client_id = \$1 .*not exists \(select \$[0-9]+ from refresh_tokens fr where fr\.account_id = accounts\.account_id "#,
+            "account listing by failure class"
+        ),
         // Retention: app/OBO tokens whose assertion expired, deleted in the background.
         (#"^delete from (grant_access_tokens|obo_refresh_tokens) where owner_expires_on < \$1$"#, "OBO token retention"),
     ]

@@ -113,7 +113,7 @@ struct SignInBoundToAccountTests {
         #expect(refused.json["account_id"] as? String == aliceId)
         #expect(try await Self.bobRows(stack) == 0)
         #expect(try await Self.storedCounts(stack) == counts, "nothing stored, the external id neither")
-        #expect(try await Self.refusals(stack).first?[0] == "bootstrap", "the starter's key id is the actor")
+        #expect(try await Self.refusals(stack).first?[0] == stack.apiKeyId, "the starter's key id is the actor")
 
         let unknown = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "account_id": "acc_unknown"])
         #expect(unknown.status == 404, "\(unknown.text)")

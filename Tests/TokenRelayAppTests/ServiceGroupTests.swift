@@ -141,7 +141,7 @@ struct ServiceGroupTests {
         #expect(
             live.services().map(\.name) == [
                 "Resources", "RefreshLeases", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "KeyUsageFlusher",
-                "IssuanceFlusher", "ReadinessSelfCheck", "HTTPServer",
+                "IssuanceFlusher", "ReadinessSelfCheck", "AccountHealthGauge", "HTTPServer",
             ])
         // With TOKENRELAY_MANAGEMENT_LISTEN: probes and scrapes are answered until the API has drained.
         (configuration.http.managementHost, configuration.http.managementPort) = ("127.0.0.1", 0)
@@ -162,7 +162,7 @@ struct ServiceGroupTests {
         #expect(
             test.services().map(\.name) == [
                 "Resources", "RefreshLeases", "BackgroundTasks", "InvalidationListener", "TenantSuspensionReloader", "KeepAliveJob", "WebhookDeliverer",
-                "KeyUsageFlusher", "IssuanceFlusher", "ReadinessSelfCheck",
+                "KeyUsageFlusher", "IssuanceFlusher", "ReadinessSelfCheck", "AccountHealthGauge",
             ])
     }
 

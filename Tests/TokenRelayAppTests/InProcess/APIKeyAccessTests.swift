@@ -54,6 +54,7 @@ struct APIKeyAccessTests {
         // The starter (`accounts:write`) or any `accounts:read` key (behaviour §3.9).
         Operation(method: "GET", template: "/v1/sign-ins/{sign_in_id}", permission: "accounts:read", alternative: "accounts:write"),
         Operation(method: "GET", template: "/v1/events", permission: "accounts:read"),
+        Operation(method: "GET", template: "/v1/audit", permission: "admin"),
         Operation(method: "GET", template: "/healthz", permission: nil),
         Operation(method: "GET", template: "/readyz", permission: nil),
         Operation(method: "GET", template: "/metrics", permission: nil),
