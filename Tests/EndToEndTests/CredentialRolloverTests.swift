@@ -68,6 +68,33 @@ struct CredentialRolloverTests {
         #expect(!stack.relay.log().contains("client_assertion="))
     }
 
+    @Test("A secret list: a refresh token redeemed with a rejected secret rolls to the registered one (200); SIGHUP tries the first again; no secret is logged")
+    func rejectedSecretRollsToTheNext() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_credential_rollover_secret")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        try stack.restartRelay(environment: [
+            "TOKENRELAY_CLIENT_SECRET": "",
+            "TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["secret": "retired-secret-\(UUID().uuidString)"], ["secret": stack.clientSecret]]),
+        ])
+        let refreshed = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(refreshed.status == 200, "\(refreshed.text)")
+        #expect(try await stack.request("GET", "/v1/accounts/\(id)").json["state"] as? String == "active")
+        var metrics = try await stack.request("GET", "/metrics", authenticated: false).text
+        #expect(metrics.contains(#"tokenrelay_client_credential_fallbacks_total{from="1",to="2"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"tokenrelay_client_credential_in_use{kind="secret"} 2"#))
+        let ready = try await stack.request("GET", "/readyz", authenticated: false)
+        #expect((Self.entry(ready, "in-use")?["output"] as? String)?.contains("(AADSTS7000215)") == true, "\(ready.text)")
+
+        // SIGHUP re-reads the list and starts again from the first.
+        stack.relay.send(signal: SIGHUP)
+        for _ in 0..<100 where !stack.relay.log().contains("credential.reloaded") { try await Task.sleep(for: .milliseconds(50)) }
+        metrics = try await stack.request("GET", "/metrics", authenticated: false).text
+        #expect(metrics.contains(#"tokenrelay_client_credential_in_use{kind="secret"} 1"#), "\(metrics)")
+        #expect(!stack.relay.log().contains(stack.clientSecret))
+        #expect(!stack.relay.log().contains("retired-secret-"))
+    }
+
     @Test("One federated assertion file: readiness fails once the assertion's exp has passed, warns within 5 minutes of it, passes otherwise")
     func federatedAssertionExpiry() async throws {
         let certificate = try TestCertificate()
