@@ -49,7 +49,9 @@ package struct STSClient: Sendable {
     ///   - account: who the grant is for, for the throttle memory (the account id); nil: the
     ///     SHA-256 of the grant's values (an assertion, the app itself).
     /// - Throws: `STSCallError`; `rejected` 429 `throttled` without a network call while the
-    ///   throttle memory says to wait for this (client, authority, scopes, account).
+    ///   throttle memory says to wait for this (client, authority, scopes, account). With several
+    ///   client credentials (behaviour §7.5) a rejected one (`clientCredentialRejected`) hands the
+    ///   request to the next; only the last one's rejection is thrown.
     package func redeem(
         grant: [(String, String)], authority: Authority, scopes: ScopeSet?, claims: String?, context: RequestContext, account: String? = nil
     ) async throws(STSCallError) -> TokenResponse {
