@@ -157,9 +157,8 @@ package struct AppDependencies: Sendable {
         let credential = try ClientCredential(configuration: configuration)
         self.credential = credential
         // Per replica: each replica learns from its own token-endpoint answers (behaviour §12 Health).
-        let credentialHealth = CredentialHealth(metrics: metrics, clock: clock)
+        let credentialHealth = CredentialHealth(metrics: metrics, clock: clock, credential: credential)
         self.credentialHealth = credentialHealth
-        Self.noteExpiry(of: credential, secretExpiresAt: configuration.credential.secretExpiresAt, in: credentialHealth)
         let tokenSettings = configuration.tokens
         let sts = STSClient(
             http: upstream, clientId: identity.clientId, credential: credential, maxAttempts: tokenSettings.maxAttempts,
@@ -399,16 +398,5 @@ package struct AppDependencies: Sendable {
         managementServer?.stop()
         http.shutdown()
         pool.close()
-    }
-
-    /// Tells readiness when the credential in use expires (behaviour §12 Health: warn 14 days before):
-    /// the certificate's notAfter, or `TOKENRELAY_CLIENT_SECRET_EXPIRES_AT` for a secret.
-    package static func noteExpiry(of credential: ClientCredential, secretExpiresAt: Date?, in health: CredentialHealth) {
-        switch credential.kind {
-        case .secret: health.expiresAt(secretExpiresAt, credential: "client secret")
-        case .certificate(_, let certificate, _):
-            health.expiresAt(Date(timeIntervalSince1970: TimeInterval(certificate.notAfter)), credential: "client certificate")
-        case .none, .assertionFile: health.expiresAt(nil)
-        }
     }
 }

@@ -134,6 +134,8 @@ public struct ConfigurationLoader: Sendable {
         config.webhooks.eventsRetentionDays = try int("events_retention_days", 1...3650) ?? config.webhooks.eventsRetentionDays
         config.webhooks.auditRetentionDays = try int("audit_retention_days", 0...3650) ?? config.webhooks.auditRetentionDays
         config.credential.secretExpiresAt = try value("client_secret_expires_at").map(Self.parseClientSecretExpiry)
+        config.credential.list = try value("client_credentials").map(Self.parseClientCredentials) ?? []
+        config.credential.fallbackHoldSeconds = try int("client_credential_fallback_s", 1...86_400) ?? config.credential.fallbackHoldSeconds
         config.tokens.issuanceFlushIntervalSeconds = try int("issuance_flush_interval_s", 1...3600) ?? config.tokens.issuanceFlushIntervalSeconds
         if let url = config.webhooks.url {
             guard url.hasPrefix("https://") || (config.identity.allowHTTPLoopback && Self.isLoopback(url)), URL(string: url) != nil else {
@@ -234,6 +236,55 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         return settings
+    }
+
+    /// `TOKENRELAY_CLIENT_CREDENTIALS`: a JSON array of credentials tried in order, each an object
+    /// with exactly one of `secret`, `secret_file`, `certificate` (a PEM file), `assertion_file`,
+    /// and `secret_expires_at` (RFC 3339) beside a secret. A `secret_file` is read here (and on SIGHUP).
+    package static func parseClientCredentials(_ text: String) throws -> [Configuration.Credential.Entry] {
+        let setting = "TOKENRELAY_CLIENT_CREDENTIALS"
+        guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any], !array.isEmpty else {
+            throw ConfigurationError(
+                setting: setting, reason: "must be a non-empty JSON array of objects, each with one of secret, secret_file, certificate, assertion_file")
+        }
+        let fields = ["secret", "secret_file", "certificate", "assertion_file"]
+        return try array.enumerated().map { index, item in
+            let name = "entry \(index + 1)"
+            guard let object = item as? [String: Any] else { throw ConfigurationError(setting: setting, reason: "\(name) must be an object") }
+            if let unknown = object.keys.sorted().first(where: { !(fields + ["secret_expires_at"]).contains($0) }) {
+                throw ConfigurationError(setting: setting, reason: "\(name) has an unknown member '\(unknown)'")
+            }
+            let given = fields.filter { object[$0] != nil }
+            guard given.count == 1, let field = given.first else {
+                throw ConfigurationError(
+                    setting: setting,
+                    reason: given.isEmpty
+                        ? "\(name) is empty: give one of secret, secret_file, certificate, assertion_file"
+                        : "\(name) gives \(given.joined(separator: " and ")); give only one")
+            }
+            guard let value = object[field] as? String, !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw ConfigurationError(setting: setting, reason: "\(name) (\(field)) must be a non-empty string")
+            }
+            var entry = Configuration.Credential.Entry()
+            switch field {
+            case "secret": entry.secret = value
+            case "secret_file":
+                guard let secret = try? String(contentsOfFile: value, encoding: .utf8), !secret.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+                else {
+                    throw ConfigurationError(setting: setting, reason: "\(name) (secret_file): cannot read a secret from the file")
+                }
+                entry.secret = secret.trimmingCharacters(in: .whitespacesAndNewlines)
+            case "certificate": entry.certificate = value
+            default: entry.assertionFile = value
+            }
+            if let expires = object["secret_expires_at"] {
+                guard entry.secret != nil, let text = expires as? String, let date = try? parseClientSecretExpiry(text) else {
+                    throw ConfigurationError(setting: setting, reason: "\(name) (secret_expires_at) must be an RFC 3339 time beside a secret")
+                }
+                entry.secretExpiresAt = date
+            }
+            return entry
+        }
     }
 
     package static func parseDownstreamAPIs(_ text: String) throws -> [String: DownstreamAPI] {

@@ -129,8 +129,6 @@ public final class TokenRelayService: Sendable {
     ///   use stays.
     public func reloadCredential(_ configuration: Configuration) throws {
         try dependencies.credential.reload(from: configuration)
-        AppDependencies.noteExpiry(
-            of: dependencies.credential, secretExpiresAt: configuration.credential.secretExpiresAt, in: dependencies.credentialHealth)
         logger.info("credential.reloaded", [:])
     }
 

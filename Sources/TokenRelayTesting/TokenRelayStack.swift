@@ -111,6 +111,12 @@ public final class TokenRelayStack: Sendable {
         for entry in (environment["TOKENRELAY_ENCRYPTION_KEYS"] ?? "").split(separator: ",") {
             if let colon = entry.firstIndex(of: ":") { secrets.append(String(entry[entry.index(after: colon)...])) }
         }
+        // The secrets of a credential list (TOKENRELAY_CLIENT_CREDENTIALS).
+        if let list = environment["TOKENRELAY_CLIENT_CREDENTIALS"],
+            let entries = try? JSONSerialization.jsonObject(with: Data(list.utf8)) as? [[String: Any]]
+        {
+            secrets += entries.compactMap { $0["secret"] as? String }
+        }
         TestLogs.record(secrets, in: file)
     }
 

@@ -120,6 +120,76 @@ struct ClientCredentialTests {
         // `_FILE` reads the PEM itself.
         #expect(setting(["TOKENRELAY_CLIENT_CERTIFICATE_FILE": files.combinedPath]) == nil)
     }
+
+    /// The error a credential configuration gives at start-up: the setting and its reason.
+    static func startupError(_ extra: [String: String]) -> (setting: String, reason: String)? {
+        do {
+            _ = try ConfigurationLoader(environment: valid.merging(extra) { $1 }).load()
+            return nil
+        } catch let error as ConfigurationError {
+            return (error.setting, error.reason)
+        } catch {
+            return ("?", "\(error)")
+        }
+    }
+
+    static func list(_ entries: [[String: String]]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: entries), as: UTF8.self)
+    }
+
+    @Test("TOKENRELAY_CLIENT_CREDENTIALS: an empty entry, an unreadable file, two fields, a list beside a single setting: start-up errors naming it")
+    func credentialListErrors() throws {
+        let files = try TestCertificate()
+        defer { files.remove() }
+        let cases: [([String: String], String)] = [
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["certificate": files.combinedPath], [:]])], "entry 2 is empty"),
+            (
+                ["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["certificate": files.combinedPath], ["certificate": "/nonexistent/new.pem"]])],
+                "entry 2 (certificate): cannot read the PEM file"
+            ),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["assertion_file": "/nonexistent/token"]])], "entry 1 (assertion_file): cannot read the file"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["secret_file": "/nonexistent/secret"]])], "entry 1 (secret_file): cannot read"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["secret": "a", "certificate": files.combinedPath]])], "entry 1 gives secret and certificate"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["secret": ""]])], "entry 1 (secret) must be a non-empty string"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["secret": "a", "secret_expires_at": "soon"]])], "entry 1 (secret_expires_at)"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["certficate": files.combinedPath]])], "unknown member 'certficate'"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": "[]"], "non-empty JSON array"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": "secret"], "non-empty JSON array"),
+            (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["secret": "a"]]), "TOKENRELAY_CLIENT_SECRET": "b"], "not both"),
+        ]
+        for (environment, reason) in cases {
+            let error = Self.startupError(environment)
+            #expect(error?.setting == "TOKENRELAY_CLIENT_CREDENTIALS", "\(environment)")
+            #expect(error?.reason.contains(reason) == true, "\(String(describing: error)) should say \(reason)")
+            #expect(error?.reason.contains(files.combinedPath) != true)
+        }
+        #expect(Self.startupError(["TOKENRELAY_CLIENT_CREDENTIAL_FALLBACK_S": "0"])?.setting == "TOKENRELAY_CLIENT_CREDENTIAL_FALLBACK_S")
+    }
+
+    @Test("A credential list is tried in order; one that served after a rejection stays first for the fallback hold, then the first is tried again")
+    func credentialListOrder() throws {
+        let files = try TestCertificate()
+        defer { files.remove() }
+        let secretFile = files.directory + "/secret"
+        try "from-file\n".write(toFile: secretFile, atomically: true, encoding: .utf8)
+        let credential = try Self.credential([
+            "TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["certificate": files.combinedPath], ["secret_file": secretFile], ["secret": "third"]]),
+            "TOKENRELAY_CLIENT_CREDENTIAL_FALLBACK_S": "600",
+        ])
+        let start = Date(timeIntervalSince1970: TimeInterval(Self.now))
+        #expect(credential.entries.map(\.label) == ["client certificate", "client secret", "client secret"])
+        #expect(credential.attemptOrder(at: start) == [0, 1, 2])
+        #expect(Self.field(try credential.formFields(at: 1, tokenEndpoint: Self.endpoint, now: Self.now), "client_secret") == "from-file")
+        credential.rejected(0, stsErrorCodes: [700027], at: start)
+        credential.accepted(1, at: start)
+        #expect(credential.inUse(at: start.addingTimeInterval(599)).index == 1)
+        #expect(credential.attemptOrder(at: start.addingTimeInterval(599)) == [1, 0, 2])
+        #expect(Self.field(try credential.formFields(tokenEndpoint: Self.endpoint, now: Self.now + 599), "client_secret") == "from-file")
+        #expect(credential.inUse(at: start.addingTimeInterval(601)).index == 0)
+        credential.accepted(2, at: start)
+        credential.accepted(0, at: start.addingTimeInterval(1))
+        #expect(credential.inUse(at: start.addingTimeInterval(2)).index == 0)
+    }
 }
 
 @Suite("Downstream identity headers and grant inputs")

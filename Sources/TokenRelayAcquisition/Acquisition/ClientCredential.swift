@@ -34,81 +34,174 @@ package final class ClientCredential: Sendable {
         case assertionFile(path: String)
     }
 
+    /// One configured credential and what readiness says of it.
+    package struct Entry: Sendable {
+        package let kind: Kind
+        /// When a secret expires (`TOKENRELAY_CLIENT_SECRET_EXPIRES_AT`, `secret_expires_at`); nil otherwise.
+        package let secretExpiresAt: Date?
+
+        package init(kind: Kind, secretExpiresAt: Date? = nil) {
+            self.kind = kind
+            self.secretExpiresAt = secretExpiresAt
+        }
+
+        /// What the credential is, for readiness and the metric: "client secret", "client certificate",
+        /// "federated assertion", "none".
+        package var label: String {
+            switch kind {
+            case .none: "none"
+            case .secret: "client secret"
+            case .certificate: "client certificate"
+            case .assertionFile: "federated assertion"
+            }
+        }
+
+        /// The `kind` label of `tokenrelay_client_credential_in_use`.
+        package var metricKind: String {
+            switch kind {
+            case .none: "none"
+            case .secret: "secret"
+            case .certificate: "certificate"
+            case .assertionFile: "assertion_file"
+            }
+        }
+
+        /// When it stops working, when the service can know: the secret's configured expiry, the
+        /// certificate's notAfter. (A federated assertion's `exp` is read from the file: ``assertionExpiry(_:)``.)
+        package var expiresAt: Date? {
+            switch kind {
+            case .secret: secretExpiresAt
+            case .certificate(_, let certificate, _): Date(timeIntervalSince1970: TimeInterval(certificate.notAfter))
+            case .none, .assertionFile: nil
+            }
+        }
+    }
+
+    /// Which credential serves, and why not the first.
+    package struct Selection: Sendable {
+        /// Index into ``entries`` of the credential tried first.
+        package var preferred = 0
+        /// When the first credential is tried first again (a fallback is remembered this long).
+        package var preferredUntil: Date?
+        /// The last rejection that made the service move on: which entry, the STS codes, when.
+        package var lastRejected: (index: Int, stsErrorCodes: [Int], at: Date)?
+    }
+
     package static let assertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
     /// Lifetime of a certificate assertion, seconds (10 minutes, as MSAL).
     package static let assertionLifetime = 600
 
     package let clientId: String
+    /// Seconds a fallback is remembered (`TOKENRELAY_CLIENT_CREDENTIAL_FALLBACK_S`).
+    package let fallbackHoldSeconds: TimeInterval
     /// Replaced by ``reload(from:)`` (SIGHUP, behaviour §11); every token request reads the current one.
-    private let current: Mutex<Kind>
-    private let lastAssertion = Mutex<String?>(nil)
+    private let current: Mutex<[Entry]>
+    /// Per replica (behaviour §12 Health): each replica learns from its own token-endpoint answers,
+    /// and the files behind the credentials may differ between replicas during a rollout.
+    private let selection = Mutex(Selection())
+    /// The last good content of each assertion file, by path.
+    private let lastAssertions = Mutex<[String: String]>([:])
 
-    package var kind: Kind { current.withLock { $0 } }
+    /// The credential tried first now (the only one when one is configured).
+    package var kind: Kind { inUse.entry.kind }
+    /// Every configured credential, in the order configured.
+    package var entries: [Entry] { current.withLock { $0 } }
 
-    package init(clientId: String, kind: Kind) {
-        self.clientId = clientId
-        current = Mutex(kind)
+    package convenience init(clientId: String, kind: Kind) {
+        self.init(clientId: clientId, entries: [Entry(kind: kind)])
     }
 
-    /// Takes the credential `configuration` names now (SIGHUP re-reads the secret, certificate
-    /// or assertion-file setting and their `_FILE` forms); token requests already sent keep
-    /// the old one.
+    package init(clientId: String, entries: [Entry], fallbackHoldSeconds: TimeInterval = 3600) {
+        self.clientId = clientId
+        self.fallbackHoldSeconds = fallbackHoldSeconds
+        current = Mutex(entries.isEmpty ? [Entry(kind: .none)] : entries)
+    }
+
+    /// Takes the credentials `configuration` names now (SIGHUP re-reads the secret, certificate
+    /// or assertion-file setting, their `_FILE` forms and `TOKENRELAY_CLIENT_CREDENTIALS`); token
+    /// requests already sent keep the old one. The first credential is tried first again.
     /// - Throws: `ConfigurationError` naming the setting that cannot be used; the credential in
     ///   use stays.
     package func reload(from configuration: Configuration) throws {
         let fresh = try ClientCredential(configuration: configuration)
-        let kind = fresh.kind
-        current.withLock { $0 = kind }
+        let entries = fresh.entries
+        current.withLock { $0 = entries }
+        selection.withLock { $0 = Selection() }
     }
 
-    /// The credential the configuration names: at most one of secret, certificate, assertion file.
-    /// - Throws: `ConfigurationError` naming the setting that cannot be used.
+    /// The credentials the configuration names: `TOKENRELAY_CLIENT_CREDENTIALS`, or at most one of
+    /// secret, certificate, assertion file.
+    /// - Throws: `ConfigurationError` naming the setting that cannot be used (and the list entry).
     package convenience init(configuration: Configuration) throws {
+        let settings = configuration.credential
         let given = [
-            configuration.credential.secret.map { _ in "TOKENRELAY_CLIENT_SECRET" },
-            configuration.credential.certificate.map { _ in "TOKENRELAY_CLIENT_CERTIFICATE" },
-            configuration.credential.assertionFile.map { _ in "TOKENRELAY_CLIENT_ASSERTION_FILE" },
+            settings.secret.map { _ in "TOKENRELAY_CLIENT_SECRET" },
+            settings.certificate.map { _ in "TOKENRELAY_CLIENT_CERTIFICATE" },
+            settings.assertionFile.map { _ in "TOKENRELAY_CLIENT_ASSERTION_FILE" },
         ].compactMap { $0 }
         guard given.count <= 1 else {
             throw ConfigurationError(setting: given[1], reason: "set only one client credential (\(given.joined(separator: ", ")) are all set)")
         }
-        guard let algorithm = AssertionAlgorithm(rawValue: configuration.credential.assertionAlgorithm.uppercased()) else {
+        if !settings.list.isEmpty, let single = given.first {
+            throw ConfigurationError(setting: "TOKENRELAY_CLIENT_CREDENTIALS", reason: "set either it or \(single), not both")
+        }
+        guard let algorithm = AssertionAlgorithm(rawValue: settings.assertionAlgorithm.uppercased()) else {
             throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ASSERTION_ALGORITHM", reason: "must be PS256 or RS256")
         }
-        if let secret = configuration.credential.secret {
-            self.init(clientId: configuration.identity.clientId, kind: .secret(secret))
-        } else if let certificate = configuration.credential.certificate {
-            let setting = "TOKENRELAY_CLIENT_CERTIFICATE"
+        let listSetting = "TOKENRELAY_CLIENT_CREDENTIALS"
+        let entries: [Entry]
+        if settings.list.isEmpty {
+            let single = Configuration.Credential.Entry(
+                secret: settings.secret, certificate: settings.certificate, assertionFile: settings.assertionFile, secretExpiresAt: settings.secretExpiresAt)
+            entries = [
+                try Self.entry(single, algorithm: algorithm, setting: { "TOKENRELAY_CLIENT_" + $0.uppercased() }, describe: { _, reason in reason })
+            ]
+        } else {
+            entries = try settings.list.enumerated().map { index, entry in
+                guard [entry.secret, entry.certificate, entry.assertionFile].compactMap({ $0 }).count == 1 else {
+                    throw ConfigurationError(
+                        setting: listSetting, reason: "entry \(index + 1) must give exactly one of secret, secret_file, certificate, assertion_file")
+                }
+                return try Self.entry(entry, algorithm: algorithm, setting: { _ in listSetting }, describe: { "entry \(index + 1) (\($0)): " + $1 })
+            }
+        }
+        self.init(clientId: configuration.identity.clientId, entries: entries, fallbackHoldSeconds: TimeInterval(settings.fallbackHoldSeconds))
+    }
+
+    /// One configured credential, read and checked.
+    /// - Parameters:
+    ///   - setting: the setting to name for a field (`certificate`, `assertion_file`).
+    ///   - describe: the reason as said for that field.
+    private static func entry(
+        _ entry: Configuration.Credential.Entry, algorithm: AssertionAlgorithm, setting: (String) -> String,
+        describe: (String, String) -> String
+    ) throws -> Entry {
+        if let secret = entry.secret { return Entry(kind: .secret(secret), secretExpiresAt: entry.secretExpiresAt) }
+        if let certificate = entry.certificate {
+            let name = setting("certificate")
+            func fail(_ reason: String) -> ConfigurationError { ConfigurationError(setting: name, reason: describe("certificate", reason)) }
             // The setting names a PEM file; `_FILE` (or a value starting with a PEM line) gives the PEM itself.
             let pem: String
             if certificate.hasPrefix("-----BEGIN") {
                 pem = certificate
             } else {
-                guard let text = try? String(contentsOfFile: certificate, encoding: .utf8) else {
-                    throw ConfigurationError(setting: setting, reason: "cannot read the PEM file")
-                }
+                guard let text = try? String(contentsOfFile: certificate, encoding: .utf8) else { throw fail("cannot read the PEM file") }
                 pem = text
             }
             let key: RSAPrivateKey
             let parsed: X509Certificate
-            do { key = try RSAPrivateKey(pem: pem) } catch {
-                throw ConfigurationError(setting: setting, reason: "the PEM holds no unencrypted RSA private key")
-            }
-            do { parsed = try X509Certificate(pem: pem) } catch {
-                throw ConfigurationError(setting: setting, reason: "the PEM holds no RSA certificate")
-            }
-            guard parsed.publicKey == key.publicKey else {
-                throw ConfigurationError(setting: setting, reason: "the private key does not belong to the certificate")
-            }
-            self.init(clientId: configuration.identity.clientId, kind: .certificate(key: key, certificate: parsed, algorithm: algorithm))
-        } else if let path = configuration.credential.assertionFile {
-            guard FileManager.default.isReadableFile(atPath: path) else {
-                throw ConfigurationError(setting: "TOKENRELAY_CLIENT_ASSERTION_FILE", reason: "cannot read the file")
-            }
-            self.init(clientId: configuration.identity.clientId, kind: .assertionFile(path: path))
-        } else {
-            self.init(clientId: configuration.identity.clientId, kind: .none)
+            do { key = try RSAPrivateKey(pem: pem) } catch { throw fail("the PEM holds no unencrypted RSA private key") }
+            do { parsed = try X509Certificate(pem: pem) } catch { throw fail("the PEM holds no RSA certificate") }
+            guard parsed.publicKey == key.publicKey else { throw fail("the private key does not belong to the certificate") }
+            return Entry(kind: .certificate(key: key, certificate: parsed, algorithm: algorithm))
         }
+        if let path = entry.assertionFile {
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw ConfigurationError(setting: setting("assertion_file"), reason: describe("assertion_file", "cannot read the file"))
+            }
+            return Entry(kind: .assertionFile(path: path))
+        }
+        return Entry(kind: .none)
     }
 
     /// When the certificate stops being valid (unix seconds), for the readiness warning; nil
@@ -116,6 +209,55 @@ package final class ClientCredential: Sendable {
     package var certificateNotAfter: Int? {
         if case .certificate(_, let certificate, _) = kind { return certificate.notAfter }
         return nil
+    }
+
+    /// The credential tried first at `now` (the first configured once a fallback's hold has passed).
+    package func inUse(at now: Date = Date()) -> (index: Int, entry: Entry) {
+        let entries = self.entries
+        let index = selection.withLock { selection -> Int in
+            guard let until = selection.preferredUntil, until > now, selection.preferred < entries.count else { return 0 }
+            return selection.preferred
+        }
+        return (index, entries[index])
+    }
+
+    package var inUse: (index: Int, entry: Entry) { inUse(at: Date()) }
+
+    /// The last rejection that moved the service off a credential, while a later one is in use.
+    package var lastRejected: (index: Int, stsErrorCodes: [Int], at: Date)? { selection.withLock { $0.lastRejected } }
+
+    /// The order one token request tries the credentials in: the one in use, then the others as configured.
+    package func attemptOrder(at now: Date) -> [Int] {
+        let first = inUse(at: now).index
+        return [first] + entries.indices.filter { $0 != first }
+    }
+
+    /// Notes that the STS rejected credential `index` (and the request moves on to another).
+    package func rejected(_ index: Int, stsErrorCodes: [Int], at now: Date) {
+        selection.withLock { $0.lastRejected = (index, stsErrorCodes, now) }
+    }
+
+    /// Notes that the STS accepted credential `index`: a later credential stays first for
+    /// ``fallbackHoldSeconds``; the first clears the fallback.
+    package func accepted(_ index: Int, at now: Date) {
+        selection.withLock { selection in
+            if index == 0 {
+                selection = Selection()
+            } else if selection.preferred != index || (selection.preferredUntil ?? .distantPast) <= now {
+                selection.preferred = index
+                selection.preferredUntil = now.addingTimeInterval(fallbackHoldSeconds)
+            }
+        }
+    }
+
+    /// The `exp` of the federated assertion in `path` (the file now, else its last good content):
+    /// unix seconds, nil when no JWT with a numeric `exp` can be read.
+    package func assertionExpiry(_ path: String) -> Int? {
+        let read = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let jwt = (read?.isEmpty == false ? read : nil) ?? lastAssertions.withLock({ $0[path] }) else { return nil }
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = CryptoBridge.Base64URL.decode(String(parts[1])), let claims = JSONValue.parse(payload) else { return nil }
+        return claims["exp"]?.intValue
     }
 
     /// The client-authentication form fields for one token request.
@@ -127,6 +269,16 @@ package final class ClientCredential: Sendable {
     /// - Throws: `RelayError` 502 `upstream_error` when the certificate cannot sign or the assertion
     ///   file was never readable (the service's own credential is at fault, behaviour §4).
     package func formFields(tokenEndpoint: String, now: Int) throws(RelayError) -> [(String, String)] {
+        try formFields(of: inUse(at: Date(timeIntervalSince1970: TimeInterval(now))).entry.kind, tokenEndpoint: tokenEndpoint, now: now)
+    }
+
+    /// The client-authentication form fields of credential `index` (``attemptOrder(at:)``).
+    package func formFields(at index: Int, tokenEndpoint: String, now: Int) throws(RelayError) -> [(String, String)] {
+        let entries = self.entries
+        return try formFields(of: entries[min(index, entries.count - 1)].kind, tokenEndpoint: tokenEndpoint, now: now)
+    }
+
+    private func formFields(of kind: Kind, tokenEndpoint: String, now: Int) throws(RelayError) -> [(String, String)] {
         switch kind {
         case .none:
             return []
@@ -140,9 +292,9 @@ package final class ClientCredential: Sendable {
             }
         case .assertionFile(let path):
             let read = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-            let assertion = lastAssertion.withLock { last -> String? in
-                if let read, !read.isEmpty { last = read }
-                return last
+            let assertion = lastAssertions.withLock { last -> String? in
+                if let read, !read.isEmpty { last[path] = read }
+                return last[path]
             }
             guard let assertion else {
                 throw RelayError(.upstreamError, "The client assertion file (TOKENRELAY_CLIENT_ASSERTION_FILE) cannot be read.", status: 502)

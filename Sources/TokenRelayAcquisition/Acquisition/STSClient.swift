@@ -49,7 +49,9 @@ package struct STSClient: Sendable {
     ///   - account: who the grant is for, for the throttle memory (the account id); nil: the
     ///     SHA-256 of the grant's values (an assertion, the app itself).
     /// - Throws: `STSCallError`; `rejected` 429 `throttled` without a network call while the
-    ///   throttle memory says to wait for this (client, authority, scopes, account).
+    ///   throttle memory says to wait for this (client, authority, scopes, account). With several
+    ///   client credentials (behaviour §7.5) a rejected one (`clientCredentialRejected`) hands the
+    ///   request to the next; only the last one's rejection is thrown.
     package func redeem(
         grant: [(String, String)], authority: Authority, scopes: ScopeSet?, claims: String?, context: RequestContext, account: String? = nil
     ) async throws(STSCallError) -> TokenResponse {
@@ -62,10 +64,46 @@ package struct STSClient: Sendable {
             }
         // Asked before the form is built: a held-back request signs no client assertion.
         do { try upstream.admit(throttleKey, target: "sts") } catch { throw .rejected(.heldBack(error)) }
-        var form = [("client_id", clientId)] + grant
-        do { form += try credential.formFields(tokenEndpoint: authority.tokenEndpoint, now: Int(http.clock.now().timeIntervalSince1970)) } catch {
-            throw .unavailable(error)
+        // Several credentials: a rejected one hands the same request to the next (Microsoft.Identity.Web's
+        // ClientCredentials). The STS checks the client before the grant, so the grant is still unspent.
+        let order = credential.attemptOrder(at: http.clock.now())
+        for (attempt, index) in order.enumerated() {
+            let isLast = attempt == order.count - 1
+            func movingOn(_ codes: [Int]) {
+                let next = String(order[attempt + 1] + 1)
+                credential.rejected(index, stsErrorCodes: codes, at: http.clock.now())
+                metrics.increment("tokenrelay_client_credential_fallbacks_total", ["from": String(index + 1), "to": next])
+                http.logger.warn(
+                    "credential.fallback", ["from": String(index + 1), "to": next, "sts.error_codes": codes.map(String.init).joined(separator: ",")])
+            }
+            let fields: [(String, String)]
+            do {
+                fields = try credential.formFields(at: index, tokenEndpoint: authority.tokenEndpoint, now: Int(http.clock.now().timeIntervalSince1970))
+            } catch {
+                // A credential that cannot be used here (an assertion file never readable) moves on too.
+                if isLast { throw .unavailable(error) }
+                movingOn([])
+                continue
+            }
+            do throws(STSCallError) {
+                let tokens = try await redeem(
+                    grant: grant, authority: authority, scopes: scopes, claims: claims, context: context, throttleKey: throttleKey, credential: fields)
+                credential.accepted(index, at: http.clock.now())
+                return tokens
+            } catch {
+                guard case .rejected(let failure) = error, failure.disposition == .clientCredentialRejected, !isLast else { throw error }
+                movingOn(failure.stsErrorCodes)
+            }
         }
+        throw .unavailable(RelayError(.upstreamError, "No client credential is configured.", status: 502))
+    }
+
+    /// One token request with one credential's client-authentication `fields`, under the retry policy.
+    private func redeem(
+        grant: [(String, String)], authority: Authority, scopes: ScopeSet?, claims: String?, context: RequestContext, throttleKey: ThrottleMemory.Key,
+        credential fields: [(String, String)]
+    ) async throws(STSCallError) -> TokenResponse {
+        var form = [("client_id", clientId)] + grant + fields
         if let scopes { form.append(("scope", scopes.wireValue)) }
         if let claims { form.append(("claims", claims)) }
         form.append(("client_info", "1"))

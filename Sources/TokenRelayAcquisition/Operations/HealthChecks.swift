@@ -132,6 +132,7 @@ package struct HealthChecks: Sendable {
         if let credential {
             let (status, entries) = credential.check()
             checks["client:credential"] = .array(entries)
+            if status == "fail" { overall = "fail" }
             if status == "warn" && overall == "pass" { overall = "warn" }
         }
         return respond(status: overall, checks: checks)

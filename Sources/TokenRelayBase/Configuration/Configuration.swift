@@ -114,8 +114,34 @@ public struct Configuration: Sendable {
     }
 
     /// The confidential client credential: at most one of ``secret``, ``certificate`` and
-    /// ``assertionFile``. Re-read on SIGHUP.
+    /// ``assertionFile``, or a ``list`` tried in order. Re-read on SIGHUP.
     public struct Credential: Sendable {
+        /// One credential of ``list``: exactly one of ``secret``, ``certificate``, ``assertionFile``.
+        public struct Entry: Sendable, Equatable {
+            /// A client secret (`secret`, or `secret_file` naming a file that holds it). Never logged.
+            public var secret: String?
+            /// A PEM file with the unencrypted private key and the certificate (`certificate`).
+            public var certificate: String?
+            /// A file holding a federated client assertion (`assertion_file`).
+            public var assertionFile: String?
+            /// When the secret expires (`secret_expires_at`, RFC 3339); readiness warns within 14 days.
+            public var secretExpiresAt: Date?
+
+            public init(secret: String? = nil, certificate: String? = nil, assertionFile: String? = nil, secretExpiresAt: Date? = nil) {
+                self.secret = secret
+                self.certificate = certificate
+                self.assertionFile = assertionFile
+                self.secretExpiresAt = secretExpiresAt
+            }
+        }
+
+        /// Credentials tried in order on a rejected client credential (`TOKENRELAY_CLIENT_CREDENTIALS`,
+        /// a JSON array; Microsoft.Identity.Web's `ClientCredentials`). Empty: the single settings
+        /// below. Default empty.
+        public var list: [Entry] = []
+        /// Seconds a credential that served after an earlier one was rejected stays the one tried
+        /// first (`TOKENRELAY_CLIENT_CREDENTIAL_FALLBACK_S`, default 3,600); then the first is tried again.
+        public var fallbackHoldSeconds = 3600
         /// The client secret (`TOKENRELAY_CLIENT_SECRET`). Never logged. Default none.
         public var secret: String?
         /// A PEM file with the unencrypted private key and the certificate
