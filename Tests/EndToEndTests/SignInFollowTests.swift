@@ -108,7 +108,7 @@ struct SignInFollowTests {
         #expect((failure["data"] as? [String: Any])?["error"] as? String == "user_canceled")
         #expect(failure["account_id"] is NSNull, "a sign-in that named no account")
 
-        for bad in ["61", "-1", "1.5", "soon"] {
+        for bad in ["61", "-1", "1.5", "soon", ""] {
             let refused = try await stack.request("GET", "/v1/sign-ins/\(id)?wait=\(bad)")
             #expect(refused.status == 400, "wait=\(bad): \(refused.text)")
             #expect(refused.json["field"] as? String == "wait")

@@ -27,13 +27,14 @@ package enum AccountRoutes {
             }
             let username = try request.http.onlyQueryValue("username").flatMap { $0.isEmpty ? nil : $0 }
             let tenantId = try request.http.onlyQueryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
-            let state = try request.http.onlyQueryValue("state").flatMap { $0.isEmpty ? nil : $0 }.map { value in
+            // An empty `state=` or `failure_class=` is no filter the caller can mean: 400 as any other value.
+            let state = try request.http.onlyQueryValue("state").map { value in
                 guard let state = AccountRecord.State(rawValue: value) else {
                     throw RelayError.invalidRequest(field: "state", "'state' must be active or interaction_required.")
                 }
                 return state
             }
-            let failureClass = try request.http.onlyQueryValue("failure_class").flatMap { $0.isEmpty ? nil : $0 }.map { value in
+            let failureClass = try request.http.onlyQueryValue("failure_class").map { value in
                 guard let failureClass = FailureClass(rawValue: value) else {
                     let classes = FailureClass.allCases.map(\.rawValue).joined(separator: ", ")
                     throw RelayError.invalidRequest(field: "failure_class", "'failure_class' must be one of \(classes).")

@@ -85,7 +85,7 @@ package enum SignInRoutes {
             "GET", "/v1/sign-ins/{sign_in_id}", access: .requiresAny([.accountsRead, .accountsWrite]), query: .only(["wait"])
         ) { request in
             var wait = 0
-            if let text = try request.http.onlyQueryValue("wait"), !text.isEmpty {
+            if let text = try request.http.onlyQueryValue("wait") {
                 guard let seconds = Int(text), String(seconds) == text, (0...SignInService.longestWait).contains(seconds) else {
                     throw RelayError.invalidRequest(field: "wait", "'wait' must be a whole number of seconds from 0 to \(SignInService.longestWait).")
                 }
