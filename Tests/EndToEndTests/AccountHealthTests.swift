@@ -134,7 +134,11 @@ struct AccountHealthTests {
         #expect(try await listed("failure_class=configuration&state=active") == [erin])
         #expect(try await listed("failure_class=user_action&state=active") == [])
         #expect(try await listed("failure_class=admin_action") == [])
-        for (query, field) in [("state=dead", "state"), ("failure_class=bogus", "failure_class"), ("failure_class=Transient", "failure_class"), ("state=", "state"), ("failure_class=", "failure_class")] {
+        let refusedQueries = [
+            ("state=dead", "state"), ("failure_class=bogus", "failure_class"), ("failure_class=Transient", "failure_class"), ("state=", "state"),
+            ("failure_class=", "failure_class"),
+        ]
+        for (query, field) in refusedQueries {
             let refused = try await stack.request("GET", "/v1/accounts?\(query)")
             #expect(refused.status == 400, "\(query): \(refused.text)")
             #expect(refused.json["error"] as? String == "invalid_request")
