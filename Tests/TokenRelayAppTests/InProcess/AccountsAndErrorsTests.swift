@@ -26,9 +26,11 @@ struct AccountsAndErrorsTests {
 
         let filtered = try await stack.request("GET", "/v1/accounts?username=BOB@contoso.example")
         #expect((filtered.json["accounts"] as? [[String: Any]])?.map { $0["username"] as? String } == ["bob@contoso.example"])
-        let badLimit = try await stack.request("GET", "/v1/accounts?limit=500")
-        #expect(badLimit.status == 400)
-        #expect(badLimit.json["field"] as? String == "limit")
+        for limit in ["500", "%2B5", "05", "", "1e2"] {
+            let badLimit = try await stack.request("GET", "/v1/accounts?limit=\(limit)")
+            #expect(badLimit.status == 400, "limit=\(limit)")
+            #expect(badLimit.json["field"] as? String == "limit")
+        }
         let badCursor = try await stack.request("GET", "/v1/accounts?cursor=%25%25")
         #expect(badCursor.status == 400)
 
