@@ -138,9 +138,10 @@ private func readField(
     let name = keySize > 0 ? String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self) : ""
     let text = valueSize > 0 && value != nil ? String(decoding: UnsafeRawBufferPointer(start: value, count: valueSize), as: UTF8.self) : ""
     walk.pointee.reading.headers.add(name, text)
+    let isContentLength = named(key, keySize, "Content-Length")
     walk.pointee.reading.fieldFacts.count(
-        name: UnsafeRawBufferPointer(start: key, count: keySize), isHost: named(key, keySize, "Host"),
-        isContentLength: named(key, keySize, "Content-Length"), valueCount: valueSize)
+        name: UnsafeRawBufferPointer(start: key, count: keySize), isHost: named(key, keySize, "Host"), isContentLength: isContentLength,
+        valueCount: valueSize)
     guard walk.pointee.reading.refusal == nil else { return .YES }
 
     if let lineEnd = walk.pointee.lineEnd, let value {
@@ -175,7 +176,7 @@ private func readField(
             status: 400, field: name, reason: "The value of '\(name)' holds a CR; a field value may not (RFC 9110 §5.5).")
         return .YES
     }
-    if named(key, keySize, "Content-Length") {
+    if isContentLength {
         if !walk.pointee.hasContentLength { walk.pointee.reading.contentLength = HeadReading.number(text) ?? 0 }
         walk.pointee.hasContentLength = true
     } else if named(key, keySize, "Transfer-Encoding") {
