@@ -7,8 +7,10 @@ import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayDownstream
 import TokenRelayHTTP
+import TokenRelayOperations
 import TokenRelaySignIn
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Every object the service is made of, built once from the configuration: stores, memories,
 /// clients, the route table and handler, and the background jobs as ``Service``s.

@@ -4,6 +4,7 @@ import HTTPClientBridge
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// Why a token-endpoint call did not produce tokens.
 package enum STSCallError: Error, Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The server-side `acquireTokenSilent` (behaviour §2): resolve the account, serve from the cache
 /// (memory, then the encrypted persistent cache), else redeem the refresh token (coalesced in
