@@ -64,35 +64,47 @@ let package = Package(
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayAcquisition",
-            dependencies: ["TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge"],
+            dependencies: [
+                "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge",
+            ],
             swiftSettings: acrossLayers),
         // Background work over acquisition and the store: keep-alive, webhooks, flushers,
         // readiness and health.
         .target(
             name: "TokenRelayOperations",
-            dependencies: ["TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge"],
+            dependencies: [
+                "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge",
+                "PostgresBridge", "CryptoBridge",
+            ],
             swiftSettings: acrossLayers),
         // Sign-in (authorization code + PKCE, signed links) and the downstream relay: flows over
         // acquisition, each its own target.
         .target(
             name: "TokenRelaySignIn",
-            dependencies: ["TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "CryptoBridge"],
+            dependencies: [
+                "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge",
+                "CryptoBridge",
+            ],
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayDownstream",
-            dependencies: ["TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge"],
+            dependencies: [
+                "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge",
+            ],
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayHTTP",
             dependencies: [
-                "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon",
+                "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore",
+                "TokenRelayBase", "IdentityCore", "HTTPCommon",
                 "HTTPServerBridge", "CryptoBridge",
             ],
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayServer",
             dependencies: [
-                "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore",
+                "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream",
+                "TokenRelayStore", "TokenRelayBase", "IdentityCore",
                 "HTTPCommon",
                 "HTTPServerBridge", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
             ], swiftSettings: acrossLayers),
@@ -103,7 +115,8 @@ let package = Package(
         .executableTarget(
             name: "TokenRelayCLI",
             dependencies: [
-                "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream",
+                "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations",
+                "TokenRelayAcquisition", "TokenRelayUpstream",
                 "TokenRelayStore", "TokenRelayBase",
                 "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
             ], swiftSettings: acrossLayers),
@@ -123,7 +136,8 @@ let package = Package(
         .testTarget(
             name: "TokenRelayAppTests",
             dependencies: [
-                "TokenRelayServer", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase",
+                "TokenRelayServer", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition",
+                "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase",
                 "TokenRelayBenchSeed",
                 "IdentityCore", "TokenRelayTesting", "STSEmulator", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge",
                 "HTTPServerBridge", "PKCS11Bridge",
