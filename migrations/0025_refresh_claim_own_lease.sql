@@ -1,8 +1,8 @@
 -- A takeover re-reads the row before it redeems (issue 31, behaviour §2.6, ADR 0012 "After a
 -- database outage"): a claim whose owner already holds the lease (a takeover waiting for the
--- previous holder's pending rotation) takes it again, renewed, with the token and generation
--- stored now, instead of being told the lease is held. Owners are unique to one claim, so no
--- other claim is affected; the first UPDATE stays the only statement of a free lease's claim.
+-- previous holder's pending rotation) renews it and returns the token and generation stored now,
+-- instead of being told the lease is held. Owners are unique to one claim, so no other claim
+-- reaches that branch; a free lease's claim is the same single UPDATE as in migration 0021.
 -- Same arguments and columns as migration 0021: replaced in place, and a replica still running
 -- the previous release (which never claims twice with one owner) is unaffected.
 CREATE OR REPLACE FUNCTION tokenrelay_claim_refresh(
@@ -28,7 +28,7 @@ BEGIN
     -- READ COMMITTED: a claim that committed first makes this UPDATE re-check the row and match nothing.
     RETURN QUERY
         UPDATE refresh_tokens r SET lease_owner = p_owner, lease_expires_at = now() + make_interval(secs => p_lease_seconds)
-        WHERE r.account_id = p_account AND r.client_id = p_client AND (r.lease_owner IS NULL OR r.lease_owner = p_owner)
+        WHERE r.account_id = p_account AND r.client_id = p_client AND r.lease_owner IS NULL
         RETURNING r.key_id, r.nonce, r.ciphertext, r.generation, false, true, NULL::double precision, NULL::text;
     IF FOUND THEN RETURN; END IF;
     SELECT r.lease_owner, r.lease_expires_at <= now(), greatest(0, extract(epoch FROM r.lease_expires_at - now()))::double precision
@@ -38,7 +38,15 @@ BEGIN
         RETURN QUERY SELECT NULL::text, NULL::bytea, NULL::bytea, NULL::bigint, false, false, NULL::double precision, NULL::text;
         RETURN;
     END IF;
-    IF v_expired THEN
+    IF v_owner = p_owner THEN
+        -- This claim's own lease, expired or not: renewed, with what is stored now.
+        RETURN QUERY
+            UPDATE refresh_tokens r SET lease_expires_at = now() + make_interval(secs => p_lease_seconds)
+            WHERE r.account_id = p_account AND r.client_id = p_client AND r.lease_owner = p_owner
+            RETURNING r.key_id, r.nonce, r.ciphertext, r.generation, false, true, NULL::double precision, NULL::text;
+        IF FOUND THEN RETURN; END IF;
+        v_left := 0;  -- taken meanwhile: claim again at once
+    ELSIF v_expired THEN
         RETURN QUERY
             UPDATE refresh_tokens r SET lease_owner = p_owner, lease_expires_at = now() + make_interval(secs => p_lease_seconds)
             WHERE r.account_id = p_account AND r.client_id = p_client AND r.lease_owner = v_owner AND r.lease_expires_at <= now()

@@ -612,7 +612,7 @@ package struct RefreshExecutor: Sendable {
         }
         // Held from the first failure, not after the short tries: one try may wait out a connect
         // timeout while the lease runs out, and a refresh of this replica that takes it over must
-        // redeem the rotated token, not the one it superseded.
+        // store the rotation first and redeem it, not the token it superseded.
         let pending = pendingRotations
         pending.hold(.init(token: rotated, replacing: write.generation, write: write), accountId: write.accountId)
         for delay in [0.1, 0.4, 1.0] {
