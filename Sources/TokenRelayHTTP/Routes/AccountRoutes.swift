@@ -77,8 +77,9 @@ package enum AccountRoutes {
             // value may be the caller's owner's external id (behaviour §3.7); deleting the account
             // frees its external ids.
             let accountId = try await services.store.canonicalAccountId(request.parameter("account_id"), owner: request.context.owner)
-            // An account outside the key's tenants is invisible: 204 without touching it.
-            if request.context.access.limitsTenants {
+            // An account outside the key's tenants, or another owner's unconfirmed import, is
+            // invisible: 204 without touching it, as for an unknown id.
+            if request.context.access.limitsTenants || request.context.access.owner != nil {
                 guard let account = try await services.store.account(id: accountId), request.context.access.sees(account) else {
                     return HTTPResponse(status: 204)
                 }
