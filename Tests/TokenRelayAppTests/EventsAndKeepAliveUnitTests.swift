@@ -65,9 +65,11 @@ struct EventsAndKeepAliveUnitTests {
 
     @Test("Event cursors round-trip under any key of the ring; unsigned, foreign and other rings' cursors are refused")
     func cursor() throws {
-        let ring = try KeyRing(parsing: "a:" + Data(repeating: 1, count: 32).base64EncodedString())
-        let rotated = try KeyRing(parsing: "b:" + Data(repeating: 2, count: 32).base64EncodedString() + ",a:" + Data(repeating: 1, count: 32).base64EncodedString())
-        let other = try KeyRing(parsing: "b:" + Data(repeating: 2, count: 32).base64EncodedString())
+        let keyA = "a:" + Data(repeating: 1, count: 32).base64EncodedString()
+        let keyB = "b:" + Data(repeating: 2, count: 32).base64EncodedString()
+        let ring = try KeyRing(parsing: keyA)
+        let rotated = try KeyRing(parsing: keyB + "," + keyA)
+        let other = try KeyRing(parsing: keyB)
         let signer = PageCursor.signer(ring: { ring })
         let issued = EventRoutes.Cursor.encode(42, signer: signer)
         #expect(EventRoutes.Cursor.decode(issued, signer: signer) == 42)

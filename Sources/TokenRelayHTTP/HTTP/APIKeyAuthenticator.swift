@@ -105,7 +105,8 @@ package final class APIKeyAuthenticator: Sendable {
         self.bootstrapKey = bootstrapKey.map { Array($0.utf8) }
         bootstrapCaller = Caller(
             keyId: Self.bootstrapKeyId(bootstrapKey), owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
-            access: KeyAccess(owner: Self.bootstrapOwner), bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
+            access: KeyAccess(owner: Self.bootstrapOwner),
+            bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
         self.keys = keys
     }
 
