@@ -233,7 +233,8 @@ package struct AppDependencies: Sendable {
             authorities: authorities,
             health: HealthChecks(
                 database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth, metrics: metrics, clock: clock),
-            metrics: metrics, audit: AuditStore(database: database), issuance: issuance, tenants: tenantStore, suspensions: suspensions)
+            metrics: metrics, audit: AuditStore(database: database), issuance: issuance, tenants: tenantStore, suspensions: suspensions,
+            cursors: PageCursor.signer(ring: { cipher.ring }))
         self.services = services
         metrics.addGauges {
             let stats = pool.statistics

@@ -29,11 +29,13 @@ package struct AppServices: Sendable {
     package let tenants: TenantStore
     /// This replica's suspended tenants; a route's own change is applied here at once.
     package let suspensions: TenantSuspensions
+    /// Signs and checks the cursors of `GET /v1/events` and `GET /v1/audit` (``PageCursor``).
+    package let cursors: RingSigner
 
     package init(
         configuration: Configuration, store: TokenStore, events: AccountEventStore, tokens: SilentAcquisition, grants: GrantTokenService,
         signIns: SignInService, downstream: DownstreamService, authorities: AuthorityValidator, health: HealthChecks, metrics: Metrics, audit: AuditStore,
-        issuance: IssuanceCounter?, tenants: TenantStore, suspensions: TenantSuspensions
+        issuance: IssuanceCounter?, tenants: TenantStore, suspensions: TenantSuspensions, cursors: RingSigner
     ) {
         self.configuration = configuration
         self.store = store
@@ -49,6 +51,7 @@ package struct AppServices: Sendable {
         self.issuance = issuance
         self.tenants = tenants
         self.suspensions = suspensions
+        self.cursors = cursors
     }
 }
 
