@@ -184,9 +184,8 @@ struct ReplicaTests {
                 .rows.compactMap { $0.string("table_name") }
             var holding: [String] = []
             for table in tables {
-                let found = try connection.query(
-                    "SELECT count(*) AS n FROM \"\(table)\" AS row WHERE strpos(row::text, $1) > 0", [.text(secret)]
-                ).rows.first?.int("n") ?? 0
+                let sql = "SELECT count(*) AS n FROM \"\(table)\" AS row WHERE strpos(row::text, $1) > 0"
+                let found = try connection.query(sql, [.text(secret)]).rows.first?.int("n") ?? 0
                 if found > 0 { holding.append(table) }
             }
             return (tables.count, holding)
