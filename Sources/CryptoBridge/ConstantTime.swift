@@ -9,4 +9,15 @@ public enum ConstantTime {
         guard !a.isEmpty else { return true }
         return a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 } }
     }
+
+    /// ``equals(_:_:)`` of `a`'s UTF-8 bytes, read in place (a native string's are contiguous:
+    /// no copy), against `b`.
+    public static func equals(utf8 a: Substring, _ b: [UInt8]) -> Bool {
+        var a = a
+        return a.withUTF8 { x in
+            guard x.count == b.count else { return false }
+            guard !x.isEmpty else { return true }
+            return b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 }
+        }
+    }
 }

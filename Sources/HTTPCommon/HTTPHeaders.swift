@@ -25,7 +25,26 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
 
     /// The first value of the field `name`, or nil.
     public subscript(name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+        firstValue(name)?.value
+    }
+
+    /// The first value of the field `name`, and whether a later field has that name too.
+    ///
+    /// By index: iterating copied every field's name and value (a retain and a release of each
+    /// on the cached answer's path, behaviour §10), to read one.
+    public func firstValue(_ name: String) -> (value: String, repeated: Bool)? {
+        var found: Int?
+        for index in fields.indices where fields[index].name.caseInsensitiveEquals(name) {
+            if let found { return (fields[found].value, true) }
+            found = index
+        }
+        return found.map { (fields[$0].value, false) }
+    }
+
+    /// Whether a field's name is `count` bytes long: settles cheaply that none of the names of
+    /// that length is present.
+    public func containsName(ofLength count: Int) -> Bool {
+        fields.indices.contains { fields[$0].name.utf8.count == count }
     }
 
     /// Every value of the field `name`, in order.

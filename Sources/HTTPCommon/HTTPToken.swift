@@ -25,8 +25,9 @@ public struct HeaderFieldFacts: Sendable, Equatable {
 
     /// Counts one field of `name` (`nameCount` bytes, read as `isHost`/`isContentLength` by the
     /// caller) whose value is `valueCount` bytes.
-    public mutating func count(name: UnsafeRawBufferPointer, isHost: Bool, isContentLength: Bool, valueCount: Int) {
-        if namesAreTokens {
+    /// `knownToken`: the caller already knows `name` is a token (a well-known field name).
+    public mutating func count(name: UnsafeRawBufferPointer, isHost: Bool, isContentLength: Bool, valueCount: Int, knownToken: Bool = false) {
+        if namesAreTokens && !knownToken {
             var allTokenBytes = !name.isEmpty
             for byte in name where !byte.isHTTPTokenCharacter { allTokenBytes = false }
             namesAreTokens = allTokenBytes

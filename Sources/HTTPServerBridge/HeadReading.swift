@@ -20,13 +20,24 @@ import HTTPCommon
 /// and bytes are read only between two positions already known to lie in the head.
 struct HeadReading {
     /// A field value read as a number between optional spaces and tabs (OWS, RFC 9110 §5.6.3),
-    /// as `Content-Length` is written; nil when it is not one. Byte by byte: a `CharacterSet`
-    /// built per request cost a sixth of a cached answer.
-    static func number(_ text: String) -> Int? {
-        var value = Substring(text)
-        while let first = value.utf8.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
-        while let last = value.utf8.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
-        return Int(value)
+    /// as `Content-Length` is written; nil when it is not one. On the value's bytes in place
+    /// (a `String` and a `Substring` per request cost more than the rest of the field's reading).
+    static func number(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        var start = 0
+        var end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        if start < end, bytes[start] == UInt8(ascii: "+") { start += 1 }
+        guard start < end else { return nil }
+        // 18 digits cannot overflow; longer ones are read as `Int(_:)` reads them.
+        guard end - start <= 18 else { return Int(String(decoding: bytes[start..<end], as: UTF8.self)) }
+        var value = 0
+        for index in start..<end {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            value = value * 10 + Int(digit)
+        }
+        return value
     }
 
     var headers = HTTPHeaders(minimumCapacity: 8)
@@ -122,6 +133,41 @@ struct HeadReading {
     }
 }
 
+/// The field names most requests carry, as literals, when `name` (of `count` bytes) is spelled
+/// exactly so: a literal costs no UTF-8 validation, allocation or reference count, which a
+/// `String` made per field did (a tenth of a cached answer's own work, behaviour §10).
+private func commonName(_ name: UnsafePointer<CChar>, _ count: Int) -> String? {
+    func exactly(_ literal: StaticString) -> Bool {
+        count == literal.utf8CodeUnitCount && memcmp(name, literal.utf8Start, count) == 0
+    }
+    switch count {
+    case 4: return exactly("Host") ? "Host" : exactly("host") ? "host" : nil
+    case 6: return exactly("Accept") ? "Accept" : exactly("accept") ? "accept" : nil
+    case 10: return exactly("User-Agent") ? "User-Agent" : exactly("Connection") ? "Connection" : exactly("user-agent") ? "user-agent" : nil
+    case 12: return exactly("Content-Type") ? "Content-Type" : exactly("content-type") ? "content-type" : nil
+    case 13: return exactly("Authorization") ? "Authorization" : exactly("authorization") ? "authorization" : nil
+    case 14: return exactly("Content-Length") ? "Content-Length" : exactly("content-length") ? "content-length" : nil
+    case 15: return exactly("Accept-Encoding") ? "Accept-Encoding" : exactly("accept-encoding") ? "accept-encoding" : nil
+    default: return nil
+    }
+}
+
+/// The field values most requests carry, as literals, when `value` is spelled exactly so (see
+/// ``commonName(_:_:)``; `application/json` is one byte too long for a string without storage).
+private func commonValue(_ value: UnsafePointer<CChar>, _ count: Int) -> String? {
+    func exactly(_ literal: StaticString) -> Bool {
+        count == literal.utf8CodeUnitCount && memcmp(value, literal.utf8Start, count) == 0
+    }
+    switch count {
+    case 3: return exactly("*/*") ? "*/*" : nil
+    case 8: return exactly("identity") ? "identity" : nil
+    case 10: return exactly("keep-alive") ? "keep-alive" : nil
+    case 16: return exactly("application/json") ? "application/json" : nil
+    case 31: return exactly("application/json; charset=utf-8") ? "application/json; charset=utf-8" : nil
+    default: return nil
+    }
+}
+
 /// Whether `name` (of `count` bytes) is `expected` in any ASCII case.
 private func named(_ name: UnsafePointer<CChar>, _ count: Int, _ expected: StaticString) -> Bool {
     guard count == expected.utf8CodeUnitCount else { return false }
@@ -135,13 +181,16 @@ private func readField(
 ) -> MHD_Result {
     guard let walkPointer, let key else { return .NO }
     let walk = walkPointer.assumingMemoryBound(to: HeadReading.Walk.self)
-    let name = keySize > 0 ? String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self) : ""
-    let text = valueSize > 0 && value != nil ? String(decoding: UnsafeRawBufferPointer(start: value, count: valueSize), as: UTF8.self) : ""
+    let common = commonName(key, keySize)
+    let name = common ?? (keySize > 0 ? String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self) : "")
+    let text =
+        valueSize > 0 && value != nil
+        ? commonValue(value!, valueSize) ?? String(decoding: UnsafeRawBufferPointer(start: value, count: valueSize), as: UTF8.self) : ""
     walk.pointee.reading.headers.add(name, text)
     let isContentLength = named(key, keySize, "Content-Length")
     walk.pointee.reading.fieldFacts.count(
         name: UnsafeRawBufferPointer(start: key, count: keySize), isHost: named(key, keySize, "Host"), isContentLength: isContentLength,
-        valueCount: valueSize)
+        valueCount: valueSize, knownToken: common != nil)
     guard walk.pointee.reading.refusal == nil else { return .YES }
 
     if let lineEnd = walk.pointee.lineEnd, let value {
@@ -177,7 +226,9 @@ private func readField(
         return .YES
     }
     if isContentLength {
-        if !walk.pointee.hasContentLength { walk.pointee.reading.contentLength = HeadReading.number(text) ?? 0 }
+        if !walk.pointee.hasContentLength {
+            walk.pointee.reading.contentLength = value.flatMap { HeadReading.number(UnsafeRawBufferPointer(start: $0, count: valueSize)) } ?? 0
+        }
         walk.pointee.hasContentLength = true
     } else if named(key, keySize, "Transfer-Encoding") {
         walk.pointee.transferEncodingFields += 1

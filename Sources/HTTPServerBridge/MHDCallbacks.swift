@@ -243,7 +243,7 @@ private func makeRequest(
     }
     let remoteAddress = cmhd_connection_client_address(connection).flatMap { SocketAddress.numericHost(of: $0) }
     var request = HTTPRequest(
-        method: method.map { String(cString: $0) } ?? "GET",
+        method: method.map { commonMethod($0) ?? String(cString: $0) } ?? "GET",
         path: url.map { originPath(String(cString: $0)) } ?? "/",
         query: query,
         headers: context.headers,
@@ -255,6 +255,13 @@ private func makeRequest(
     )
     request.fieldFacts = context.fieldFacts
     return request
+}
+
+/// The methods most requests use, as literals (no string made per request).
+private func commonMethod(_ method: UnsafePointer<CChar>) -> String? {
+    if strcmp(method, "POST") == 0 { return "POST" }
+    if strcmp(method, "GET") == 0 { return "GET" }
+    return nil
 }
 
 /// The path of a request target: an absolute-form target (`http://host/path`, which a server

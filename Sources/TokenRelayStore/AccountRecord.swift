@@ -20,6 +20,9 @@ package struct AccountRecord: Sendable, Equatable {
     package var clientId: String { fields.clientId }
     package var environment: String { fields.environment }
     package var homeAccountId: String? { fields.homeAccountId }
+    /// An ADAL import the platform has not seen yet (no `home_account_id`): read without
+    /// copying the id out (the silent plan asks on every step).
+    package var awaitsFirstRedemption: Bool { fields.homeAccountId == nil }
     package var realm: String { fields.realm }
     package var localAccountId: String? { fields.localAccountId }
     package var username: String? { fields.username }

@@ -23,6 +23,13 @@ package final class IssuanceCounter: Sendable {
             self.keyId = keyId
             self.uti = uti
         }
+
+        /// The token's `uti` alone (the account's id for an opaque token): it tells pairs apart
+        /// well enough, and hashing all three strings was most of counting a cached answer
+        /// (behaviour §10). Equality still compares all three.
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(uti ?? accountId)
+        }
     }
 
     /// How many tokens, and the last answer's time (seconds since 1970).

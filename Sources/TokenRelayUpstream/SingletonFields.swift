@@ -10,12 +10,9 @@ extension HTTPHeaders {
     /// The value of the field `name` when it appears at most once; nil when absent.
     /// - Throws: `RelayError` 400 `invalid_request` naming the field when it appears more than once.
     package func only(_ name: String) throws(RelayError) -> String? {
-        var found: String?
-        for field in self where field.name.caseInsensitiveEquals(name) {
-            guard found == nil else { throw RelayError.invalidRequest(field: name, "Send the header '\(name)' once.") }
-            found = field.value
-        }
-        return found
+        guard let (value, repeated) = firstValue(name) else { return nil }
+        guard !repeated else { throw RelayError.invalidRequest(field: name, "Send the header '\(name)' once.") }
+        return value
     }
 }
 

@@ -135,6 +135,65 @@ struct ReplicaTests {
         #expect(metrics.contains("tokenrelay_invalidation_listening 1"))
     }
 
+    @Test("A key answered from the verified-key memo is refused on every replica within 2 s of its revocation; its secret is in no metric or row")
+    func revokedKeyLeavesTheMemo() async throws {
+        // A TTL far above the bound: only the revocation's notification can drop the memo in time.
+        let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_key_memo", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
+        defer { bouncer.stop() }
+        defer { stack.stop() }
+        let other = try stack.startReplica()
+        defer { other.stop() }
+        let (status, output) = try await Self.cli(["api-keys", "create", "--name", "memo", "--permissions", "tokens:acquire"], databaseURL: stack.databaseURL)
+        #expect(status == 0)
+        let created = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        let key = try #require(created["api_key"] as? String)
+        let keyId = try #require(created["key_id"] as? String)
+        let secret = String(key.dropFirst("trk_\(keyId)_".count))
+        let replicas = [stack.baseURL, other.baseURL]
+        try await StackHelpers.awaitKnown(key, on: replicas, stack)
+        let id = try await stack.signInAccountId("alice@contoso.example")
+        let body: [String: Any] = ["account_id": id, "scopes": ["User.Read"]]
+        let withKey = ["Authorization": "Bearer \(key)"]
+
+        // On each replica: the first use reads the key's row, the second verifies the secret
+        // against its hash and memoises it, the rest are answered from the memo.
+        for replica in replicas {
+            for _ in 0..<4 {
+                let answer = try await stack.request("POST", replica + Self.silentPath, json: body, headers: withKey)
+                #expect(answer.status == 200, "\(answer.text)")
+            }
+        }
+
+        #expect(try await Self.cli(["api-keys", "revoke", keyId], databaseURL: stack.databaseURL).0 == 0)
+        for replica in replicas {
+            let refusedAfter = try await Self.within(2) {
+                try await stack.request("POST", replica + Self.silentPath, json: body, headers: withKey).status == 401
+            }
+            #expect(refusedAfter != nil, "\(replica) still answers the revoked key from its memo")
+            // And stays refused: nothing of the memo comes back.
+            #expect(try await stack.request("POST", replica + Self.silentPath, json: body, headers: withKey).status == 401)
+        }
+
+        for replica in replicas {
+            let metrics = try await stack.request("GET", replica + "/metrics", authenticated: false).text
+            #expect(!metrics.contains(secret), "the presented secret is in \(replica)'s metrics")
+        }
+        // Every row of every table, as text: the database holds the secret's hash, never the secret.
+        let rowsHolding = try await stack.withDatabase { connection in
+            let tables = try connection.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
+                .rows.compactMap { $0.string("table_name") }
+            var holding: [String] = []
+            for table in tables {
+                let sql = "SELECT count(*) AS n FROM \"\(table)\" AS row WHERE strpos(row::text, $1) > 0"
+                let found = try connection.query(sql, [.text(secret)]).rows.first?.int("n") ?? 0
+                if found > 0 { holding.append(table) }
+            }
+            return (tables.count, holding)
+        }
+        #expect(rowsHolding.0 > 10, "the scan read the relay's tables")
+        #expect(rowsHolding.1.isEmpty, "the presented secret is stored in \(rowsHolding.1)")
+    }
+
     @Test("Without notifications, the cache TTL bounds staleness: a revoked key and a deleted account are refused within it")
     func ttlFallback() async throws {
         let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_ttl_fallback")

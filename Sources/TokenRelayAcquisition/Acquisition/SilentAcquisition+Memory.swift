@@ -17,6 +17,11 @@ extension SilentAcquisition {
             case .resolveAccount:
                 guard case .accountId(let id) = plan.request.account, let account = resolver.accountFromMemory(id, owner: owner) else { return nil }
                 plan.learn(account: account, storedTokens: nil)
+                // The two facts the plan asks memory for next, told at once: each `next()` walks
+                // the plan from its top (about 500 instructions of a cached answer, behaviour §10),
+                // and both are reads without effects, unused if the plan refuses first.
+                plan.learn(suspendedTenant: suspensions.suspendedTenant(of: account))
+                plan.learn(memoriesHoldUIRequired: uiRequired.mayHold(now: plan.now), declinedScopes: declinedScopes.mayHold(now: plan.now))
             case .checkSuspension:
                 plan.learn(suspendedTenant: suspensions.suspendedTenant(of: plan.account!))
             case .checkMemories:

@@ -301,8 +301,9 @@ package struct SilentPlan: Sendable {
         }
         guard let suspension else { return .checkSuspension }
         if case .suspended(let tenant) = suspension { return refuse(TenantSuspensions.problem(tenant)) }
-        guard account.state == .active else { return refuse(Self.deadRefreshToken(account, request: request)) }
-        if account.homeAccountId == nil { return .completeImport }
+        // A pattern, not `==`: the enum's `Equatable` was called through its protocol witness.
+        guard case .active = account.state else { return refuse(Self.deadRefreshToken(account, request: request)) }
+        if account.awaitsFirstRedemption { return .completeImport }
 
         if realm == nil {
             if let requested = request.authority {

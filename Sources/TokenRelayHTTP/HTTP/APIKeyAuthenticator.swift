@@ -13,15 +13,35 @@ package struct Caller: Sendable {
     /// (`api_keys.name`), shared by every key of that name, so a rotated key keeps them;
     /// ``APIKeyAuthenticator/bootstrapOwner`` for the bootstrap key.
     package var owner: String
-    package let permissions: Set<Permission>
+    /// One bit per ``Permission`` (its index in `allCases`): a `Set<Permission>` hashed each
+    /// permission's raw `String` on every check (behaviour §10).
+    private let permissionBits: UInt8
     /// Tenants and scope patterns the key is limited to (behaviour §12 Permissions), and its
     /// owner, whose unconfirmed imports alone it sees (§3.6).
     package var access: KeyAccess = .unrestricted
     /// The key's token bucket when `TOKENRELAY_RATE_LIMIT_PER_KEY` is set.
     package var bucket: RateBucket?
 
+    package init(keyId: String, owner: String, permissions: some Sequence<Permission>, access: KeyAccess = .unrestricted, bucket: RateBucket? = nil) {
+        self.keyId = keyId
+        self.owner = owner
+        permissionBits = permissions.reduce(0) { $0 | Self.bit($1) }
+        self.access = access
+        self.bucket = bucket
+    }
+
+    private static func bit(_ permission: Permission) -> UInt8 {
+        switch permission {
+        case .tokensAcquire: 1
+        case .accountsRead: 2
+        case .accountsWrite: 4
+        case .downstreamCall: 8
+        case .admin: 16
+        }
+    }
+
     package func may(_ permission: Permission) -> Bool {
-        permissions.contains(permission) || permissions.contains(.admin)
+        permissionBits & (Self.bit(permission) | Self.bit(.admin)) != 0
     }
 
     /// Whether the key has one of `permissions` (admin has all).
@@ -72,7 +92,7 @@ package final class APIKeyAuthenticator: Sendable {
     /// log; behaviour §7.1): the `keyid` of `trk_<keyid>_<secret>` like any key's, `bootstrap`
     /// for a key of another form, which has none.
     package static func bootstrapKeyId(_ bootstrapKey: String?) -> String {
-        bootstrapKey.flatMap(split)?.keyId ?? "bootstrap"
+        bootstrapKey.flatMap { split(Substring($0)) }.map { String($0.keyId) } ?? "bootstrap"
     }
 
     /// Most key ids remembered at once (found or not).
@@ -104,7 +124,7 @@ package final class APIKeyAuthenticator: Sendable {
         self.cacheTTL = cacheTTL
         self.bootstrapKey = bootstrapKey.map { Array($0.utf8) }
         bootstrapCaller = Caller(
-            keyId: Self.bootstrapKeyId(bootstrapKey), owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
+            keyId: Self.bootstrapKeyId(bootstrapKey), owner: Self.bootstrapOwner, permissions: Permission.allCases,
             access: KeyAccess(owner: Self.bootstrapOwner),
             bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
         self.keys = keys
@@ -115,17 +135,18 @@ package final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else {
             throw Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'.")
         }
-        if let bootstrapKey, ConstantTime.equals(Array(presented.utf8), bootstrapKey) {
+        if let bootstrapKey, ConstantTime.equals(utf8: presented, bootstrapKey) {
             return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented) else {
             throw Self.unauthenticated("The API key is not valid.")
         }
+        let id = String(keyId)
         // A key id no key has: refused without a database read.
-        if directory?.certainlyUnknown(keyId) == true { throw Self.unauthenticated("The API key is not valid.") }
-        let entry = try await lookup(keyId)
+        if directory?.certainlyUnknown(id) == true { throw Self.unauthenticated("The API key is not valid.") }
+        let entry = try await lookup(id)
         guard let storedHash = entry.secretHash, let caller = entry.caller,
-            ConstantTime.equals(SHA256.hash(utf8: secret), storedHash)
+            ConstantTime.equals(SHA256.hash(utf8: String(secret)), storedHash)
         else {
             throw Self.unauthenticated("The API key is not valid.")
         }
@@ -149,11 +170,13 @@ package final class APIKeyAuthenticator: Sendable {
         guard let presented = Self.bearerToken(authorization) else {
             return .refused(Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'."))
         }
-        let presentedBytes = Array(presented.utf8)
-        if let bootstrapKey, ConstantTime.equals(presentedBytes, bootstrapKey) {
+        // The header's own bytes, borrowed (a `Substring`): the bootstrap key and a key verified
+        // before are recognised without a copy of the secret or a SHA-256 (behaviour §10).
+        if let bootstrapKey, ConstantTime.equals(utf8: presented, bootstrapKey) {
             return .caller(bootstrapCaller)
         }
-        guard let (keyId, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        guard let (keyIdText, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        let keyId = String(keyIdText)
         let now = clock.date
         guard let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate), now.timeIntervalSince(cached.fetchedAt) < cacheTTL else {
             // A key id no key has is refused here, without a database read (behaviour §7.1).
@@ -161,8 +184,9 @@ package final class APIKeyAuthenticator: Sendable {
             return .unknown
         }
         guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
-        if let verified = cached.verifiedKey, ConstantTime.equals(presentedBytes, verified) { return .caller(caller) }
-        guard ConstantTime.equals(SHA256.hash(utf8: secret), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        if let verified = cached.verifiedKey, ConstantTime.equals(utf8: presented, verified) { return .caller(caller) }
+        guard ConstantTime.equals(SHA256.hash(utf8: String(secret)), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
+        let presentedBytes = Array(presented.utf8)
         cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { entry in
             // Only onto the entry just checked: a re-read row starts unverified.
             if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedKey = presentedBytes }
@@ -187,7 +211,7 @@ package final class APIKeyAuthenticator: Sendable {
                 secretHash: record?.secretHash,
                 caller: record.map {
                     Caller(
-                        keyId: $0.keyId, owner: $0.name, permissions: Set($0.permissions),
+                        keyId: $0.keyId, owner: $0.name, permissions: $0.permissions,
                         access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns, owner: $0.name), bucket: bucket)
                 }, fetchedAt: now)
             held = .init(value: entry, expiresAt: now.timeIntervalSinceReferenceDate + heldSeconds(entry))
@@ -235,7 +259,9 @@ package final class APIKeyAuthenticator: Sendable {
 
     private static let bearer = Array("bearer".utf8)
 
-    package static func bearerToken(_ authorization: String?) -> String? {
+    /// The token of `Bearer <token>` (the scheme in any case, RFC 6750 §2.1), a view of the
+    /// header's own bytes; nil without one.
+    package static func bearerToken(_ authorization: String?) -> Substring? {
         guard let authorization else { return nil }
         // The usual `Bearer <token>` without stray whitespace, read without allocating
         // (the cached token path, behaviour §10); any other spelling takes the general rule below.
@@ -244,16 +270,17 @@ package final class APIKeyAuthenticator: Sendable {
         if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == Self.bearer[$0] }),
             bytes[7] > 0x20 && bytes[7] < 0x7F, bytes[bytes.count - 1] > 0x20 && bytes[bytes.count - 1] < 0x7F
         {
-            return String(authorization[utf8.index(utf8.startIndex, offsetBy: 7)...])
+            return authorization[utf8.index(utf8.startIndex, offsetBy: 7)...]
         }
         let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        return token.isEmpty ? nil : Substring(token)
     }
 
     /// `trk_<keyid>_<secret>`: split at the first two underscores; the secret may contain `_`.
-    package static func split(_ key: String) -> (keyId: String, secret: String)? {
+    /// Both parts are views of `key`'s bytes.
+    package static func split(_ key: Substring) -> (keyId: Substring, secret: Substring)? {
         // On UTF-8 bytes (the separators are ASCII, so every cut is at a scalar boundary):
         // `hasPrefix` and `firstIndex(of:)` on Characters were most of a 401's cost (behaviour §10).
         let utf8 = key.utf8
@@ -265,7 +292,7 @@ package final class APIKeyAuthenticator: Sendable {
             keyIdBytes.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }),
             utf8.index(after: underscore) != utf8.endIndex
         else { return nil }
-        return (String(Substring(keyIdBytes)), String(Substring(utf8[utf8.index(after: underscore)...])))
+        return (Substring(keyIdBytes), Substring(utf8[utf8.index(after: underscore)...]))
     }
 
     package static func unauthenticated(_ detail: String) -> RelayError {

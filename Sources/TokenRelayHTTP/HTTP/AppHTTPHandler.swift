@@ -97,7 +97,7 @@ package final class AppHTTPHandler: HTTPHandler {
                 // The whole request gets the answer, from the same code (404/405 need no body).
                 return .proceed
             case .found(let route, _):
-                guard let permission = route.access.permissions else { return .proceed }
+                guard let permission = route.permissions else { return .proceed }
                 switch authenticator.authenticateFromMemory(try request.headers.only("Authorization")) {
                 case .caller(let caller):
                     guard caller.may(anyOf: permission) else { throw Self.lacking(permission) }
@@ -150,7 +150,7 @@ package final class AppHTTPHandler: HTTPHandler {
                 context: RequestContext(
                     correlationId: prepared.correlationId, deadline: UpstreamClock.system.now().addingTimeInterval(timeout), caller: nil,
                     access: .unrestricted))
-            if let permission = route.access.permissions {
+            if let permission = route.permissions {
                 switch authenticator.authenticateFromMemory(try http.headers.only("Authorization")) {
                 case .caller(let caller):
                     try Self.admit(caller, permission, &request.context)
@@ -237,11 +237,11 @@ package final class AppHTTPHandler: HTTPHandler {
     /// the duration histogram and the access line (`request.completed`, info).
     private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool) -> HTTPResponse {
         var response = response
-        if response.headers["client-request-id"] == nil {
-            response.headers.set("client-request-id", prepared.correlationId)
+        if !response.headers.contains("client-request-id") {
+            response.headers.add("client-request-id", prepared.correlationId)
         }
-        let elapsed = prepared.started.duration(to: .now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let elapsed = prepared.started.duration(to: .now).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         let route = prepared.routeLabel
         if response.status == 200 && route == "/v1/tokens/silent" {
             silentOK.increment()
@@ -274,7 +274,7 @@ package final class AppHTTPHandler: HTTPHandler {
     /// `correlation_id` takes precedence where a route reads one.
     package static func correlationId(_ headers: HTTPHeaders) -> String {
         // Most requests carry neither header: a length check per field settles that cheaply.
-        guard headers.contains(where: { $0.name.utf8.count == 17 || $0.name.utf8.count == 16 }) else { return newCorrelationId() }
+        guard headers.containsName(ofLength: 17) || headers.containsName(ofLength: 16) else { return newCorrelationId() }
         for name in ["client-request-id", "X-Correlation-ID"] {
             // The body's rule (printable ASCII, at most 128): a header value's control characters
             // were echoed in `client-request-id` and written to the log.

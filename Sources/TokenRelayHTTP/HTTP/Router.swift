@@ -24,6 +24,8 @@ package struct Router: Sendable {
         package let template: String
         package let segments: [Segment]
         package let access: RouteAccess
+        /// `access.permissions`, made once: the getter built an array on every request.
+        package let permissions: [Permission]?
         /// Whether the request pipeline reads a JSON body for the handler (``RouteRequest/body``).
         package let body: RouteBody
         /// The query parameters the route takes; the pipeline refuses any other (``RouteQuery``).
@@ -45,6 +47,7 @@ package struct Router: Sendable {
             self.template = template
             self.segments = segments
             self.access = access
+            permissions = access.permissions
             self.body = body
             self.query = query
             self.prepare = prepare

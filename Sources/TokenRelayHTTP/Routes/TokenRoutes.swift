@@ -74,7 +74,8 @@ package enum TokenRoutes {
         services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId, uti: result.token.uti)
         var response = HTTPResponse.json(
             200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial, owner: context.owner))
-        response.headers.set("client-request-id", context.correlationId)
+        // `json` gave it only `Content-Type`: nothing to replace.
+        response.headers.add("client-request-id", context.correlationId)
         return response
     }
 
