@@ -357,7 +357,8 @@ package struct AppDependencies: Sendable {
     }
 
     /// The services a ``ServiceGroup`` runs, in start order (they stop in the reverse): the
-    /// pool and clients close last; before them the background tasks drain (within the shutdown
+    /// pool and clients close last; just before, the trace exporter sends the spans still queued
+    /// (``OTLPTraceExporter/beginGrace()``); before it the background tasks drain (within the shutdown
     /// grace: ``BackgroundTasks/beginGrace()``); the invalidation listener; the keep-alive job
     /// (always: its pass also prunes old events) and the webhook job (when configured); the
     /// key-usage and issuance flushes; the readiness self-check; the account-health count; the management listener (when

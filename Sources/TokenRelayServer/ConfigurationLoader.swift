@@ -146,7 +146,8 @@ public struct ConfigurationLoader: Sendable {
             guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://"), let url = URL(string: endpoint), url.host != nil,
                 url.query == nil, url.user == nil
             else {
-                throw ConfigurationError(setting: "TOKENRELAY_OTLP_ENDPOINT", reason: "must be an http or https URL without user or query, e.g. http://collector:4318")
+                throw ConfigurationError(
+                    setting: "TOKENRELAY_OTLP_ENDPOINT", reason: "must be an http or https URL without user or query, e.g. http://collector:4318")
             }
         }
         if let url = config.webhooks.url {
