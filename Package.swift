@@ -56,31 +56,55 @@ let package = Package(
         .target(
             name: "TokenRelayStore", dependencies: ["TokenRelayBase", "IdentityCore", "PostgresBridge", "CryptoBridge", "PKCS11Bridge"],
             swiftSettings: acrossLayers),
+        // A request's context (deadline, caller, key limits) and the upstream HTTP client with its
+        // retries and throttle memory: what the STS client and the downstream relay share.
+        .target(
+            name: "TokenRelayUpstream",
+            dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge"],
+            swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayAcquisition",
-            dependencies: ["TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge"],
+            dependencies: [
+                "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge",
+            ],
+            swiftSettings: acrossLayers),
+        // Background work over acquisition and the store: keep-alive, webhooks, flushers,
+        // readiness and health.
+        .target(
+            name: "TokenRelayOperations",
+            dependencies: [
+                "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge",
+                "PostgresBridge", "CryptoBridge",
+            ],
             swiftSettings: acrossLayers),
         // Sign-in (authorization code + PKCE, signed links) and the downstream relay: flows over
         // acquisition, each its own target.
         .target(
             name: "TokenRelaySignIn",
-            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge", "CryptoBridge"],
+            dependencies: [
+                "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge",
+                "CryptoBridge",
+            ],
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayDownstream",
-            dependencies: ["TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge"],
+            dependencies: [
+                "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon", "HTTPClientBridge",
+            ],
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayHTTP",
             dependencies: [
-                "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore", "HTTPCommon",
+                "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream", "TokenRelayStore",
+                "TokenRelayBase", "IdentityCore", "HTTPCommon",
                 "HTTPServerBridge", "CryptoBridge",
             ],
             swiftSettings: acrossLayers),
         .target(
             name: "TokenRelayServer",
             dependencies: [
-                "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase", "IdentityCore",
+                "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition", "TokenRelayUpstream",
+                "TokenRelayStore", "TokenRelayBase", "IdentityCore",
                 "HTTPCommon",
                 "HTTPServerBridge", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
             ], swiftSettings: acrossLayers),
@@ -91,7 +115,8 @@ let package = Package(
         .executableTarget(
             name: "TokenRelayCLI",
             dependencies: [
-                "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition",
+                "TokenRelayServer", "TokenRelayBenchSeed", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations",
+                "TokenRelayAcquisition", "TokenRelayUpstream",
                 "TokenRelayStore", "TokenRelayBase",
                 "IdentityCore", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge", "PKCS11Bridge",
             ], swiftSettings: acrossLayers),
@@ -111,7 +136,8 @@ let package = Package(
         .testTarget(
             name: "TokenRelayAppTests",
             dependencies: [
-                "TokenRelayServer", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayAcquisition", "TokenRelayStore", "TokenRelayBase",
+                "TokenRelayServer", "TokenRelayHTTP", "TokenRelaySignIn", "TokenRelayDownstream", "TokenRelayOperations", "TokenRelayAcquisition",
+                "TokenRelayUpstream", "TokenRelayStore", "TokenRelayBase",
                 "TokenRelayBenchSeed",
                 "IdentityCore", "TokenRelayTesting", "STSEmulator", "HTTPCommon", "HTTPClientBridge", "PostgresBridge", "CryptoBridge",
                 "HTTPServerBridge", "PKCS11Bridge",

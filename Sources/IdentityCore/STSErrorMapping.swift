@@ -59,7 +59,7 @@ public enum STSErrorMapping {
     public struct Rule: Sendable, Hashable, CustomStringConvertible {
         public let match: Match
         public let disposition: STSFailure.Disposition
-        /// Problem for `badRequest` rows: 400 `invalid_scope`, `invalid_authority` or
+        /// The answer to `badRequest` rows: 400 `invalid_scope`, `invalid_authority` or
         /// `invalid_request` when the caller's input was refused, else 502 `upstream_error`.
         public let problem: ProblemCode
         /// The caller's request field a 400 names when the table knows it (`assertion`); nil for

@@ -2,6 +2,7 @@ import HTTPCommon
 import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// Whose token a downstream call carries (behaviour §6), from exactly one identity header:
 /// `X-Account-Id` (a held account, silent acquisition), `X-App-Only: true` (the service's own

@@ -5,6 +5,7 @@ import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Calls a configured downstream API for an account, as the app, or on behalf of a caller's
 /// user (behaviour §6; `DownstreamIdentity`): acquires the token (§2), calls

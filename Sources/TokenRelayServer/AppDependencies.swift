@@ -7,8 +7,10 @@ import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayDownstream
 import TokenRelayHTTP
+import TokenRelayOperations
 import TokenRelaySignIn
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Every object the service is made of, built once from the configuration: stores, memories,
 /// clients, the route table and handler, and the background jobs as ``Service``s.
@@ -207,7 +209,7 @@ package struct AppDependencies: Sendable {
             background: BackgroundRefresher(
                 refresher: refresher, authorities: authorities, memory: memory, clientCapabilities: identity.clientCapabilities, logger: logger,
                 now: now, forget: memories.forget(account:)),
-            memories: memories, store: store, sts: sts, authorities: authorities, declinedScopes: declinedScopes, uiRequired: uiRequired, throttles: throttles,
+            memories: memories, store: store, sts: sts, authorities: authorities,
             clientId: identity.clientId,
             clientCapabilities: identity.clientCapabilities, metrics: metrics, logger: logger, now: now,
             allowExtendedLifetime: tokenSettings.allowExtendedLifetime, suspensions: suspensions)

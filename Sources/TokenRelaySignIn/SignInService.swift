@@ -4,6 +4,7 @@ import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Sign-in with the authorization code flow and PKCE (RFC 6749 §4.1, RFC 7636 S256, OpenID
 /// Connect Core §3.1): `start` mints state, nonce and verifier and returns the authorize URL;

@@ -9,6 +9,7 @@ import TokenRelayHTTP
 import TokenRelayServer
 import TokenRelaySignIn
 import TokenRelayStore
+import TokenRelayUpstream
 
 @Suite("API key limits: scope globs, tenants, rate buckets, the permission table")
 struct APIKeyLimitsTests {

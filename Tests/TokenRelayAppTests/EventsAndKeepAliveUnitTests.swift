@@ -6,6 +6,7 @@ import TokenRelayBase
 import TokenRelayBenchSeed
 import TokenRelayDownstream
 import TokenRelayHTTP
+import TokenRelayOperations
 import TokenRelayServer
 import TokenRelaySignIn
 import TokenRelayStore

@@ -12,6 +12,7 @@ import TokenRelayServer
 import TokenRelaySignIn
 import TokenRelayStore
 import TokenRelayTesting
+import TokenRelayUpstream
 
 /// The app and OBO token rows on real PostgreSQL: sealed per owner, shared between replicas
 /// (a replica with an empty memory serves another's token without the STS), purged after the

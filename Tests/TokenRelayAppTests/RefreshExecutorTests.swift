@@ -12,6 +12,7 @@ import TokenRelayServer
 import TokenRelaySignIn
 import TokenRelayStore
 import TokenRelayTesting
+import TokenRelayUpstream
 
 /// The refresh engine (ADR 0012) on its real parts: a fresh PostgreSQL database with the
 /// migrations applied and the real `TokenStore`; only the STS is scripted, by an in-process

@@ -5,6 +5,7 @@ import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayDownstream
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// One object holds every per-replica memory of accounts and tenants, and forgets through one
 /// method each (behaviour §12 Memories and replicas).

@@ -13,6 +13,7 @@ import TokenRelayHTTP
 import TokenRelayServer
 import TokenRelaySignIn
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// A loopback HTTP peer that answers scripted responses in order (then a default) and counts
 /// what it receives: the real HTTP client and server, no mocked transport.

@@ -5,6 +5,7 @@ import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayDownstream
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The one silent decision (``SilentPlan``) walked without sockets or a database: each row gives
 /// what the executors would find out (the account, memories, cached tokens, a refresh's outcome)

@@ -10,6 +10,7 @@ import TokenRelayHTTP
 import TokenRelayServer
 import TokenRelaySignIn
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The throttle layer on its own: a real loopback peer, virtual time.
 @Suite("Throttle layer around the retry loop (behaviour §5)")

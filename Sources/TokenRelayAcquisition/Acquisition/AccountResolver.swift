@@ -1,5 +1,6 @@
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Finds the account a token request names (behaviour §2.2, §3, §12 Accounts): by `account_id`
 /// (this replica's memory first), `home_account_id` or `username` (narrowed by `tenant_id`).

@@ -1,5 +1,6 @@
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// Why a token acquisition produced no token, as the acquisition code decides on it (in the
 /// style of postgres-nio's `PSQLError`: a struct over a code, with the details beside it). It

@@ -2,6 +2,7 @@ import Foundation
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Refreshes no caller waits for: one proactive refresh once a served token's `refresh_on` has
 /// passed (behaviour §1; the cached token is served meanwhile), and the keep-alive redemptions of

@@ -4,6 +4,7 @@ import IdentityCore
 import Synchronization
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Tokens of the two grants that need no account (behaviour §2, §12): the service's own app tokens
 /// (client credentials, RFC 6749 §4.4) and on-behalf-of tokens for a caller's user (RFC 7523

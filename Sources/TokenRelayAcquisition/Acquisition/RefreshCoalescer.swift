@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// Joins concurrent refreshes of the same (account, scopes, claims) into one STS call per
 /// process (behaviour §2.6): the first caller starts the work, later callers await its result.

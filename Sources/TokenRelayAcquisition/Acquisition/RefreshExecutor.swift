@@ -2,6 +2,7 @@ import Foundation
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Performs what ``RefreshStateMachine`` decides (ADR 0012): claim the account's redemption
 /// lease in one statement, redeem the refresh token with nothing of PostgreSQL held, store the

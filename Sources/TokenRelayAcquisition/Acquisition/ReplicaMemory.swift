@@ -1,4 +1,5 @@
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// Everything one replica holds in memory about accounts and tenants (behaviour §12 Memories and
 /// replicas), in one place, so that forgetting is written once: a local sign-in, a dead refresh

@@ -4,6 +4,7 @@ import HTTPClientBridge
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// Why a token-endpoint call did not produce tokens.
 package enum STSCallError: Error, Sendable {
@@ -24,7 +25,7 @@ package struct STSClient: Sendable {
     package let maxRetryAfterSeconds: Int
     package let metrics: Metrics
     /// Retry-After answers of this replica's STS calls (behaviour §5 throttle memory); an account's
-    /// entries go with the account's other memories (``SilentAcquisition/forget(_:memory:accounts:declinedScopes:uiRequired:throttles:)``).
+    /// entries go with the account's other memories (``ReplicaMemory/forget(account:)``).
     package let throttle = ThrottleMemory()
     /// Told of every accepted and every rejected client credential (behaviour §12 Health).
     package var credentialHealth: CredentialHealth? = nil

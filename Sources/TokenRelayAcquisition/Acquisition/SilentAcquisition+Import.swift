@@ -2,6 +2,7 @@ import Foundation
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The first silent acquisition of an imported (ADAL) account (behaviour §3 import, §12 Accounts):
 /// its refresh token is redeemed once under the account's redemption lease (ADR 0012: nothing

@@ -2,6 +2,7 @@ import Foundation
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The server-side `acquireTokenSilent` (behaviour §2): resolve the account, serve from the cache
 /// (memory, then the encrypted persistent cache), else redeem the refresh token (coalesced in
@@ -20,12 +21,6 @@ package struct SilentAcquisition: Sendable {
     package let store: TokenStore
     package let sts: STSClient
     package let authorities: AuthorityValidator
-    package let declinedScopes: DeclinedScopesMemory
-    /// Interaction-required answers replayed without an STS call (behaviour §5).
-    package let uiRequired: UIRequiredMemory
-    /// The throttle memories whose entries can be an account's (the STS client's, the downstream
-    /// APIs'): forgotten with the account's other memories (behaviour §12).
-    package let throttles: [ThrottleMemory]
     package let clientId: String
     package let clientCapabilities: [String]
     package let metrics: Metrics
@@ -35,7 +30,7 @@ package struct SilentAcquisition: Sendable {
     package init(
         resolver: AccountResolver, cache: TokenCacheReader, refresher: CoalescedRefresher, background: BackgroundRefresher, memories: ReplicaMemory,
         store: TokenStore, sts: STSClient,
-        authorities: AuthorityValidator, declinedScopes: DeclinedScopesMemory, uiRequired: UIRequiredMemory, throttles: [ThrottleMemory], clientId: String,
+        authorities: AuthorityValidator, clientId: String,
         clientCapabilities: [String], metrics: Metrics, logger: Logger, now: @escaping @Sendable () -> Int, allowExtendedLifetime: Bool = false,
         suspensions: TenantSuspensions = TenantSuspensions()
     ) {
@@ -47,9 +42,6 @@ package struct SilentAcquisition: Sendable {
         self.store = store
         self.sts = sts
         self.authorities = authorities
-        self.declinedScopes = declinedScopes
-        self.uiRequired = uiRequired
-        self.throttles = throttles
         self.clientId = clientId
         self.clientCapabilities = clientCapabilities
         self.metrics = metrics
@@ -65,6 +57,10 @@ package struct SilentAcquisition: Sendable {
     package var suspensions = TenantSuspensions()
 
     package var memory: MemoryTokenCache { cache.memory }
+    /// Scopes the STS declined, replayed without an STS call (behaviour §12 Token requests).
+    package var declinedScopes: DeclinedScopesMemory { memories.declinedScopes }
+    /// Interaction-required answers replayed without an STS call (behaviour §5).
+    package var uiRequired: UIRequiredMemory { memories.uiRequired }
     package var accounts: AccountCache { resolver.accounts }
     package var pendingRotations: PendingRotations { refresher.executor.pendingRotations }
     package var executor: RefreshExecutor { refresher.executor }

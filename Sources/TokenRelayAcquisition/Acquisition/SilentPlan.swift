@@ -1,6 +1,7 @@
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The one decision of how a silent-token request is answered (behaviour §2.2, §5, §12 Token
 /// requests), as a value in the manner of ``RefreshStateMachine``: it is told what is known (the

@@ -1,6 +1,7 @@
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// A `POST /v1/tokens/silent` request after validation (behaviour §2, §12 Token requests).
 package struct SilentTokenRequest: Sendable {
@@ -70,5 +71,16 @@ package struct SilentTokenResult: Sendable {
         self.declinedScopes = declinedScopes
         self.extendedLifetime = extendedLifetime
         self.prebuiltAnswer = prebuiltAnswer
+    }
+}
+
+extension KeyAccess {
+    /// 403 `forbidden` for what a token request names and the key may not use: a `tenant_id`,
+    /// an authority's tenant, a scope outside the patterns.
+    package func check(_ request: SilentTokenRequest) throws(RelayError) {
+        if tenants.isEmpty && scopePatterns.isEmpty { return }
+        if case .username(_, let tenantId?) = request.account { try check(tenant: tenantId, field: "tenant_id") }
+        if let authority = request.authority { try check(authority: authority) }
+        try check(request.scopes, field: "scopes")
     }
 }

@@ -1,5 +1,6 @@
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// The STS's token endpoint as the refresh engine needs it: one refresh-token redemption under
 /// the retry policy (behaviour §5). `STSClient` is the live form.

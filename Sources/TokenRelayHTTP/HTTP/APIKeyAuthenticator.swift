@@ -3,6 +3,7 @@ import Foundation
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The authenticated caller of a request: its key id, permissions, tenant and scope limits, and
 /// its request budget in this replica.

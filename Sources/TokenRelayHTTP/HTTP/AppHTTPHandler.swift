@@ -6,6 +6,7 @@ import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// The request pipeline (ADR 0013): every request is prepared once — correlation id, head
 /// limits (414/431), deadline, route (404/405), body limit (413), API key from memory (401), rate budget (429), permission

@@ -2,6 +2,7 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// A request's JSON object body with typed accessors whose errors name the field (400
 /// `invalid_request` with `field`), so callers learn exactly what to fix.

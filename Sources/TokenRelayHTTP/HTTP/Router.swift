@@ -2,6 +2,7 @@ import HTTPCommon
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Matches a method and path against route templates such as `/v1/accounts/{account_id}` and
 /// `/v1/downstream/{api}/{path...}` (the last form takes the rest of the path, several segments).

@@ -4,6 +4,7 @@ import HTTPCommon
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// `GET /v1/accounts`, `GET /v1/accounts/{account_id}`, `DELETE /v1/accounts/{account_id}` (behaviour §3).
 package enum AccountRoutes {

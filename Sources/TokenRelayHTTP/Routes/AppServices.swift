@@ -2,6 +2,7 @@ import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayDownstream
+import TokenRelayOperations
 import TokenRelaySignIn
 import TokenRelayStore
 

@@ -3,6 +3,7 @@ import HTTPCommon
 import IdentityCore
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// `GET /v1/audit` (behaviour §12 Audit; `admin`): the audit trail, oldest first, paged by an
 /// opaque cursor and filtered by `actor`, `action`, `account_id` and a time range; with `uti`

@@ -2,6 +2,7 @@ import CryptoBridge
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// `GET /v1/events?cursor=&limit=` (behaviour §12 Webhooks and events): account events in the order
 /// they happened, paged by an opaque cursor.

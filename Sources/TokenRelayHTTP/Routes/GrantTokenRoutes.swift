@@ -3,6 +3,7 @@ import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// `POST /v1/tokens/app` and `POST /v1/tokens/on-behalf-of` (behaviour §2, §12 Token requests).
 package enum GrantTokenRoutes {

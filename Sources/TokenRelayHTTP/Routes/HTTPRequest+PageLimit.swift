@@ -1,5 +1,6 @@
 import HTTPCommon
 import TokenRelayBase
+import TokenRelayUpstream
 
 extension HTTPRequest {
     /// The `limit` query parameter of a list route (`GET /v1/accounts`, `GET /v1/events`): items

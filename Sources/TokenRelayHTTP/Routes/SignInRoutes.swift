@@ -5,6 +5,7 @@ import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelaySignIn
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// `POST /v1/sign-ins`, `GET /v1/sign-ins/callback` and `GET /v1/sign-ins/{sign_in_id}` (behaviour §3).
 package enum SignInRoutes {

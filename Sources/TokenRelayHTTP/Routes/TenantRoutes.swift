@@ -3,6 +3,7 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// `POST /v1/tenants/{tenant_id}/suspend`, `POST /v1/tenants/{tenant_id}/resume` and
 /// `GET /v1/tenants` (behaviour §12 Tenants; `admin`).

@@ -2,6 +2,7 @@ import HTTPCommon
 import IdentityCore
 import TokenRelayAcquisition
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// `POST /v1/tokens/silent` (behaviour §2, §12 Token requests).
 package enum TokenRoutes {

@@ -1,7 +1,9 @@
 import Foundation
 import IdentityCore
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
+import TokenRelayUpstream
 
 /// Refresh-token keep-alive (behaviour §11 `TOKENRELAY_KEEPALIVE_AFTER_DAYS`, §12 Time in tests):
 /// redeems the refresh token of accounts idle for that many days so it does not die of

@@ -1,6 +1,7 @@
 import Foundation
 import IdentityCore
 import Synchronization
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPCommon
 import IdentityCore
 import PostgresBridge
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 

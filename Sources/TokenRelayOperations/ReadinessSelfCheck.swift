@@ -1,4 +1,5 @@
 import Foundation
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 

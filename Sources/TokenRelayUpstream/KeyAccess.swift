@@ -111,15 +111,6 @@ package struct KeyAccess: Sendable, Equatable {
         }
     }
 
-    /// 403 `forbidden` for what a token request names and the key may not use: a `tenant_id`,
-    /// an authority's tenant, a scope outside the patterns.
-    package func check(_ request: SilentTokenRequest) throws(RelayError) {
-        if tenants.isEmpty && scopePatterns.isEmpty { return }
-        if case .username(_, let tenantId?) = request.account { try check(tenant: tenantId, field: "tenant_id") }
-        if let authority = request.authority { try check(authority: authority) }
-        try check(request.scopes, field: "scopes")
-    }
-
     /// Glob match over lower-cased UTF-8: `*` any run (also empty, also `/`), `?` one byte.
     /// - Complexity: O(pattern × text) worst case, linear for the usual one-star pattern.
     package static func glob(_ pattern: String, matches text: String) -> Bool {

@@ -1,3 +1,4 @@
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 

@@ -1,5 +1,4 @@
 import Synchronization
-import TokenRelayBase
 
 /// Values by key, holding at most `capacityBytes` of them by their own cost, least recently
 /// used out first: the bound under this replica's token and account caches (behaviour §10.4,

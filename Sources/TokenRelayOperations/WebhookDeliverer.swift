@@ -4,6 +4,7 @@ import HTTPClientBridge
 import HTTPCommon
 import IdentityCore
 import PostgresBridge
+import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
 
