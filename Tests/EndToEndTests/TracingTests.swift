@@ -123,6 +123,8 @@ struct TracingTests {
         try await Self.expectNothingSecret(receiver, stack: stack, accountId: id)
         let metrics = try await stack.request("GET", "/metrics").text
         #expect(metrics.contains("tokenrelay_trace_spans_exported_total "), "\(metrics.split(separator: "\n").filter { $0.contains("trace") })")
+        let check = try await MonitoringContractTests.promtoolCheckMetrics(metrics)
+        #expect(check.status == 0, "the trace families pass promtool check metrics: \(check.error)\(check.output)")
     }
 
     @Test(
