@@ -66,4 +66,31 @@ struct TraceQueueAndContextTests {
         #expect(PostgresStatement.operation(of: "with a as (select 1), b as (delete from t returning *) insert into u select * from b") == "INSERT")
         #expect(PostgresStatement.operation(of: "  ") == nil)
     }
+
+    @Test("OTLP/JSON: hex ids, 64-bit integers as strings, escaped strings, status error only on failure")
+    func otlpJSON() throws {
+        let context = try #require(
+            TraceContext.remoteParent(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: ["congo=t61rcWkgMzE"]))
+        let span = SpanRecord(
+            name: "GET \"quoted\"", kind: .client, context: context, parentSpanId: 0x0102_0304_0506_0708, startNanos: 1_764_910_000_123_456_789,
+            endNanos: 1_764_910_000_223_456_789, attributes: [("http.response.status_code", .int(503)), ("neg", .int(-7)), ("b", .bool(true))], failed: true)
+        let body = OTLPTraceJSON.encode([span, Self.span("plain")], serviceName: "token-relay", serviceVersion: "1.0")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        let resource = try #require((object["resourceSpans"] as? [[String: Any]])?.first)
+        let spans = try #require(((resource["scopeSpans"] as? [[String: Any]])?.first)?["spans"] as? [[String: Any]])
+        #expect(spans.count == 2)
+        let first = spans[0]
+        #expect(first["traceId"] as? String == "4bf92f3577b34da6a3ce929d0e0e4736")
+        #expect(first["spanId"] as? String == Hex.of(context.spanId))
+        #expect(first["parentSpanId"] as? String == "0102030405060708")
+        #expect(first["traceState"] as? String == "congo=t61rcWkgMzE")
+        #expect(first["name"] as? String == "GET \"quoted\"")
+        #expect(first["kind"] as? Int == 3 && first["flags"] as? Int == 1)
+        #expect(first["startTimeUnixNano"] as? String == "1764910000123456789" && first["endTimeUnixNano"] as? String == "1764910000223456789")
+        #expect((first["status"] as? [String: Any])?["code"] as? Int == 2)
+        let values = (first["attributes"] as? [[String: Any]] ?? []).map { ($0["key"] as? String ?? "", $0["value"] as? [String: Any] ?? [:]) }
+        #expect(values.map(\.0) == ["http.response.status_code", "neg", "b"])
+        #expect(values[0].1["intValue"] as? String == "503" && values[1].1["intValue"] as? String == "-7" && values[2].1["boolValue"] as? Bool == true)
+        #expect(spans[1]["parentSpanId"] == nil && (spans[1]["status"] as? [String: Any])?.isEmpty == true)
+    }
 }
