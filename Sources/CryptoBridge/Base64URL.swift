@@ -58,6 +58,23 @@ public enum Base64URL {
         return out
     }
 
+    /// Decodes base64url text only in the one spelling ``encode(_:)`` writes: no `=` padding,
+    /// and the unused low bits of the last character zero (RFC 4648 §3.5 lets a decoder refuse
+    /// other spellings). For identifiers, tags and cursors TokenRelay issued: every other
+    /// spelling of the same bytes would be taken as the same identifier and echoed back as given.
+    ///
+    /// - Returns: The bytes, or nil for anything ``encode(_:)`` does not write.
+    public static func decodeCanonical(_ text: String) -> [UInt8]? {
+        guard !text.utf8.contains(UInt8(ascii: "=")), let bytes = decode(text) else { return nil }
+        // Bits past the last whole byte: 2 (after 2 bytes) or 4 (after 1 byte) in the last symbol.
+        guard let last = text.utf8.last, let value = sextet(last) else { return bytes }
+        switch text.utf8.count % 4 {
+        case 2: return value & 0x0F == 0 ? bytes : nil
+        case 3: return value & 0x03 == 0 ? bytes : nil
+        default: return bytes
+        }
+    }
+
     private static func sextet(_ symbol: UInt8) -> UInt8? {
         switch symbol {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"): symbol - UInt8(ascii: "A")

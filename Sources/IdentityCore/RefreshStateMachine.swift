@@ -142,6 +142,22 @@ public struct RefreshStateMachine: Sendable {
         return claim(checkCache: mode != .bypass)
     }
 
+    /// A takeover re-read the row before (or after a refusal of) its redemption and found a newer
+    /// refresh token, of `generation`, stored by the previous holder meanwhile; the lease is still
+    /// this refresh's: redeem that one (behaviour §2.6, "after a database outage").
+    public mutating func reread(generation: Int64) -> Action {
+        guard case .redeeming = state else { return unexpected() }
+        state = .redeeming(generation: generation)
+        return .redeem(generation: generation)
+    }
+
+    /// A takeover's re-read found the lease no longer this refresh's (the previous holder's
+    /// stored rotation released it and another claim took it) or the row gone: claim again.
+    public mutating func leaseLost() -> Action {
+        guard case .redeeming = state else { return unexpected() }
+        return claim(checkCache: mode != .bypass)
+    }
+
     /// The STS answered with tokens.
     public mutating func stsAnswered() -> Action {
         guard case .redeeming(let generation) = state else { return unexpected() }

@@ -14,7 +14,7 @@ struct TokenRequestRecord: Sendable {
     /// The `claims` parameter as sent (JSON text), nil when absent.
     var claims: String?
     /// The W3C `traceparent` header as received, nil when absent (tests check that TokenRelay sends
-    /// its own span's id, behaviour §8 Traces).
+    /// its own span's id, behaviour §8.11).
     var traceparent: String?
 
     var json: JSONValue {

@@ -49,7 +49,7 @@ package struct DownstreamService: Sendable {
     /// Request headers passed to the API; everything else (hop-by-hop, the caller's
     /// `Authorization`, TokenRelay's own) stays here. The caller's `traceparent` and `tracestate`
     /// are not passed as they came: each attempt sends its own span's (``RetryingHTTPClient``,
-    /// behaviour §8 Traces).
+    /// behaviour §8.11).
     package static let forwardedRequestHeaders = [
         "Content-Type", "Accept", "If-Match", "If-None-Match", "Prefer", "ConsistencyLevel", "client-request-id",
     ]

@@ -69,7 +69,7 @@ package struct AppDependencies: Sendable {
     package let managementRouter: Router?
     /// Serves ``managementRouter``; nil in the test form or without the setting.
     package let managementServer: HTTPServer?
-    /// Where spans wait for export, and the service that sends them (behaviour §8 Traces); nil
+    /// Where spans wait for export, and the service that sends them (behaviour §8.11); nil
     /// when `TOKENRELAY_OTLP_ENDPOINT` is unset.
     package let tracer: Tracer?
     package let traceExporter: OTLPTraceExporter?
@@ -248,6 +248,7 @@ package struct AppDependencies: Sendable {
             health: HealthChecks(
                 database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth, metrics: metrics, clock: clock),
             metrics: metrics, audit: AuditStore(database: database), issuance: issuance, tenants: tenantStore, suspensions: suspensions,
+            cursors: PageCursor.signer(ring: { cipher.ring }),
             tracer: tracer)
         self.services = services
         metrics.addGauges {

@@ -4,7 +4,7 @@ import HTTPCommon
 import Synchronization
 import TokenRelayBase
 
-/// Sends the spans the ``Tracer`` queued to the OTLP/HTTP receiver (behaviour §8 Traces):
+/// Sends the spans the ``Tracer`` queued to the OTLP/HTTP receiver (behaviour §8.11):
 /// `POST {TOKENRELAY_OTLP_ENDPOINT}/v1/traces`, `Content-Type: application/json`, batches of at
 /// most 512 every `TOKENRELAY_OTLP_INTERVAL_MS` (at once when a batch is full), through the
 /// service's HTTP client. No request waits for it and it holds no PostgreSQL connection. A batch

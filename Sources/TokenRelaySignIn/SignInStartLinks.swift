@@ -52,10 +52,8 @@ package struct SignInStartLinks: Sendable {
         self.init(ring: { ring }, baseURL: baseURL, now: now)
     }
 
-    /// The derived HMAC keys of the current ring; the first signs.
-    private var keys: [[UInt8]] {
-        ring().keys.map { HMACSHA256.authenticationCode(for: Array("sign-in-start".utf8), key: $0.bytes) }
-    }
+    /// The derived HMAC keys of the current ring (``RingSigner``, purpose `sign-in-start`); the first signs.
+    private var keys: [[UInt8]] { RingSigner(ring: ring, purpose: "sign-in-start").keys }
 
     /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`, and the `sign_in_id` of the
     /// sign-in it starts.
@@ -89,7 +87,7 @@ package struct SignInStartLinks: Sendable {
     /// Reads a `sign_in_id` minted by ``mint(_:reader:)`` under any key of the ring.
     /// - Returns: nil for any other id (a `POST /v1/sign-ins` id, a forged or unknown one).
     package func linkSignInId(_ id: String, reader: String?) -> LinkSignInId? {
-        guard id.hasPrefix("si_"), let bytes = Base64URL.decode(String(id.dropFirst(3))), bytes.count == 32 else { return nil }
+        guard id.hasPrefix("si_"), let bytes = Base64URL.decodeCanonical(String(id.dropFirst(3))), bytes.count == 32 else { return nil }
         let body = Array(bytes[0..<16])
         for key in keys {
             guard ConstantTime.equals(Self.idTag(body, key: key, reader: nil), Array(bytes[16..<24])) else { continue }
@@ -152,7 +150,7 @@ package struct SignInStartLinks: Sendable {
             guard parameters[item.name] == nil else { throw Rejection(status: 400, field: item.name, detail: "'\(item.name)' appears twice.") }
             parameters[item.name] = item.value
         }
-        guard let signatureText, let signature = Base64URL.decode(signatureText), signature.count == SHA256.byteCount else {
+        guard let signatureText, let signature = Base64URL.decodeCanonical(signatureText), signature.count == SHA256.byteCount else {
             throw Rejection(status: 400, field: "sig", detail: "The link carries no valid 'sig'.")
         }
         guard let expiresText = parameters["expires"], let expires = Int(expiresText) else {

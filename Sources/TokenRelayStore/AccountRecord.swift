@@ -36,6 +36,12 @@ package struct AccountRecord: Sendable, Equatable {
     /// The account's external ids by owner (an API key's name, behaviour §3.7): at most one per
     /// owner, each unique within its owner. Shown only to callers of that owner.
     package var externalIds: [String: String] { fields.externalIds }
+    /// The key owner that imported the account (an API key's name, or `bootstrap`) while no
+    /// redemption has confirmed its user (`home_account_id` null); nil for every other account,
+    /// and for imports written before migration 0020 recorded their owner. Such an account
+    /// exists for that owner only (behaviour §3.6): carried here so that the check holds on the
+    /// memory path too, without a database read (``isVisible(toOwner:)``).
+    package var unconfirmedImporter: String? { fields.unconfirmedImporter }
     /// `idTokenClaims` parsed once here rather than on every answer that shows the account.
     package var claims: JSONValue { fields.claims }
     /// `json(owner: nil)` encoded once: the account part of every cached token answer
@@ -48,7 +54,8 @@ package struct AccountRecord: Sendable, Equatable {
     package init(
         accountId: String, clientId: String, environment: String, homeAccountId: String?, realm: String, localAccountId: String?,
         username: String?, name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String,
-        createdAt: String, lastUsedAt: String?, tenantProfiles: [TenantProfile]? = nil, externalIds: [String: String] = [:]
+        createdAt: String, lastUsedAt: String?, tenantProfiles: [TenantProfile]? = nil, externalIds: [String: String] = [:],
+        unconfirmedImporter: String? = nil
     ) {
         fields = Fields(
             accountId: accountId, clientId: clientId, environment: environment, homeAccountId: homeAccountId, realm: realm,
@@ -57,7 +64,8 @@ package struct AccountRecord: Sendable, Equatable {
             tenantProfiles: tenantProfiles
                 ?? (homeAccountId == nil
                     ? [] : [TenantProfile(realm: realm, localAccountId: localAccountId, isHome: homeAccountId?.hasSuffix("." + realm) ?? true)]),
-            externalIds: externalIds, claims: JSONValue.parse(idTokenClaims) ?? .object([:]))
+            externalIds: externalIds, claims: JSONValue.parse(idTokenClaims) ?? .object([:]),
+            unconfirmedImporter: homeAccountId == nil ? unconfirmedImporter : nil)
         jsonBytes = JSONWriter.encode(json(owner: nil))
         externalIdNullOffset = Self.offset(of: Self.externalIdNullMember, in: jsonBytes).map { $0 + Self.externalIdNullMember.count - 4 } ?? 0
     }
@@ -85,11 +93,12 @@ package struct AccountRecord: Sendable, Equatable {
         package let tenantProfiles: [TenantProfile]
         package let externalIds: [String: String]
         package let claims: JSONValue
+        package let unconfirmedImporter: String?
 
         package init(
             accountId: String, clientId: String, environment: String, homeAccountId: String?, realm: String, localAccountId: String?, username: String?,
             name: String?, authority: String, authorityType: AuthorityType, state: State, idTokenClaims: String, createdAt: String, lastUsedAt: String?,
-            tenantProfiles: [TenantProfile], externalIds: [String: String], claims: JSONValue
+            tenantProfiles: [TenantProfile], externalIds: [String: String], claims: JSONValue, unconfirmedImporter: String?
         ) {
             self.accountId = accountId
             self.clientId = clientId
@@ -108,6 +117,7 @@ package struct AccountRecord: Sendable, Equatable {
             self.tenantProfiles = tenantProfiles
             self.externalIds = externalIds
             self.claims = claims
+            self.unconfirmedImporter = unconfirmedImporter
         }
 
         /// Heap bytes of this object itself (``HeapCost/object(fieldBytes:)``), not of its strings.
@@ -115,7 +125,7 @@ package struct AccountRecord: Sendable, Equatable {
             fieldBytes: MemoryLayout<
                 (
                     String, String, String, String?, String, String?, String?, String?, String, AuthorityType, State, String, String, String?,
-                    [TenantProfile], [String: String], JSONValue
+                    [TenantProfile], [String: String], JSONValue, String?
                 )
             >.size)
 
@@ -124,7 +134,7 @@ package struct AccountRecord: Sendable, Equatable {
                 && lhs.realm == rhs.realm && lhs.localAccountId == rhs.localAccountId && lhs.username == rhs.username && lhs.name == rhs.name
                 && lhs.authority == rhs.authority && lhs.authorityType == rhs.authorityType && lhs.state == rhs.state && lhs.idTokenClaims == rhs.idTokenClaims
                 && lhs.createdAt == rhs.createdAt && lhs.lastUsedAt == rhs.lastUsedAt && lhs.tenantProfiles == rhs.tenantProfiles
-                && lhs.externalIds == rhs.externalIds
+                && lhs.externalIds == rhs.externalIds && lhs.unconfirmedImporter == rhs.unconfirmedImporter
         }
     }
 
@@ -182,6 +192,16 @@ package struct AccountRecord: Sendable, Equatable {
             if haystack[start..<(start + needle.count)].elementsEqual(needle) { return start }
         }
         return nil
+    }
+
+    /// Whether a caller of `owner` (its key's name, `bootstrap` for the bootstrap key) may know
+    /// the account exists (behaviour §3.6): an import no redemption has confirmed is its
+    /// importer's only; to any other owner its id names nothing. Nil (open routes, background
+    /// work, the command line) sees every account. ``TokenStore/provenOr(_:of:)`` is the same
+    /// rule in SQL.
+    package func isVisible(toOwner owner: String?) -> Bool {
+        guard let importer = unconfirmedImporter, let owner else { return true }
+        return importer == owner
     }
 
     /// True when the account (or one of its guest profiles) is in `tenantId` (case-insensitive).

@@ -29,7 +29,7 @@ package struct Database: Sendable {
     /// - Throws: ``StoreError`` for a database failure; `body`'s own errors as they are.
     package func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         var loads = 0
-        // The request's trace, when recorded: each statement becomes a span (behaviour §8 Traces).
+        // The request's trace, when recorded: each statement becomes a span (behaviour §8.11).
         let statements = Tracing.current.flatMap(StatementSpans.init)
         while true {
             do {

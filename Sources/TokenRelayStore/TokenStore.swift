@@ -24,7 +24,8 @@ package struct TokenStore: Sendable {
         (SELECT json_agg(json_build_object('realm', p.realm, 'local_account_id', p.local_account_id, 'is_home', p.is_home)
                          ORDER BY p.is_home DESC, p.realm)::text
            FROM account_tenant_profiles p WHERE p.account_id = accounts.account_id) AS tenant_profiles,
-        (SELECT json_object_agg(x.owner, x.external_id)::text FROM account_external_ids x WHERE x.account_id = accounts.account_id) AS external_ids
+        (SELECT json_object_agg(x.owner, x.external_id)::text FROM account_external_ids x WHERE x.account_id = accounts.account_id) AS external_ids,
+        CASE WHEN home_account_id IS NULL THEN imported_by END AS unconfirmed_importer
         """
 
     /// The account an id names: itself, or the survivor an imported account was merged into
@@ -302,7 +303,8 @@ package struct TokenStore: Sendable {
             createdAt: row.string("created_at") ?? "",
             lastUsedAt: row.string("last_used_at"),
             tenantProfiles: TenantProfile.list(from: row.string("tenant_profiles")),
-            externalIds: externalIds(from: row.string("external_ids"))
+            externalIds: externalIds(from: row.string("external_ids")),
+            unconfirmedImporter: row.string("unconfirmed_importer")
         )
     }
 }

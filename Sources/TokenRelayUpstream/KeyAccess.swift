@@ -3,21 +3,27 @@ import TokenRelayBase
 import TokenRelayStore
 
 /// What an API key may reach besides its permissions (behaviour §7, §12 Permissions): the tenants
-/// whose accounts it sees and the scopes it may ask for. Empty lists mean no limit.
+/// whose accounts it sees, the scopes it may ask for, and whose unconfirmed imports it sees (its
+/// owner's, behaviour §3.6). Empty lists mean no limit.
 ///
-/// An account outside the key's tenants is invisible (404, `DELETE` 204 no-op, left out of
-/// lists); a tenant, authority or scope the caller names explicitly and may not use is 403
-/// `forbidden`.
+/// An account outside the key's tenants, or imported by another owner and not yet confirmed, is
+/// invisible (404 as an unknown id, `DELETE` 204 no-op, left out of lists); a tenant, authority
+/// or scope the caller names explicitly and may not use is 403 `forbidden`.
 package struct KeyAccess: Sendable, Equatable {
     /// Allowed tenant ids or domains, lower-cased; empty: every tenant.
     package let tenants: Set<String>
     /// Case-insensitive globs (`*` any run of characters, `?` one character) over scopes,
     /// lower-cased; empty: every scope.
     package let scopePatterns: [String]
+    /// The key's owner (its name, `bootstrap` for the bootstrap key): of the imports no redemption
+    /// has confirmed, it sees only this owner's (``AccountRecord/isVisible(toOwner:)``). Nil: all
+    /// (open routes, background work).
+    package let owner: String?
 
-    package init(tenants: [String] = [], scopePatterns: [String] = []) {
+    package init(tenants: [String] = [], scopePatterns: [String] = [], owner: String? = nil) {
         self.tenants = Set(tenants.map { $0.lowercased() })
         self.scopePatterns = scopePatterns.map { $0.lowercased() }
+        self.owner = owner
     }
 
     /// No limit: the bootstrap key, keys created without `--tenants`/`--scopes`, open routes.
@@ -35,9 +41,11 @@ package struct KeyAccess: Sendable, Equatable {
         [account.realm] + account.tenantProfiles.map(\.realm)
     }
 
-    /// Whether the key sees `account` at all.
+    /// Whether the key sees `account` at all: an unconfirmed import of another owner, or an
+    /// account outside its tenants, is not there for it. Reads only the record, so the memory
+    /// path (behaviour §10) checks it without a database read.
     package func sees(_ account: AccountRecord) -> Bool {
-        tenants.isEmpty || Self.tenants(of: account).contains { tenants.contains($0.lowercased()) }
+        account.isVisible(toOwner: owner) && (tenants.isEmpty || Self.tenants(of: account).contains { tenants.contains($0.lowercased()) })
     }
 
     /// Whether the key may name `tenant` (a `tenant_id` filter, an authority's tenant).

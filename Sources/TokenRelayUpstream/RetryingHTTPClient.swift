@@ -46,7 +46,7 @@ package struct RetryingHTTPClient: Sendable {
                 guard beforeCutoff > 0.05 else { throw RelayError.deadlinePassed(before: target) }
                 attemptRequest.timeout = min(attemptRequest.timeout, beforeCutoff)
             }
-            // Each attempt is a client span of the request's (behaviour §8 Traces), and the upstream
+            // Each attempt is a client span of the request's (behaviour §8.11), and the upstream
             // gets that span's id as its parent, never the caller's.
             let span = Tracing.current?.child(request.method + " " + target, kind: .client)
             if let span {

@@ -39,4 +39,27 @@ struct CryptoBase64URLTests {
             #expect(Base64URL.decode(padded) == bytes)
         }
     }
+
+    /// An identifier has one spelling: text whose unused low bits are not zero decodes to the
+    /// same bytes as the canonical text, and was taken as that identifier (a `sign_in_id` with
+    /// its last character changed was accepted and echoed; found by the new-user try).
+    @Test func canonicalDecoderRefusesOtherSpellings() {
+        #expect(Base64URL.decodeCanonical("Zg") == Array("f".utf8))
+        #expect(Base64URL.decodeCanonical("Zm8") == Array("fo".utf8))
+        #expect(Base64URL.decodeCanonical("") == [])
+        for text in ["Zh", "Zm9", "Zm_", "_x", "Zg==", "Zm8=", "Z", "+/+/", "Zm9 v"] {
+            #expect(Base64URL.decodeCanonical(text) == nil, "\(text)")
+        }
+        // Every length, every spelling of the last character that the lenient decoder reads as the same bytes.
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        for length in 1..<40 {
+            let bytes = SecureRandom.bytes(length)
+            let text = Base64URL.encode(bytes)
+            #expect(Base64URL.decodeCanonical(text) == bytes)
+            for symbol in alphabet where symbol != text.last! {
+                let other = String(text.dropLast()) + String(symbol)
+                if Base64URL.decode(other) == bytes { #expect(Base64URL.decodeCanonical(other) == nil, "\(other)") }
+            }
+        }
+    }
 }

@@ -48,15 +48,11 @@ struct FailoverTests {
         let usersFile = try ReplicaTests.usersFile(refreshing + cached)
         defer { try? FileManager.default.removeItem(atPath: usersFile) }
         // No rotation grace: presenting a superseded refresh token fails, so a rotation lost
-        // in the failover shows as a failed redemption afterwards.
-        // A refresh lease longer than the failover window, as docs/failover.md asks of a
-        // deployment on a platform that rotates strictly: a lease that runs out while PostgreSQL
-        // is away may be taken over while its holder's rotation is still pending in memory, and
-        // the old refresh token redeemed again (behaviour Known gaps 10; with the 5 s default
-        // this test failed about one run in four).
+        // in the failover shows as a failed redemption afterwards. The default refresh lease
+        // (5 s), shorter than the window: a lease that runs out while no primary answers is taken
+        // over, and the takeover must redeem the rotation its holder still keeps in memory.
         let stack = try await TokenRelayStack(
-            name: "e2e_failover", environment: ["TOKENRELAY_REFRESH_LEASE_S": "30"],
-            emulatorArguments: ["--users", usersFile, "--rotation-grace-seconds", "0"], databaseURL: url)
+            name: "e2e_failover", emulatorArguments: ["--users", usersFile, "--rotation-grace-seconds", "0"], databaseURL: url)
         defer { stack.stop() }
         var accounts: [(id: String, forceEvery: Int)] = []
         for user in refreshing {

@@ -107,6 +107,103 @@ struct RefreshLeaseTests {
         Self.expectChained(finalLinks)
     }
 
+    // MARK: Takeover after a database outage
+
+    @Test(
+        "PostgreSQL away while the holder's call runs (its write fails, its lease runs out), the other replica takes over once it is back (strict rotation, 1 s grace): the account stays active and the holder's rotation is redeemed next"
+    )
+    func takeoverAfterDatabaseOutage() async throws {
+        let postgres = try await PrivatePostgres()
+        do {
+            try await takeoverAfterOutage(on: postgres)
+            await postgres.destroy()
+        } catch {
+            await postgres.destroy()
+            throw error
+        }
+    }
+
+    private func takeoverAfterOutage(on postgres: PrivatePostgres) async throws {
+        // Strict rotation with a grace far shorter than the outage: the stored refresh token, which
+        // the holder's redemption superseded, is refused by the time anyone else can present it.
+        let stack = try await TokenRelayStack(name: "e2e_lease_outage", emulatorArguments: ["--rotation-grace-seconds", "1"], databaseURL: postgres.url)
+        defer { stack.stop() }
+        let holder = stack.relay
+        let other = try stack.startReplica()
+        defer { other.stop() }
+        let user = "alice@contoso.example"
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
+        let id = try await stack.signInAccountId(user)
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 2000])
+        let linksBefore = try await Self.lineage(stack, id)
+        let before = try await ReplicaTests.chain(stack, user)
+
+        // PostgreSQL stops as soon as the holder's redemption reaches the STS (counted on arrival).
+        let holding = Task { try? await stack.request("POST", Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]) }
+        let reached = try await ReplicaTests.within(10) {
+            try await ReplicaTests.chain(stack, user)["redeemed", default: 0] == before["redeemed", default: 0] + 1
+        }
+        try #require(reached != nil, "the holder's redemption never reached the STS")
+        try await postgres.stop()
+        // The holder answers from the STS's answer and keeps the rotation in memory (its write failed).
+        let held = await holding.value
+        #expect(held?.status == 200, "\(held?.text ?? "no answer")")
+        try #require(holder.log().contains(#""event":"token.rotation_pending""#), "the holder's write did not fail: the test proves nothing")
+        // The holder reaches PostgreSQL again only after the other replica has taken its lease over
+        // and been refused once: as a replica whose pool or network path recovers later would.
+        // (Held by SIGSTOP; the other replica's first claim comes as soon as PostgreSQL is back.)
+        holder.send(signal: SIGSTOP)
+        // Past the lease (5 s, unrenewed since the stop) and the grace.
+        try await Task.sleep(for: .seconds(6.5))
+        try await postgres.start()
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
+        let refusedBefore = try await ReplicaTests.chain(stack, user)["rejected_superseded", default: 0]
+        let takeover = Task { try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"]]) }
+        let refused = try await ReplicaTests.within(15) {
+            try await ReplicaTests.chain(stack, user)["rejected_superseded", default: 0] > refusedBefore
+        }
+        holder.send(signal: SIGCONT)
+        let answer = try await takeover.value
+        #expect(refused != nil, "the takeover presented no superseded refresh token: the test proves nothing")
+        // Problem details carry no secret; a 200 body does (an access token).
+        #expect(answer.status == 200, "\(answer.status == 200 ? "" : answer.text)")
+        #expect(answer.json["source"] as? String == "refresh")
+
+        // The account is active: no sign-in needed.
+        let account = try await stack.request("GET", "/v1/accounts/\(id)")
+        #expect(account.json["state"] as? String == "active", "\(account.text)")
+        let otherLog = other.log()
+        #expect(otherLog.contains(#""event":"token.lease_taken_over""#))
+        #expect(otherLog.contains(#""event":"token.takeover_rotation_stored""#))
+        #expect(!otherLog.contains(#""event":"account.interaction_required""#))
+        #expect(!holder.log().contains("token.rotation_lost"))
+        let metrics = try await stack.request("GET", other.baseURL + "/metrics", authenticated: false).text
+        #expect(ReplicaTests.sample(metrics, #"tokenrelay_refresh_claims_total{result="taken_over"}"#) == 1)
+        #expect(ReplicaTests.sample(metrics, #"tokenrelay_refresh_total{outcome="takeover_refused"}"#) == nil)
+
+        // The STS counted the holder's redemption, the takeover's refused one, and the takeover's
+        // redemption of the holder's rotation (never a second use within the grace).
+        let after = try await ReplicaTests.chain(stack, user)
+        let delta = after.merging(before) { $0 - $1 }
+        #expect(delta["redeemed"] == 2, "\(before) → \(after)")
+        #expect(delta["issued"] == 2, "\(before) → \(after)")
+        #expect(delta["rejected_superseded"] == 1, "\(before) → \(after)")
+        #expect(delta["reused_within_grace", default: 0] == 0, "\(before) → \(after)")
+        // One chain: the holder's rotation (stored when it reached PostgreSQL), then the takeover's.
+        let linksAfter = try await Self.lineage(stack, id)
+        #expect(linksAfter.count == linksBefore.count + 2, "\(linksAfter)")
+        Self.expectChained(linksAfter)
+
+        // What is stored is the chain's head: the next forced refresh presents a token never superseded.
+        let next = try await stack.request("POST", other.baseURL + Self.silentPath, json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(next.status == 200, "\(next.status == 200 ? "" : next.text)")
+        let last = try await ReplicaTests.chain(stack, user)
+        #expect(last["redeemed"] == after["redeemed"].map { $0 + 1 })
+        #expect(last["rejected_superseded"] == after["rejected_superseded"])
+        #expect(last["reused_within_grace"] == after["reused_within_grace"], "the stored token was not the chain's head")
+        Self.expectChained(try await Self.lineage(stack, id))
+    }
+
     // MARK: A live holder keeps its lease
 
     @Test("A token-endpoint call longer than the lease: its holder keeps the lease alive, the other replica waits and redeems nothing")

@@ -96,6 +96,56 @@ struct StrictIdentifierTests {
         #expect(again.status == 201 && again.json["account_id"] as? String != importedId, "\(again.text)")
     }
 
+    @Test(
+        "An import no redemption has confirmed is named by its account_id for its importer only: to another owner every route answers it as an unknown id, from memory too"
+    )
+    func unprovenImportsAreUnknownByIdToOtherOwners() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_unproven_import_id")
+        defer { stack.stop() }
+        let fabrikam = "\(stack.emulator.baseURL)/\(StackHelpers.fabrikam)"
+        let importer = StackHelpers.bearer(
+            try await StackHelpers.createKey(stack, name: "importer", permissions: ["accounts:write", "accounts:read", "tokens:acquire", "downstream:call"])
+                .key)
+        let imported = try await stack.request(
+            "POST", "/v1/accounts/import", json: ["username": "carol@fabrikam.example", "refresh_token": "x", "authority": fabrikam],
+            headers: importer, authenticated: false)
+        #expect(imported.status == 201, "\(imported.text)")
+        let importedId = try #require(imported.json["account_id"] as? String)
+        // The importer's own requests put the account in this replica's memory (AccountCache),
+        // which the other owner's requests below read first.
+        let own = try await stack.request("GET", "/v1/accounts/\(importedId)", headers: importer, authenticated: false)
+        #expect(own.status == 200, "\(own.text)")
+        let ownSilent = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": importedId, "scopes": ["User.Read"]], headers: importer, authenticated: false)
+        #expect(ownSilent.status != 404, "\(ownSilent.text)")
+
+        // Observed before: 200 with the account, a silent answer and a deletion for any key.
+        let unknown = "acc_" + String(repeating: "A", count: 22)
+        for id in [importedId, unknown] {
+            let read = try await stack.request("GET", "/v1/accounts/\(id)")
+            #expect(read.status == 404 && read.json["error"] as? String == "account_not_found", "\(id): \(read.text)")
+            for _ in 0..<2 {
+                let silent = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"]])
+                #expect(silent.status == 404 && silent.json["error"] as? String == "account_not_found", "\(id): \(silent.text)")
+            }
+            let relayed = try await stack.request("GET", "/v1/downstream/graph/me", headers: ["X-Account-Id": id])
+            #expect(relayed.status == 404 && relayed.json["error"] as? String == "account_not_found", "\(id): \(relayed.text)")
+            let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["account_id": id, "scopes": ["User.Read"]])
+            #expect(signIn.status == 404 && signIn.json["field"] as? String == "account_id", "\(id): \(signIn.text)")
+            let deleted = try await stack.request("DELETE", "/v1/accounts/\(id)")
+            #expect(deleted.status == 204, "\(id): \(deleted.text)")
+        }
+        // The other owner's deletion deleted nothing: the importer still has it.
+        let still = try await stack.request("GET", "/v1/accounts/\(importedId)", headers: importer, authenticated: false)
+        #expect(still.status == 200, "\(still.text)")
+        // An import written before imports recorded their owner (migration 0020) is seen by all.
+        try await stack.withDatabase { connection in
+            _ = try connection.query("UPDATE accounts SET imported_by = NULL WHERE account_id = $1", [.text(importedId)])
+        }
+        let legacy = try await stack.request("GET", "/v1/accounts/\(importedId)")
+        #expect(legacy.status == 200, "\(legacy.text)")
+    }
+
     @Test("A key id nobody created is refused without a database read; a key created meanwhile works at once")
     func unknownKeyIdsCostNoRead() async throws {
         try await StatementStatistics.withServer { statistics in

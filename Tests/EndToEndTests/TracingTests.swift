@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenRelayTesting
 
-/// OpenTelemetry traces (issue 28 part 1; behaviour §8 Traces) read from an OTLP/HTTP receiver
+/// OpenTelemetry traces (issue 28 part 1; behaviour §8.11) read from an OTLP/HTTP receiver
 /// that checks every export against the OpenTelemetry project's own protobuf definitions
 /// (Tests/OTLP/otlp_receiver.py, PyPI `opentelemetry-proto`; `make test` sets
 /// TOKENRELAY_TEST_PYTHON_BIN), and from the emulator's record of the `traceparent` it received.
@@ -53,7 +53,7 @@ struct TracingTests {
         return spans
     }
 
-    /// No attribute of any span carries a secret or personal value (behaviour §8 Traces).
+    /// No attribute of any span carries a secret or personal value (behaviour §8.11).
     static func expectNothingSecret(_ receiver: Receiver, stack: TokenRelayStack, accountId: String) async throws {
         let issued = try await stack.issuedSecrets()
         let secrets =

@@ -37,6 +37,8 @@ struct RefreshStateMachineTests {
         case fencedOut
         case commitFailed
         case deadlinePassed
+        case reread
+        case leaseLost
 
         func send(to machine: inout Machine) -> Action {
             switch self {
@@ -56,6 +58,8 @@ struct RefreshStateMachineTests {
             case .fencedOut: machine.fencedOut()
             case .commitFailed: machine.commitFailed()
             case .deadlinePassed: machine.deadlinePassed()
+            case .reread: machine.reread(generation: RefreshStateMachineTests.generation)
+            case .leaseLost: machine.leaseLost()
             }
         }
 
@@ -66,6 +70,7 @@ struct RefreshStateMachineTests {
             case .cachedReadUnusable: "cachedRead(usable: false)"
             case .stsFailedDead: "stsFailed(refreshTokenDead: true)"
             case .stsFailedAlive: "stsFailed(refreshTokenDead: false)"
+            case .reread: "reread(generation: \(RefreshStateMachineTests.generation))"
             default: "\(self)()"
             }
         }
@@ -208,6 +213,9 @@ extension RefreshStateMachineTests {
             Row(state: .redeeming, event: .stsFailedDead, modes: all, action: .markDead(generation: g), next: .markingDead(generation: g)),
             Row(state: .redeeming, event: .stsFailedAlive, modes: all, action: .answerProblem(.stsFailed, releaseLease: true), next: .done),
             Row(state: .redeeming, event: .deadlinePassed, modes: all, action: .none, next: .redeeming(generation: g)),
+            Row(state: .redeeming, event: .reread, modes: all, action: .redeem(generation: g), next: .redeeming(generation: g)),
+            Row(state: .redeeming, event: .leaseLost, modes: cache, action: .claim(checkCache: true), next: .claiming(checkCache: true)),
+            Row(state: .redeeming, event: .leaseLost, modes: bypass, action: .claim(checkCache: false), next: .claiming(checkCache: false)),
 
             Row(state: .storing, event: .stored, modes: all, action: .serve(.refresh, releaseLease: false), next: .done),
             Row(state: .storing, event: .fencedOut, modes: all, action: .serve(.refresh, releaseLease: true), next: .done),
@@ -259,10 +267,10 @@ extension RefreshStateMachineTests {
             #expect(machine.mode == cell.mode)
         }
 
-        @Test("the matrix has every cell: 10 states in cacheFirst and proactive, 8 in bypass, 16 events each")
+        @Test("the matrix has every cell: 10 states in cacheFirst and proactive, 8 in bypass, 18 events each")
         func complete() {
-            #expect(Event.allCases.count == 16)
-            #expect(RefreshStateMachineTests.cells.count == (10 + 10 + 8) * 16)
+            #expect(Event.allCases.count == 18)
+            #expect(RefreshStateMachineTests.cells.count == (10 + 10 + 8) * 18)
         }
 
         @Test("every row is reachable and no two rows claim the same cell")
@@ -448,6 +456,36 @@ extension RefreshStateMachineTests {
             #expect(dead.claimed(generation: generation) == .redeem(generation: generation))
             #expect(dead.stsFailed(refreshTokenDead: true) == .markDead(generation: generation))
             #expect(dead.state == .markingDead(generation: generation))
+        }
+
+        @Test(
+            "a takeover's re-read redeems the generation the previous holder stored, then stores and marks dead on that one",
+            arguments: Mode.allCases)
+        func rereadCarriesTheNewGeneration(mode: Mode) {
+            let (old, new) = (RefreshStateMachineTests.generation, RefreshStateMachineTests.generation + 1)
+            var stored = Machine(mode: mode)
+            _ = stored.start()
+            #expect(stored.claimed(generation: old) == .redeem(generation: old))
+            #expect(stored.reread(generation: new) == .redeem(generation: new))
+            #expect(stored.stsAnswered() == .storeRotation(generation: new))
+            var dead = Machine(mode: mode)
+            _ = dead.start()
+            _ = dead.claimed(generation: old)
+            _ = dead.reread(generation: new)
+            #expect(dead.stsFailed(refreshTokenDead: true) == .markDead(generation: new))
+        }
+
+        @Test("a takeover that lost its lease while re-reading claims again", arguments: Mode.allCases)
+        func leaseLostClaimsAgain(mode: Mode) {
+            let machine = RefreshStateMachineTests.run(
+                mode,
+                [
+                    (.start, .claim(checkCache: mode != .bypass)),
+                    (.claimed, .redeem(generation: RefreshStateMachineTests.generation)),
+                    (.leaseLost, .claim(checkCache: mode != .bypass)),
+                    (.heldElsewhere, .wait),
+                ])
+            #expect(machine.state == .waiting)
         }
 
         /// An event each state cannot take: `start()` everywhere but `initial`, where `stored()`

@@ -160,7 +160,7 @@ struct CachedPathTests {
             #expect(try Self.read(named).get().1 == id)
             #expect(try Self.read(named).get().1 == id)
         }
-        for type in ["text/plain", "application/jsonx"] {
+        for type in ["text/plain", "application/jsonx", "application/json; charset=latin1", "application/json;charset=\"UTF-16\""] {
             guard case .failure(let problem) = Self.read(plain, contentType: type) else { Issue.record("accepted \(type)"); continue }
             #expect(problem.status == 415)
         }

@@ -63,14 +63,30 @@ struct EventsAndKeepAliveUnitTests {
         #expect(other.dropFirst(4) != header.dropFirst(4), "the timestamp is signed")
     }
 
-    @Test("Event cursors round-trip and foreign cursors are refused")
-    func cursor() {
-        #expect(EventRoutes.Cursor.decode(EventRoutes.Cursor.encode(42)) == 42)
-        #expect(EventRoutes.Cursor.decode(AccountRoutes.Cursor.encode("acc_1")) == nil)
-        #expect(EventRoutes.Cursor.decode("%%") == nil)
-        // Only the form the service writes (new-user attack: `e:01` and `e:+1` were echoed back).
+    @Test("Event cursors round-trip under any key of the ring; unsigned, foreign and other rings' cursors are refused")
+    func cursor() throws {
+        let keyA = "a:" + Data(repeating: 1, count: 32).base64EncodedString()
+        let keyB = "b:" + Data(repeating: 2, count: 32).base64EncodedString()
+        let ring = try KeyRing(parsing: keyA)
+        let rotated = try KeyRing(parsing: keyB + "," + keyA)
+        let other = try KeyRing(parsing: keyB)
+        let signer = PageCursor.signer(ring: { ring })
+        let issued = EventRoutes.Cursor.encode(42, signer: signer)
+        #expect(EventRoutes.Cursor.decode(issued, signer: signer) == 42)
+        #expect(EventRoutes.Cursor.decode(issued, signer: PageCursor.signer(ring: { rotated })) == 42, "a rotation keeps cursors in flight")
+        #expect(EventRoutes.Cursor.decode(issued, signer: PageCursor.signer(ring: { other })) == nil)
+        #expect(EventRoutes.Cursor.decode(issued, signer: RingSigner(ring: { ring }, purpose: "sign-in-start")) == nil, "keys of another purpose")
+        #expect(AuditRoutes.Cursor.decode(issued, signer: signer) == nil)
+        #expect(EventRoutes.Cursor.decode(AccountRoutes.Cursor.encode("acc_1"), signer: signer) == nil)
+        #expect(EventRoutes.Cursor.decode("%%", signer: signer) == nil)
+        // Unsigned, as cursors were before: a made-up position was read as one.
+        for forged in ["e:42", "e:01", "e:+1", "e: 1", "e:-1"] {
+            #expect(EventRoutes.Cursor.decode(Base64URL.encode(Array(forged.utf8)), signer: signer) == nil, "\(forged)")
+        }
+        // Only the form the service writes, signed or not (new-user attack: `e:01` and `e:+1` were echoed back).
         for forged in ["e:01", "e:+1", "e: 1", "e:-1"] {
-            #expect(EventRoutes.Cursor.decode(Base64URL.encode(Array(forged.utf8))) == nil, "\(forged)")
+            let text = Array(forged.utf8)
+            #expect(EventRoutes.Cursor.decode(Base64URL.encode(text + signer.sign(text)), signer: signer) == nil, "\(forged)")
         }
     }
 }

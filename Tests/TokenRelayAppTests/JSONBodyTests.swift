@@ -32,6 +32,40 @@ struct JSONBodyTests {
         #expect(Self.problem(#"{"account_id":"a","scopes":["User.Read"]}"#, contentType: "application/json; charset=utf-8") == nil)
     }
 
+    /// RFC 8259 §8.1: JSON exchanged between systems is UTF-8. A body declared in another charset
+    /// was read as UTF-8 all the same (found by the new-user try).
+    @Test("A charset other than UTF-8 is 415 naming Content-Type, quoted or not, any case, on any JSON media type; other parameters are ignored")
+    func charsetParameter() {
+        let body = #"{"account_id":"a","scopes":["User.Read"]}"#
+        for type in [
+            "application/json; charset=latin1", "application/json;charset=ISO-8859-1", "application/json; CHARSET=\"utf-16\"",
+            "application/problem+json; charset=us-ascii", "application/json; foo=bar; charset=utf8", "application/json; charset=",
+            "application/json; charset=\"utf-8", "application/json; charset",
+        ] {
+            let problem = Self.problem(body, contentType: type)
+            #expect(problem?.code == .unsupportedMediaType, "\(type)")
+            #expect(problem?.extensions["field"] == .string("Content-Type"), "\(type)")
+        }
+        for type in [
+            "application/json", "application/json; charset=utf-8", "application/json;charset=UTF-8", "Application/JSON; Charset=\"Utf-8\"",
+            "application/json ; charset = utf-8", "application/json; foo=bar", "application/json;", "application/problem+json; charset=utf-8",
+        ] {
+            #expect(Self.problem(body, contentType: type) == nil, "\(type)")
+        }
+    }
+
+    /// An empty identifier named nothing and was looked up: `account_id: ""` on a sign-in was
+    /// 404 `account_not_found` (found by the new-user try).
+    @Test("An empty identifier in a body is 400 naming it, on every route that takes one")
+    func emptyIdentifiers() {
+        for field in ["account_id", "home_account_id", "username"] {
+            let problem = Self.problem(#"{"\#(field)":"","scopes":["User.Read"]}"#)
+            #expect(problem?.code == .invalidRequest && problem?.extensions["field"] == .string(field), "\(field): \(String(describing: problem))")
+        }
+        let tenant = Self.problem(#"{"username":"a@b.example","tenant_id":"","scopes":["User.Read"]}"#)
+        #expect(tenant?.code == .invalidRequest && tenant?.extensions["field"] == .string("tenant_id"), "\(String(describing: tenant))")
+    }
+
     /// `JSONSerialization` read these, and RFC 8259 refuses them: a duplicate member in UTF-32 went
     /// past the duplicate check (it reads UTF-8) and the last value was used.
     @Test("Bodies in UTF-16 or UTF-32, or with a comma before } or ], are 400 naming body; commas inside strings are fine")

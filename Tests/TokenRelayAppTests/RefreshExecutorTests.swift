@@ -207,7 +207,9 @@ struct RefreshExecutorTests {
         }
     }
 
-    @Test("5a. A takeover the platform refuses (invalid_grant) counts as takeover_refused, not interaction_required")
+    @Test(
+        "5a. A takeover the platform refuses (invalid_grant) while the token refused is still the stored one counts as takeover_refused, not interaction_required"
+    )
     func takeoverRefused() async throws {
         try await Self.withDatabase("refresh_takeover_refused") { db in
             let account = try await db.signIn(refreshToken: "rt-0")
@@ -226,6 +228,150 @@ struct RefreshExecutorTests {
             endpoint.release(0)
             _ = try await late.value
         }
+    }
+
+    @Test(
+        "5c. A takeover after a database outage waits for the rotation the previous holder could not store, and redeems it, not the token it superseded"
+    )
+    func takeoverWaitsForPendingRotation() async throws {
+        try await Self.withDatabase("refresh_takeover_pending") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let start = try #require(try await db.row(account)).generation
+            let (endpoint, holderStore, holder) = try await Self.holderWithPendingRotation(db, account)
+            let replicaB = db.executor(endpoint, store: db.otherStore, metrics: Metrics())
+            let heldLease = try #require(try await db.row(account)?.leaseOwner)
+
+            let takeover = Task { try await replicaB.run(db.request(account, deadline: 10)) }
+            // The holder reaches the database again just after the other replica took its lease over.
+            try await Self.eventually { try await db.row(account)?.leaseOwner != heldLease }
+            holderStore.setDown(false)
+            let (token, source) = try #require(Self.token(try await takeover.value))
+            #expect(source == .refresh)
+
+            let rotated = try #require(endpoint.calls.first?.issuedRefreshToken)
+            #expect(endpoint.calls.count == 2)
+            let redeemed = try #require(endpoint.calls.count == 2 ? endpoint.calls[1] : nil)
+            #expect(redeemed.refreshToken == rotated, "the takeover presented the refresh token the holder's redemption superseded")
+            #expect(token.secret == redeemed.accessToken)
+            // One chain: the holder's rotation, then the takeover's.
+            try await Self.eventually { holder.pendingRotations.count == 0 }
+            #expect(try #require(try await db.row(account)).generation == start + 2)
+            #expect(try await db.storedRefreshToken(account) == redeemed.issuedRefreshToken)
+            let lineage = try await db.store.refreshTokenLineage(accountId: account.accountId)
+            #expect(lineage.map(\.fingerprint) == [redeemed.issuedRefreshToken, rotated, "rt-0"].compactMap { $0 }.map(TokenStore.lineageDigest))
+            #expect(replicaB.metrics.value("tokenrelay_refresh_claims_total", ["result": "taken_over"]) == 1)
+            #expect(replicaB.metrics.value("tokenrelay_refresh_takeover_rereads_total", ["result": "rotation_stored"]) == 1)
+            #expect(replicaB.metrics.value("tokenrelay_refresh_total", ["outcome": "rotated"]) == 1)
+        }
+    }
+
+    @Test(
+        "5d. A takeover refused while the previous holder could not store its rotation yet: once stored, that rotation is redeemed and the account stays active"
+    )
+    func takeoverRefusedThenRotationStored() async throws {
+        try await Self.withDatabase("refresh_takeover_refused_then_stored") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let start = try #require(try await db.row(account)).generation
+            // Call 1, the takeover's redemption of the superseded rt-0, is refused as strict rotation refuses it.
+            let (endpoint, holderStore, holder) = try await Self.holderWithPendingRotation(
+                db, account, script: [1: .fail(.rejected(Self.classify(Self.case01)))])
+            let replicaB = db.executor(endpoint, store: db.otherStore, metrics: Metrics())
+
+            let takeover = Task { try await replicaB.run(db.request(account, deadline: 15)) }
+            // The holder reaches the database only after the other replica's redemption was refused.
+            let refused = try await endpoint.call(1)
+            #expect(refused.refreshToken == "rt-0")
+            holderStore.setDown(false)
+            let outcome = try await takeover.value
+            let (token, source) = try #require(Self.token(outcome), "\(outcome)")
+            #expect(source == .refresh)
+
+            let rotated = try #require(endpoint.calls.first?.issuedRefreshToken)
+            #expect(endpoint.calls.count == 3)
+            let redeemed = try #require(endpoint.calls.count == 3 ? endpoint.calls[2] : nil)
+            #expect(redeemed.refreshToken == rotated)
+            #expect(token.secret == redeemed.accessToken)
+            #expect(try await db.accountState(account) == "active")
+            try await Self.eventually { holder.pendingRotations.count == 0 }
+            #expect(try #require(try await db.row(account)).generation == start + 2)
+            #expect(try await db.storedRefreshToken(account) == redeemed.issuedRefreshToken)
+            #expect(replicaB.metrics.value("tokenrelay_refresh_total", ["outcome": "takeover_refused"]) == 0)
+            #expect(replicaB.metrics.value("tokenrelay_refresh_total", ["outcome": "interaction_required"]) == 0)
+            #expect(replicaB.metrics.value("tokenrelay_refresh_total", ["outcome": "rotated"]) == 1)
+        }
+    }
+
+    @Test(
+        "5e. A refresh of the replica that holds a rotation it could not store stores it before redeeming it: the chain never ends at a refresh token already presented"
+    )
+    func ownPendingRotationStoredFirst() async throws {
+        try await Self.withDatabase("refresh_pending_stored_first") { db in
+            let account = try await db.signIn(refreshToken: "rt-0")
+            let start = try #require(try await db.row(account)).generation
+            let endpoint = ScriptedEndpoint(hold: [1])
+            let store = WritesDown(inner: db.store)
+            var replica = db.executor(endpoint, store: store)
+            replica.leaseSeconds = 1.0
+            // Claims work, writes do not (a primary going away between the two): the rotation is held.
+            store.setDown(true)
+            #expect(Self.token(try await replica.run(db.request(account)))?.1 == .refresh)
+            #expect(replica.pendingRotations.count == 1)
+            let rotated = try #require(endpoint.calls.first?.issuedRefreshToken)
+            try await Self.eventually {
+                guard let end = try await db.row(account)?.leaseExpiresAt else { return false }
+                return end < Date().timeIntervalSince1970
+            }
+            // The replica's next refresh runs while writes still fail; then writes work again, and
+            // the held rotation's own persister stores it.
+            let finished = Mutex(false)
+            let next = Task { [replica] in
+                defer { finished.withLock { $0 = true } }
+                return try? await replica.run(db.request(account))
+            }
+            try await Self.eventually { endpoint.calls.count == 2 || finished.withLock { $0 } }
+            store.setDown(false)
+            try await Self.eventually { try await db.row(account)?.generation == start + 1 }
+            endpoint.release(1)
+            _ = await next.value
+            try await Self.eventually { replica.pendingRotations.count == 0 }
+            let stored = try #require(try await db.storedRefreshToken(account))
+            #expect(!endpoint.calls.map(\.refreshToken).contains(stored), "the stored refresh token was already redeemed: the chain ends at a used token")
+
+            // And the chain goes on from it.
+            let (token, source) = try #require(Self.token(try await replica.run(db.request(account, mode: .bypass))))
+            #expect(source == .refresh)
+            let last = try #require(endpoint.calls.last)
+            #expect(last.refreshToken == stored)
+            #expect(token.secret == last.accessToken)
+            #expect(try await db.storedRefreshToken(account) == last.issuedRefreshToken)
+            let lineage = try await db.store.refreshTokenLineage(accountId: account.accountId)
+            #expect(lineage.first?.fingerprint == last.issuedRefreshToken.map(TokenStore.lineageDigest))
+            #expect(lineage.contains { $0.fingerprint == TokenStore.lineageDigest(rotated) })
+        }
+    }
+
+    /// A holder whose database goes away while its call 0 is at the STS: its write fails, the
+    /// rotation is held in its memory (pending, retried every 0.25 s), and its 1 s lease runs out
+    /// unrenewed. Returns with the database still away for it and its lease expired.
+    static func holderWithPendingRotation(
+        _ db: Harness, _ account: AccountRecord, script: [Int: ScriptedEndpoint.Answer] = [:]
+    ) async throws -> (ScriptedEndpoint, OutageStore, RefreshExecutor) {
+        let endpoint = ScriptedEndpoint(hold: [0], script: script)
+        let holderStore = OutageStore(inner: db.store)
+        var holder = db.executor(endpoint, store: holderStore)
+        holder.leaseSeconds = 1.0
+        let holding = Task { [holder] in try await holder.run(db.request(account)) }
+        _ = try await endpoint.call(0)
+        holderStore.setDown(true)
+        endpoint.release(0)
+        // Served from the STS's answer while the rotation waits in memory.
+        #expect(Self.token(try await holding.value)?.1 == .refresh)
+        #expect(holder.pendingRotations.count == 1)
+        try await Self.eventually {
+            guard let end = try await db.row(account)?.leaseExpiresAt else { return false }
+            return end < Date().timeIntervalSince1970
+        }
+        return (endpoint, holderStore, holder)
     }
 
     @Test("5b. The fenced write knows its own earlier commit, and only its own (not a takeover's of the same token)")
@@ -869,6 +1015,41 @@ final class RenewalsFail: RefreshTokenStore, Sendable {
 
     func renewRefreshLease(accountId: String, owner: String, leaseSeconds: Double) async throws -> Bool {
         throw StoreError(PostgresError(code: .connectionFailure, function: "PQexecParams"))
+    }
+
+    func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool {
+        try await inner.markRefreshTokenDead(accountId: accountId, generation: generation, stsErrorCodes: stsErrorCodes)
+    }
+
+    func accessTokens(accountId: String, environment: String, realm: String) async throws -> [StoredAccessToken] {
+        try await inner.accessTokens(accountId: accountId, environment: environment, realm: realm)
+    }
+}
+
+/// The real store behind a switch for writes alone: while down, the fenced write fails as a lost
+/// connection does, and claims, renewals and releases still work (a primary that goes away
+/// between a claim and the write, and a replica whose claim reaches the new one first).
+final class WritesDown: RefreshTokenStore, Sendable {
+    let inner: TokenStore
+    private let down = Mutex(false)
+
+    init(inner: TokenStore) { self.inner = inner }
+
+    func setDown(_ value: Bool) { down.withLock { $0 = value } }
+
+    func claimRefresh(_ claim: RefreshClaimRequest) async throws -> RefreshClaim { try await inner.claimRefresh(claim) }
+
+    func writeRotation(_ write: RotationWrite) async throws -> RotationWriteOutcome {
+        if down.withLock({ $0 }) { throw StoreError(PostgresError(code: .connectionFailure, function: "PQexecParams")) }
+        return try await inner.writeRotation(write)
+    }
+
+    func releaseRefreshLease(accountId: String, owner: String) async throws {
+        try await inner.releaseRefreshLease(accountId: accountId, owner: owner)
+    }
+
+    func renewRefreshLease(accountId: String, owner: String, leaseSeconds: Double) async throws -> Bool {
+        try await inner.renewRefreshLease(accountId: accountId, owner: owner, leaseSeconds: leaseSeconds)
     }
 
     func markRefreshTokenDead(accountId: String, generation: Int64, stsErrorCodes: [Int]) async throws -> Bool {

@@ -4,7 +4,7 @@ import Testing
 import TokenRelayBase
 
 /// The tracer's bounded queue, the reading of a caller's `traceparent`, and the operation name of
-/// a statement span (behaviour §8 Traces); no sockets.
+/// a statement span (behaviour §8.11); no sockets.
 @Suite("Trace queue and context")
 struct TraceQueueAndContextTests {
     static func span(_ name: String) -> SpanRecord {

@@ -162,7 +162,7 @@ extension AccountRecord {
     package var memoryCost: Int {
         let strings =
             [accountId, clientId, environment, realm, authority, createdAt, idTokenClaims].reduce(0) { $0 + HeapCost.string($1) }
-            + [homeAccountId, localAccountId, username, name, lastUsedAt].reduce(0) { $0 + HeapCost.string($1) }
+            + [homeAccountId, localAccountId, username, name, lastUsedAt, unconfirmedImporter].reduce(0) { $0 + HeapCost.string($1) }
         let profiles = tenantProfiles.reduce(HeapCost.array(tenantProfiles)) { $0 + HeapCost.string($1.realm) + HeapCost.string($1.localAccountId) }
         let external = externalIds.reduce(HeapCost.hashTable(count: externalIds.count, stride: 2 * MemoryLayout<String>.stride)) {
             $0 + HeapCost.string($1.key) + HeapCost.string($1.value)

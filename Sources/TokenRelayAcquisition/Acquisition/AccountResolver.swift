@@ -75,10 +75,13 @@ package struct AccountResolver: Sendable {
     }
 
     /// Finds the account named by `selector` among those the caller's key sees (an account
-    /// outside the key's tenants is 404, and never named in an `ambiguous_account` answer).
+    /// outside the key's tenants, or another owner's unconfirmed import, is 404, and never named
+    /// in an `ambiguous_account` answer).
     /// - Throws: `RelayError` 404 `account_not_found`, 409 `ambiguous_account` with `account_ids`.
     package func resolve(_ selector: SilentTokenRequest.AccountSelector, visibleTo access: KeyAccess, owner: String? = nil) async throws -> AccountRecord {
-        guard access.limitsTenants else { return try await resolve(selector, owner: owner) }
+        // By `home_account_id` or `username` the store already leaves other owners' unconfirmed
+        // imports out (they have no `home_account_id`; ``TokenStore/provenOr(_:of:)``).
+        if case .accountId = selector {} else if !access.limitsTenants { return try await resolve(selector, owner: owner) }
         switch selector {
         case .accountId:
             let account = try await resolve(selector, owner: owner)

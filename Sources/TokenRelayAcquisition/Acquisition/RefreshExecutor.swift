@@ -33,6 +33,11 @@ package struct RefreshExecutor: Sendable {
     /// The longest wait between two claims while another redemption holds the lease, seconds:
     /// the fallback when its `refresh.released` notification does not arrive.
     package var pollSeconds: Double = 0.25
+    /// How long a takeover waits before it redeems, seconds (default 1): the previous holder may
+    /// hold a rotation it could not store while the database was away, and stores it within a
+    /// fraction of a second of reaching the database again (its pending write is retried every
+    /// 0.25 s). Ended at once when it does; a takeover after a crash waits it out.
+    package var takeoverWaitSeconds: Double = 1
     /// The leases this replica holds, released at a shutdown (``releaseHeldLeases()``).
     package let held: HeldLeases
 
@@ -201,8 +206,58 @@ package struct RefreshExecutor: Sendable {
 
             case .redeem(let generation):
                 guard let (storedToken, _) = redeemed else { return .failure(.unexpected) }
-                // The stored token may have been superseded by a rotation this replica could not store yet.
-                let token = pendingRotations.token(for: accountId, replacing: generation) ?? storedToken
+                // The stored token may have been superseded by a rotation this replica could not store
+                // yet: store that first, then redeem what is stored. Redeeming it unstored would race
+                // its persister: a rotation of it fenced on `generation` is fenced out once the
+                // persister moves the row on, and the chain is left at a token already redeemed.
+                let pending = pendingRotations.entry(for: accountId, replacing: generation)
+                if let write = pending?.write {
+                    do {
+                        _ = try await store.writeRotation(write)  // stored, or stored already, or the chain moved on
+                        pendingRotations.release(accountId: accountId, replacing: generation)
+                        // The write released the lease: take it again, with what is stored now.
+                        let reread = try await store.claimRefresh(rereadClaim(request, owner: owner))
+                        logger.warn("token.pending_rotation_stored", ["account.id": accountId])
+                        if case .claimed(let token, let stored, _) = reread {
+                            redeemed = (token, stored)
+                            takenOverFrom = nil
+                            action = machine.reread(generation: stored)
+                        } else {
+                            held.ended(owner: owner)
+                            action = machine.leaseLost()
+                        }
+                    } catch {
+                        releaseInBackground(accountId: accountId, owner: owner)
+                        throw error
+                    }
+                    continue
+                }
+                if let previousOwner = takenOverFrom, pending == nil {
+                    // The previous holder may have redeemed the stored token and hold its successor,
+                    // unstored while the database was away: give it a moment to store it first, so
+                    // no superseded token is presented (a platform may revoke a chain on reuse).
+                    let found: PreviousHolderRotation
+                    do {
+                        found = try await awaitPreviousHolder(
+                            request, owner: owner, generation: generation, seconds: takeoverWaitSeconds, previousOwner: previousOwner)
+                    } catch {
+                        releaseInBackground(accountId: accountId, owner: owner)
+                        throw error
+                    }
+                    switch found {
+                    case .unchanged: break
+                    case .stored(let token, let newer):
+                        redeemed = (token, newer)
+                        takenOverFrom = nil
+                        action = machine.reread(generation: newer)
+                        continue
+                    case .leaseLost:
+                        held.ended(owner: owner)
+                        action = machine.leaseLost()
+                        continue
+                    }
+                }
+                let token = pending?.token ?? storedToken
                 redeemed = (token, generation)
                 let context = redemptionContext(request.context)
                 let started = waiting.now()
@@ -223,6 +278,29 @@ package struct RefreshExecutor: Sendable {
                     action = machine.stsAnswered()
                 case .failure(.rejected(let rejected)):
                     failure = .rejected(rejected)
+                    if rejected.disposition == .refreshTokenDead, let previousOwner = takenOverFrom {
+                        // A takeover's refusal is the user's only if the token refused is still the
+                        // latest: the previous holder may store the rotation it holds once it reaches
+                        // the database again (its own reconnection may come after this replica's).
+                        // Unreadable now: treated as unchanged, as before this wait existed.
+                        let found =
+                            (try? await awaitPreviousHolder(
+                                request, owner: owner, generation: generation, seconds: leaseSeconds, previousOwner: previousOwner)) ?? .unchanged
+                        switch found {
+                        case .unchanged: break
+                        case .stored(let token, let newer):
+                            // Redeemed once more, as an ordinary redemption: a refusal of the latest
+                            // stored token is the user's (interaction_required).
+                            redeemed = (token, newer)
+                            takenOverFrom = nil
+                            action = machine.reread(generation: newer)
+                            continue
+                        case .leaseLost:
+                            held.ended(owner: owner)
+                            action = machine.leaseLost()
+                            continue
+                        }
+                    }
                     action = machine.stsFailed(refreshTokenDead: rejected.disposition == .refreshTokenDead)
                 case .failure(.unavailable(let problem)):
                     failure = .unavailable(problem)
@@ -308,6 +386,61 @@ package struct RefreshExecutor: Sendable {
                 return .failure(.unexpected)
             }
         }
+    }
+
+    /// What a takeover found after waiting for the holder whose lease it took over.
+    package enum PreviousHolderRotation: Sendable, Equatable {
+        /// The refresh token claimed is still the stored one; the lease is still this claim's.
+        case unchanged
+        /// The previous holder stored its rotation: `token`, of `generation`, is the latest; the
+        /// lease is this claim's again.
+        case stored(token: String, generation: Int64)
+        /// The lease went to another claim (the previous holder's write released it), or the
+        /// refresh token is gone: claim again.
+        case leaseLost
+    }
+
+    /// Waits up to `seconds` (never past the caller's deadline) for the holder whose lease this
+    /// claim took over to store the rotation it may hold (behaviour §2.6, "after a database
+    /// outage"), re-reading the row every ``pollSeconds`` or at once when its write's
+    /// `refresh.released` arrives. A re-read is a claim with this claim's own `owner` (migration
+    /// 0025): it renews the lease while it waits and returns the token stored now. Only a
+    /// takeover runs this: an ordinary claim issues no extra statement.
+    /// - Throws: `RelayError` 503 when the database is unreachable.
+    package func awaitPreviousHolder(
+        _ request: Request, owner: String, generation: Int64, seconds: Double, previousOwner: String
+    ) async throws -> PreviousHolderRotation {
+        let accountId = request.account.accountId
+        let until = min(waiting.now().addingTimeInterval(seconds), request.context.deadline.addingTimeInterval(-Self.ownWaitMarginSeconds))
+        let reread = rereadClaim(request, owner: owner)
+        while true {
+            let left = until.timeIntervalSince(waiting.now())
+            if left > 0 { await waiters.wait(accountId: accountId, seconds: min(pollSeconds, left)) }
+            let found: PreviousHolderRotation
+            switch try await store.claimRefresh(reread) {
+            case .claimed(let token, let stored, _) where stored != generation: found = .stored(token: token, generation: stored)
+            case .claimed: found = .unchanged
+            case .heldElsewhere, .freshTokenStored, .noRefreshToken: found = .leaseLost
+            }
+            if found == .unchanged, waiting.now() < until { continue }
+            metrics.increment("tokenrelay_refresh_takeover_rereads_total", ["result": found.metricLabel])
+            if case .stored(_, let stored) = found {
+                logger.warn(
+                    "token.takeover_rotation_stored",
+                    [
+                        "account.id": accountId, "lease.previous_holder": Self.replica(ofOwner: previousOwner), "refresh.generation": String(stored),
+                    ])
+            }
+            return found
+        }
+    }
+
+    /// A claim by `owner`, which holds the lease or held it last: takes it again (renewed) with the
+    /// refresh token stored now (migration 0025), or says who holds it instead. No cache check.
+    private func rereadClaim(_ request: Request, owner: String) -> RefreshClaimRequest {
+        RefreshClaimRequest(
+            accountId: request.account.accountId, environment: request.account.environment, realm: request.realm, scopes: request.scopes,
+            checkCache: false, acceptRefreshDue: false, minimumExpiresOn: now(), now: now(), owner: owner, leaseSeconds: leaseSeconds)
     }
 
     /// Records a failed redemption for the account's health in the background (behaviour §3.8):
@@ -477,20 +610,25 @@ package struct RefreshExecutor: Sendable {
                 return nil  // the database is still away (or the statement failed): try again
             }
         }
+        // Held from the first failure, not after the short tries: one try may wait out a connect
+        // timeout while the lease runs out, and a refresh of this replica that takes it over must
+        // store the rotation first and redeem it, not the token it superseded.
+        let pending = pendingRotations
+        pending.hold(.init(token: rotated, replacing: write.generation, write: write), accountId: write.accountId)
         for delay in [0.1, 0.4, 1.0] {
             switch await tryStoring() {
             case true?:
+                pending.release(accountId: write.accountId, replacing: write.generation)
                 logger.warn("token.rotation_stored_on_retry", ["account.id": write.accountId])
                 return true
             case false?:
+                pending.release(accountId: write.accountId, replacing: write.generation)
                 logger.error("token.rotation_superseded", ["account.id": write.accountId])
                 return false
             case nil:
                 await waiting.sleep(delay)
             }
         }
-        let pending = pendingRotations
-        pending.hold(.init(token: rotated, replacing: write.generation), accountId: write.accountId)
         logger.warn("token.rotation_pending", ["account.id": write.accountId])
         let (logger, waiting) = (self.logger, self.waiting)
         tasks.start {
@@ -511,5 +649,16 @@ package struct RefreshExecutor: Sendable {
             }
         }
         return nil
+    }
+}
+
+extension RefreshExecutor.PreviousHolderRotation {
+    /// `tokenrelay_refresh_takeover_rereads_total{result}`.
+    package var metricLabel: String {
+        switch self {
+        case .unchanged: "unchanged"
+        case .stored: "rotation_stored"
+        case .leaseLost: "lease_lost"
+        }
     }
 }

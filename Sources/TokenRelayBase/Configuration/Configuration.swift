@@ -28,7 +28,7 @@ public struct Configuration: Sendable {
     public var downstream = Downstream()
     /// Log level and personal data.
     public var logging = Logging()
-    /// OpenTelemetry trace export (behaviour §8 Traces).
+    /// OpenTelemetry trace export (behaviour §8.11).
     public var tracing = Tracing()
 
     public init() {}
@@ -315,7 +315,7 @@ public struct Configuration: Sendable {
         public init() {}
     }
 
-    /// OpenTelemetry traces exported over OTLP/HTTP with JSON encoding (behaviour §8 Traces).
+    /// OpenTelemetry traces exported over OTLP/HTTP with JSON encoding (behaviour §8.11).
     public struct Tracing: Sendable {
         /// The receiver's base URL (`TOKENRELAY_OTLP_ENDPOINT`, e.g. `http://collector:4318`);
         /// spans are POSTed to its `/v1/traces`. Default none: no span is recorded (the caller's

@@ -12,6 +12,9 @@ extension Metrics {
         describe(
             "tokenrelay_refresh_lease_renewals_total", "counter",
             "Renewals of a redemption lease while its token-endpoint call runs, by result (renewed, lost, failed).")
+        describe(
+            "tokenrelay_refresh_takeover_rereads_total", "counter",
+            "Takeovers that waited for the previous holder's pending rotation, by what they found (rotation_stored, unchanged, lease_lost).")
         describe("tokenrelay_refresh_lease_waits_total", "counter", "Waits for another redemption of the same refresh token to release its lease.")
         describe("tokenrelay_refresh_sts_seconds", "histogram", "Time of the STS call of one redemption (nothing of PostgreSQL held).")
         describe("tokenrelay_grant_token_cache_total", "counter", "App and on-behalf-of token requests by cache outcome, layer and grant.")

@@ -14,7 +14,8 @@ package struct Caller: Sendable {
     /// ``APIKeyAuthenticator/bootstrapOwner`` for the bootstrap key.
     package var owner: String
     package let permissions: Set<Permission>
-    /// Tenants and scope patterns the key is limited to (behaviour §12 Permissions).
+    /// Tenants and scope patterns the key is limited to (behaviour §12 Permissions), and its
+    /// owner, whose unconfirmed imports alone it sees (§3.6).
     package var access: KeyAccess = .unrestricted
     /// The key's token bucket when `TOKENRELAY_RATE_LIMIT_PER_KEY` is set.
     package var bucket: RateBucket?
@@ -104,6 +105,7 @@ package final class APIKeyAuthenticator: Sendable {
         self.bootstrapKey = bootstrapKey.map { Array($0.utf8) }
         bootstrapCaller = Caller(
             keyId: Self.bootstrapKeyId(bootstrapKey), owner: Self.bootstrapOwner, permissions: Set(Permission.allCases),
+            access: KeyAccess(owner: Self.bootstrapOwner),
             bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
         self.keys = keys
     }
@@ -186,7 +188,7 @@ package final class APIKeyAuthenticator: Sendable {
                 caller: record.map {
                     Caller(
                         keyId: $0.keyId, owner: $0.name, permissions: Set($0.permissions),
-                        access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns), bucket: bucket)
+                        access: KeyAccess(tenants: $0.tenants, scopePatterns: $0.scopePatterns, owner: $0.name), bucket: bucket)
                 }, fetchedAt: now)
             held = .init(value: entry, expiresAt: now.timeIntervalSinceReferenceDate + heldSeconds(entry))
             return entry

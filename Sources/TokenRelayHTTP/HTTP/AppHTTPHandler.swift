@@ -29,7 +29,7 @@ package final class AppHTTPHandler: HTTPHandler {
     private let silentDuration: Metrics.HistogramSeries
     private let routeMetrics: RouteMetrics
     private let logsRequests: Bool
-    /// Where request spans go (behaviour §8 Traces); nil when `TOKENRELAY_OTLP_ENDPOINT` is unset,
+    /// Where request spans go (behaviour §8.11); nil when `TOKENRELAY_OTLP_ENDPOINT` is unset,
     /// and then the answers memory gives pay one nil check for tracing.
     private let tracer: Tracer?
 

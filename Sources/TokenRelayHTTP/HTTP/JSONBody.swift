@@ -129,16 +129,59 @@ package struct JSONBody: Sendable {
 
     package init(members: [String: JSONValue]) { self.members = members }
 
-    /// 415 unless the request says its body is JSON: `application/json` or `application/*+json`,
-    /// any case, parameters allowed; 400 naming `Content-Type` when it is sent twice.
+    /// 415 naming `Content-Type` unless the request says its body is JSON in UTF-8:
+    /// `application/json` or `application/*+json`, any case, with parameters (RFC 9110 §8.3.1:
+    /// `; name=value`, the value a token or a quoted string). JSON's registration defines no
+    /// parameter and other ones are ignored, but a `charset` other than `utf-8` (any case,
+    /// quoted or not) says the body is in another encoding, which JSON between systems never is
+    /// (RFC 8259 §8.1), and a parameter that is not `name=value` is no media type. 400 naming
+    /// `Content-Type` when it is sent twice.
     package static func requireJSON(_ request: HTTPRequest) throws(RelayError) {
         let declared = try request.headers.only("Content-Type")
         if let declared, isPlainJSON(declared) { return }
-        let contentType = declared?.lowercased() ?? ""
-        let mediaType = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        var parts = (declared ?? "").split(separator: ";", omittingEmptySubsequences: false)
+        let mediaType = parts.isEmpty ? "" : parts.removeFirst().trimmingCharacters(in: .whitespaces).lowercased()
         guard mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json")) else {
             throw RelayError(.unsupportedMediaType, "The request body must be application/json.", extensions: ["field": .string("Content-Type")])
         }
+        for part in parts {
+            let parameter = part.trimmingCharacters(in: .whitespaces)
+            if parameter.isEmpty { continue }
+            guard let equals = parameter.firstIndex(of: "="),
+                case let name = parameter[..<equals].trimmingCharacters(in: .whitespaces), !name.isEmpty,
+                let value = parameterValue(parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+            else {
+                throw RelayError(
+                    .unsupportedMediaType, "The Content-Type parameter '\(parameter)' is not name=value.", extensions: ["field": .string("Content-Type")])
+            }
+            if name.lowercased() == "charset" && value.lowercased() != "utf-8" {
+                throw RelayError(
+                    .unsupportedMediaType, "A JSON body must be UTF-8 (RFC 8259 §8.1); send charset=utf-8 or no charset.",
+                    extensions: ["field": .string("Content-Type")])
+            }
+        }
+    }
+
+    /// A parameter's value: a non-empty token as it is, a quoted string without its quotes and
+    /// escapes (RFC 9110 §5.6.4); nil when it is neither.
+    private static func parameterValue(_ text: String) -> String? {
+        guard text.hasPrefix("\"") else { return text.isEmpty || text.contains("\"") ? nil : text }
+        var value = ""
+        var escaped = false
+        var rest = text.dropFirst()
+        while let character = rest.popFirst() {
+            if escaped {
+                value.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                return rest.isEmpty ? value : nil
+            } else {
+                value.append(character)
+            }
+        }
+        return nil
     }
 
     /// `JSONSerialization`'s objects as a `JSONValue`. Booleans arrive as `NSNumber`s of type
@@ -175,16 +218,12 @@ package struct JSONBody: Sendable {
         }
     }
 
-    /// `application/json`, optionally with parameters, without allocating; other spellings
-    /// (`+json`, odd case, spaces) are left to the full check.
+    /// `application/json`, alone or with `charset=utf-8` as clients usually write it, compared
+    /// without allocating; every other spelling (parameters, `+json`, odd case, spaces) is left
+    /// to the full check of ``requireJSON(_:)``.
     package static func isPlainJSON(_ contentType: String) -> Bool {
-        // The usual exact value, compared whole (the generic prefix check showed on the cached path).
-        if contentType == "application/json" { return true }
-        let expected = "application/json".utf8
-        let utf8 = contentType.utf8
-        guard utf8.starts(with: expected) else { return false }
-        let rest = utf8.dropFirst(expected.count)
-        return rest.isEmpty || rest.first == UInt8(ascii: ";")
+        // The usual exact values, compared whole (the generic prefix check showed on the cached path).
+        contentType == "application/json" || contentType == "application/json; charset=utf-8" || contentType == "application/json;charset=UTF-8"
     }
 
     package func has(_ field: String) -> Bool {
@@ -202,6 +241,16 @@ package struct JSONBody: Sendable {
             return text
         default: throw RelayError.invalidRequest(field: field, "'\(field)' must be a string.")
         }
+    }
+
+    /// A member that names something (an account id, a home_account_id, a username, a tenant):
+    /// nil when absent or null. An empty one names nothing and was looked up as a name (an empty
+    /// `account_id` on a sign-in was 404 `account_not_found`): it is a malformed request.
+    /// - Throws: `RelayError` 400 naming `field` when it is not a string, is empty or holds U+0000.
+    package func identifier(_ field: String) throws(RelayError) -> String? {
+        guard let text = try string(field) else { return nil }
+        guard !text.isEmpty else { throw RelayError.invalidRequest(field: field, "'\(field)' may not be empty.") }
+        return text
     }
 
     package func requiredString(_ field: String) throws(RelayError) -> String {

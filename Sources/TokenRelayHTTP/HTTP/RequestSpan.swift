@@ -1,7 +1,7 @@
 import HTTPCommon
 import TokenRelayBase
 
-/// The server span of one request (behaviour §8 Traces; OpenTelemetry HTTP server semantic
+/// The server span of one request (behaviour §8.11; OpenTelemetry HTTP server semantic
 /// conventions): a child of the caller's `traceparent` when it sent a valid one (its `tracestate`
 /// kept), else the root of a new trace. Its attributes name the route template, never the path
 /// or query, and nothing of the caller but the method and the status it got.

@@ -78,11 +78,13 @@ package enum AccountRoutes {
             // value may be the caller's owner's external id (behaviour §3.7); deleting the account
             // frees its external ids.
             let accountId = try await services.store.canonicalAccountId(request.parameter("account_id"), owner: request.context.owner)
-            // An account outside the key's tenants is invisible: 204 without touching it.
-            if request.context.access.limitsTenants {
-                guard let account = try await services.store.account(id: accountId), request.context.access.sees(account) else {
-                    return HTTPResponse(status: 204)
-                }
+            // An account outside the key's tenants, or another owner's unconfirmed import, is
+            // invisible: 204 without touching it, as for an unknown id (an absent one goes on, and
+            // its attempt is audited as `absent`).
+            if request.context.access.limitsTenants || request.context.access.owner != nil,
+                let account = try await services.store.account(id: accountId), !request.context.access.sees(account)
+            {
+                return HTTPResponse(status: 204)
             }
             // Signs out in TokenRelay only; nothing is revoked at Microsoft (behaviour §12 Accounts).
             let deleted = try await services.store.deleteAccount(id: accountId, actor: request.context.caller)

@@ -29,13 +29,15 @@ package struct AppServices: Sendable {
     package let tenants: TenantStore
     /// This replica's suspended tenants; a route's own change is applied here at once.
     package let suspensions: TenantSuspensions
-    /// Where spans go (behaviour §8 Traces); nil when `TOKENRELAY_OTLP_ENDPOINT` is unset.
+    /// Signs and checks the cursors of `GET /v1/events` and `GET /v1/audit` (``PageCursor``).
+    package let cursors: RingSigner
+    /// Where spans go (behaviour §8.11); nil when `TOKENRELAY_OTLP_ENDPOINT` is unset.
     package let tracer: Tracer?
 
     package init(
         configuration: Configuration, store: TokenStore, events: AccountEventStore, tokens: SilentAcquisition, grants: GrantTokenService,
         signIns: SignInService, downstream: DownstreamService, authorities: AuthorityValidator, health: HealthChecks, metrics: Metrics, audit: AuditStore,
-        issuance: IssuanceCounter?, tenants: TenantStore, suspensions: TenantSuspensions, tracer: Tracer? = nil
+        issuance: IssuanceCounter?, tenants: TenantStore, suspensions: TenantSuspensions, cursors: RingSigner, tracer: Tracer? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -51,6 +53,7 @@ package struct AppServices: Sendable {
         self.issuance = issuance
         self.tenants = tenants
         self.suspensions = suspensions
+        self.cursors = cursors
         self.tracer = tracer
     }
 }

@@ -23,7 +23,7 @@ package enum AuditRoutes {
             let limit = try request.http.pageLimit()
             var after: Int64 = 0
             if let cursor = try request.http.onlyQueryValue("cursor"), !cursor.isEmpty {
-                guard let decoded = Cursor.decode(cursor) else {
+                guard let decoded = Cursor.decode(cursor, signer: services.cursors) else {
                     throw RelayError.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
                 }
                 after = decoded
@@ -35,7 +35,7 @@ package enum AuditRoutes {
             var next: JSONValue = .null
             if page.count > limit {
                 page.removeLast()
-                next = .string(Cursor.encode(page.last!.id))
+                next = .string(Cursor.encode(page.last!.id, signer: services.cursors))
             }
             return .json(200, .object(["audit_events": .array(page.map(\.json)), "next_cursor": next]))
         }
@@ -100,13 +100,15 @@ package enum AuditRoutes {
     /// The time as PostgreSQL reads a `timestamptz`: UTC, milliseconds.
     static func timestamp(_ date: Date) -> String { RFC3339.format(date) }
 
-    /// Opaque page cursor (``PageCursor``) of the last row id seen.
+    /// Opaque, signed page cursor (``PageCursor``) of the last row id seen.
     package enum Cursor {
-        package static func encode(_ id: Int64) -> String { PageCursor.encode(String(id), prefix: "au:") }
+        package static func encode(_ id: Int64, signer: RingSigner) -> String { PageCursor.encode(String(id), prefix: "au:", signer: signer) }
 
-        /// Only an id written as ``encode(_:)`` writes it.
-        package static func decode(_ cursor: String) -> Int64? {
-            guard let text = PageCursor.decode(cursor, prefix: "au:"), let id = Int64(text), id >= 0, String(id) == text else { return nil }
+        /// Only an id this service signed, written as ``encode(_:signer:)`` writes it.
+        package static func decode(_ cursor: String, signer: RingSigner) -> Int64? {
+            guard let text = PageCursor.decode(cursor, prefix: "au:", signer: signer), let id = Int64(text), id >= 0, String(id) == text else {
+                return nil
+            }
             return id
         }
     }

@@ -2,6 +2,7 @@ import CryptoBridge
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayStore
 import TokenRelayUpstream
 
 /// `GET /v1/events?cursor=&limit=` (behaviour §12 Webhooks and events): account events in the order
@@ -13,7 +14,7 @@ package enum EventRoutes {
             var after: Int64 = 0
             let cursor = try request.http.onlyQueryValue("cursor").flatMap { $0.isEmpty ? nil : $0 }
             if let cursor {
-                guard let decoded = Cursor.decode(cursor) else {
+                guard let decoded = Cursor.decode(cursor, signer: services.cursors) else {
                     throw RelayError.invalidRequest(field: "cursor", "'cursor' is not a cursor this service issued.")
                 }
                 after = decoded
@@ -22,19 +23,22 @@ package enum EventRoutes {
                 afterSeq: after, limit: limit, visibleTenants: request.context.access.visibleTenants)
             // The position after the last event returned: polling with it yields only newer events,
             // so a consumer keeps it even when a page comes back empty.
-            let next: JSONValue = page.last.map { .string(Cursor.encode($0.seq)) } ?? cursor.map(JSONValue.string) ?? .null
+            let next: JSONValue = page.last.map { .string(Cursor.encode($0.seq, signer: services.cursors)) } ?? cursor.map(JSONValue.string) ?? .null
             return .json(200, .object(["events": .array(page.map(\.json)), "next_cursor": next]))
         }
     }
 
-    /// Opaque page cursor (``PageCursor``) of the last event position seen.
+    /// Opaque, signed page cursor (``PageCursor``) of the last event position seen.
     package enum Cursor {
-        package static func encode(_ seq: Int64) -> String { PageCursor.encode(String(seq), prefix: "e:") }
+        package static func encode(_ seq: Int64, signer: RingSigner) -> String { PageCursor.encode(String(seq), prefix: "e:", signer: signer) }
 
-        /// Only a position written as ``encode(_:)`` writes it: `e:01` and `e:+1` were taken and
-        /// echoed back as `next_cursor`.
-        package static func decode(_ cursor: String) -> Int64? {
-            guard let text = PageCursor.decode(cursor, prefix: "e:"), let seq = Int64(text), seq >= 0, String(seq) == text else { return nil }
+        /// Only a position this service signed, written as ``encode(_:signer:)`` writes it: a
+        /// made-up position was read as one (behaviour Known gaps 9), and `e:01` and `e:+1`
+        /// were taken and echoed back as `next_cursor`.
+        package static func decode(_ cursor: String, signer: RingSigner) -> Int64? {
+            guard let text = PageCursor.decode(cursor, prefix: "e:", signer: signer), let seq = Int64(text), seq >= 0, String(seq) == text else {
+                return nil
+            }
             return seq
         }
     }

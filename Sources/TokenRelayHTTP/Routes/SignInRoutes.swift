@@ -22,7 +22,7 @@ package enum SignInRoutes {
             try request.context.access.check(scopes, field: "scopes")
             // The account the sign-in is for (behaviour §3.8): only its user may complete it.
             var account: AccountRecord?
-            if let accountId = try body.string("account_id") {
+            if let accountId = try body.identifier("account_id") {
                 guard let found = try await services.store.account(id: accountId, owner: request.context.owner), request.context.access.sees(found)
                 else {
                     throw RelayError(.accountNotFound, "No account matches 'account_id'.", extensions: ["field": .string("account_id")])

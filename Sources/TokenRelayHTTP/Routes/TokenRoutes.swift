@@ -94,9 +94,10 @@ package enum TokenRoutes {
         }
         let account: SilentTokenRequest.AccountSelector
         switch selectors[0] {
-        case "account_id": account = .accountId(try body.requiredString("account_id"))
-        case "home_account_id": account = .homeAccountId(try body.requiredString("home_account_id"))
-        default: account = .username(try body.requiredString("username"), tenantId: try body.string("tenant_id"))
+        // `has` made sure the selector is given and not null.
+        case "account_id": account = .accountId(try body.identifier("account_id")!)
+        case "home_account_id": account = .homeAccountId(try body.identifier("home_account_id")!)
+        default: account = .username(try body.identifier("username")!, tenantId: try body.identifier("tenant_id"))
         }
         if body.has("tenant_id") && selectors[0] != "username" {
             throw RelayError.invalidRequest(field: "tenant_id", "'tenant_id' narrows a 'username' lookup; it cannot be used with '\(selectors[0])'.")

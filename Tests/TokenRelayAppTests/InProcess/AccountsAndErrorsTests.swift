@@ -167,4 +167,17 @@ struct AccountsAndErrorsTests {
         #expect(metrics.text.contains(#"tokenrelay_http_requests_total{route="/v1/accounts",status="200"} 1"#))
         #expect(metrics.text.contains("tokenrelay_db_pool_connections"))
     }
+
+    /// `account_id: ""` named no account and was looked up: 404 `account_not_found` (found by
+    /// the new-user try). An empty identifier is a malformed request.
+    @Test("An empty account_id or tenant_id is 400 naming it on sign-ins and silent requests")
+    func emptyIdentifiers() async throws {
+        let stack = try await InProcessApp(name: "inproc_empty_identifiers")
+        defer { stack.stop() }
+        let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["account_id": "", "scopes": ["User.Read"]])
+        #expect(signIn.status == 400 && signIn.json["field"] as? String == "account_id", "\(signIn.text)")
+        let silent = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["username": "alice@contoso.example", "tenant_id": "", "scopes": ["User.Read"]])
+        #expect(silent.status == 400 && silent.json["field"] as? String == "tenant_id", "\(silent.text)")
+    }
 }

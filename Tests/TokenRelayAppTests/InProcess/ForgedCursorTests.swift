@@ -36,4 +36,36 @@ struct ForgedCursorTests {
             #expect(first.status == 200, "\(first.text)")
         }
     }
+
+    /// Event and audit cursors were base64url of a position: a made-up position was read as one
+    /// (behaviour Known gaps 9). Now they carry an HMAC under a key of the encryption key ring.
+    @Test("Event and audit cursors are signed: an issued one pages; a made-up position, a changed one or an unsigned one is 400 naming cursor")
+    func signedEventAndAuditCursors() async throws {
+        let stack = try await InProcessApp(name: "inproc_signed_cursor")
+        defer { stack.stop() }
+        _ = try await stack.signInAccountId()
+        _ = try await stack.signInAccountId("bob@contoso.example")
+        for (route, prefix) in [("/v1/events", "e:"), ("/v1/audit", "au:")] {
+            let first = try await stack.request("GET", "\(route)?limit=1")
+            #expect(first.status == 200, "\(route): \(first.text)")
+            let issued = try #require(first.json["next_cursor"] as? String, "\(route): \(first.text)")
+            let second = try await stack.request("GET", "\(route)?limit=1&cursor=\(issued)")
+            #expect(second.status == 200, "\(route): \(second.text)")
+            var changed = Array(issued)
+            changed[changed.count / 2] = changed[changed.count / 2] == "A" ? "B" : "A"
+            // Observed before: 200, the made-up positions read as positions (past the end: an empty page).
+            for cursor in [
+                Base64URL.encode(Array("\(prefix)1".utf8)), Base64URL.encode(Array("\(prefix)999999".utf8)), String(changed),
+                String(issued.dropLast(4)), issued + "AAAA",
+            ] {
+                let answer = try await stack.request("GET", "\(route)?cursor=\(cursor)")
+                #expect(answer.status == 400, "\(route) \(cursor): \(answer.text)")
+                #expect(answer.json["field"] as? String == "cursor", "\(route) \(cursor): \(answer.text)")
+            }
+            // A cursor of the other route is not one of this route's.
+            let other = try await stack.request("GET", "\(route == "/v1/events" ? "/v1/audit" : "/v1/events")?limit=1")
+            let foreign = try #require(other.json["next_cursor"] as? String, "\(other.text)")
+            #expect(try await stack.request("GET", "\(route)?cursor=\(foreign)").status == 400)
+        }
+    }
 }

@@ -48,7 +48,7 @@ package struct SpanRecord: Sendable {
     }
 }
 
-/// Where finished spans wait for export (behaviour §8 Traces): a bounded queue that a request
+/// Where finished spans wait for export (behaviour §8.11): a bounded queue that a request
 /// appends to under a lock and never waits on. A span that finds it full is dropped and counted
 /// (`tokenrelay_trace_spans_dropped_total`); the exporter (a service of the group) takes batches
 /// from it. Nothing here performs I/O, so a span recorded while a PostgreSQL connection is held
