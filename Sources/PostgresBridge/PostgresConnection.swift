@@ -14,6 +14,8 @@ public final class PostgresConnection {
     /// Set when a statement failed with a connection error, or left the protocol in a state this
     /// bridge cannot continue from: the next use reconnects.
     private var needsReset = false
+    /// Told of each statement while ``observingStatements(_:_:)`` runs (a trace's statement spans).
+    private var statementObserver: ((PostgresStatement) -> Void)?
 
     /// Creates an unconnected connection; the first use (or ``connectIfNeeded()``) connects.
     /// - Parameter url: a libpq conninfo string or `postgresql://` URL.
@@ -52,9 +54,36 @@ public final class PostgresConnection {
         let types = parameters.map(\.typeOID)
         let formats = parameters.map(\.format)
         let textResults: Int32 = 0
-        let result = PQexecParams(
-            handle, sql, Int32(parameters.count), types, values, lengths, formats, textResults)
-        return try consume(result, function: "PQexecParams")
+        return try observed(sql) {
+            let result = PQexecParams(
+                handle, sql, Int32(parameters.count), types, values, lengths, formats, textResults)
+            return try consume(result, function: "PQexecParams")
+        }
+    }
+
+    /// Runs `body`, telling `observer` of every statement this connection runs meanwhile (on this
+    /// thread, after the statement ended: the observer must not block). What it is told is the
+    /// statement's operation and times, never its parameters (``PostgresStatement``).
+    public func observingStatements<T>(_ observer: @escaping (PostgresStatement) -> Void, _ body: () throws -> T) rethrows -> T {
+        let previous = statementObserver
+        statementObserver = observer
+        defer { statementObserver = previous }
+        return try body()
+    }
+
+    /// `run`, timed and told to the observer when there is one.
+    private func observed<T>(_ sql: String, _ run: () throws -> T) throws -> T {
+        guard let observer = statementObserver else { return try run() }
+        let start = PostgresStatement.nowNanos()
+        do {
+            let value = try run()
+            observer(PostgresStatement(sql: sql, startNanos: start, endNanos: PostgresStatement.nowNanos(), errorType: nil))
+            return value
+        } catch let error as PostgresError {
+            observer(
+                PostgresStatement(sql: sql, startNanos: start, endNanos: PostgresStatement.nowNanos(), errorType: error.sqlState ?? error.code.description))
+            throw error
+        }
     }
 
     /// Runs one or more statements separated by `;` without parameters (migrations, `BEGIN`).
@@ -200,10 +229,12 @@ public final class PostgresConnection {
     /// Runs `sql` with `PQexec` and returns the command tag (`COMMIT`, `ROLLBACK`, `INSERT 0 1`…).
     private func commandStatus(_ sql: String) throws -> String {
         let handle = try connectIfNeeded()
-        let result = PQexec(handle, sql)
-        var tag = ""
-        _ = try consume(result, function: "PQexec") { tag = Self.message(PQcmdStatus($0)) ?? "" }
-        return tag
+        return try observed(sql) {
+            let result = PQexec(handle, sql)
+            var tag = ""
+            _ = try consume(result, function: "PQexec") { tag = Self.message(PQcmdStatus($0)) ?? "" }
+            return tag
+        }
     }
 
     /// The one place that turns a libpq result into rows or a ``PostgresError``; clears `result`.

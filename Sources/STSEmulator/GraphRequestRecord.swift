@@ -12,11 +12,15 @@ struct GraphRequestRecord: Sendable {
     var query: [(name: String, value: String)]
     /// True when the bearer token's signature verified (a token the emulator issued, expired or not).
     var tokenVerified: Bool
+    /// The W3C `traceparent` and `tracestate` headers as received, nil when absent.
+    var traceparent: String? = nil
+    var tracestate: String? = nil
 
     var json: JSONValue {
         .object([
             ("method", .string(method)), ("path", .string(path)),
             ("query", .object(query.map { ($0.name, JSONValue.string($0.value)) })), ("token_verified", .bool(tokenVerified)),
+            ("traceparent", traceparent.map(JSONValue.string) ?? .null), ("tracestate", tracestate.map(JSONValue.string) ?? .null),
         ])
     }
 }

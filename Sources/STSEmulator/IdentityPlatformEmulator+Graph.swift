@@ -22,7 +22,10 @@ extension IdentityPlatformEmulator {
         state.withLock {
             $0.graphRequests += 1
             $0.graphRequestsByMethod[request.method, default: 0] += 1
-            $0.record(GraphRequestRecord(method: request.method, path: request.path, query: request.query, tokenVerified: verified != nil))
+            $0.record(
+                GraphRequestRecord(
+                    method: request.method, path: request.path, query: request.query, tokenVerified: verified != nil,
+                    traceparent: request.headers["traceparent"], tracestate: request.headers["tracestate"]))
         }
         let now = clock.now()
         let requestID = Self.newGUID()

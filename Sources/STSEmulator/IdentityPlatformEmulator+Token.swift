@@ -52,7 +52,9 @@ extension IdentityPlatformEmulator {
 
         let username = username(for: form)
         let (fault, controls) = state.withLock { state in
-            state.record(TokenRequestRecord(grantType: grantType, username: username, scope: form["scope"], claims: form["claims"]))
+            state.record(
+                TokenRequestRecord(
+                    grantType: grantType, username: username, scope: form["scope"], claims: form["claims"], traceparent: request.headers["traceparent"]))
             return (state.takeFault(for: .token, username: username), username.map(state.controls(for:)))
         }
         let delay = (controls?.latencyMs ?? 0) + (fault?.latencyMs ?? 0)

@@ -13,11 +13,15 @@ struct TokenRequestRecord: Sendable {
     var scope: String?
     /// The `claims` parameter as sent (JSON text), nil when absent.
     var claims: String?
+    /// The W3C `traceparent` header as received, nil when absent (tests check that TokenRelay sends
+    /// its own span's id, behaviour §8.11).
+    var traceparent: String?
 
     var json: JSONValue {
         .object([
             ("grant_type", .string(grantType)), ("username", username.map(JSONValue.string) ?? .null),
             ("scope", scope.map(JSONValue.string) ?? .null), ("claims", claims.map(JSONValue.string) ?? .null),
+            ("traceparent", traceparent.map(JSONValue.string) ?? .null),
         ])
     }
 }

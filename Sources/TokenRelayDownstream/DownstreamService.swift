@@ -47,9 +47,11 @@ package struct DownstreamService: Sendable {
     package static let nonIdempotentMethods: Set<String> = ["POST", "PATCH"]
 
     /// Request headers passed to the API; everything else (hop-by-hop, the caller's
-    /// `Authorization`, TokenRelay's own) stays here.
+    /// `Authorization`, TokenRelay's own) stays here. The caller's `traceparent` and `tracestate`
+    /// are not passed as they came: each attempt sends its own span's (``RetryingHTTPClient``,
+    /// behaviour §8.11).
     package static let forwardedRequestHeaders = [
-        "Content-Type", "Accept", "If-Match", "If-None-Match", "Prefer", "ConsistencyLevel", "client-request-id", "traceparent",
+        "Content-Type", "Accept", "If-Match", "If-None-Match", "Prefer", "ConsistencyLevel", "client-request-id",
     ]
     /// Response headers relayed to the caller.
     package static let relayedResponseHeaders = ["Content-Type", "Retry-After", "WWW-Authenticate", "ETag", "Location", "request-id", "client-request-id"]

@@ -69,6 +69,10 @@ package struct AppDependencies: Sendable {
     package let managementRouter: Router?
     /// Serves ``managementRouter``; nil in the test form or without the setting.
     package let managementServer: HTTPServer?
+    /// Where spans wait for export, and the service that sends them (behaviour §8.11); nil
+    /// when `TOKENRELAY_OTLP_ENDPOINT` is unset.
+    package let tracer: Tracer?
+    package let traceExporter: OTLPTraceExporter?
 
     /// Everything `token-relay serve` runs, the HTTP server included.
     /// - Throws: `ConfigurationError` when a setting cannot be used (authority, key ring, credential, migrations).
@@ -122,6 +126,16 @@ package struct AppDependencies: Sendable {
         self.pool = pool
         let http = HTTPClient()
         self.http = http
+        let tracing = configuration.tracing
+        let tracer = tracing.endpoint.map { _ in Tracer(capacity: tracing.queueSpans, metrics: metrics) }
+        self.tracer = tracer
+        traceExporter = tracer.flatMap { tracer in
+            tracing.endpoint.map { endpoint in
+                OTLPTraceExporter(
+                    tracer: tracer, endpoint: endpoint, http: http, serviceName: tracing.serviceName, intervalMilliseconds: tracing.intervalMilliseconds,
+                    graceSeconds: Double(configuration.http.shutdownTimeoutSeconds), metrics: metrics, logger: logger)
+            }
+        }
         let database = Database(pool: pool)
         let ring: KeyRing
         do { ring = try KeyRing(parsing: configuration.encryption.keys) } catch {
@@ -234,7 +248,8 @@ package struct AppDependencies: Sendable {
             health: HealthChecks(
                 database: database, migrator: migrator, keyRing: ring, ciphertexts: ciphertexts, credential: credentialHealth, metrics: metrics, clock: clock),
             metrics: metrics, audit: AuditStore(database: database), issuance: issuance, tenants: tenantStore, suspensions: suspensions,
-            cursors: PageCursor.signer(ring: { cipher.ring }))
+            cursors: PageCursor.signer(ring: { cipher.ring }),
+            tracer: tracer)
         self.services = services
         metrics.addGauges {
             let stats = pool.statistics
@@ -345,7 +360,8 @@ package struct AppDependencies: Sendable {
     }
 
     /// The services a ``ServiceGroup`` runs, in start order (they stop in the reverse): the
-    /// pool and clients close last; before them the background tasks drain (within the shutdown
+    /// pool and clients close last; just before, the trace exporter sends the spans still queued
+    /// (``OTLPTraceExporter/beginGrace()``); before it the background tasks drain (within the shutdown
     /// grace: ``BackgroundTasks/beginGrace()``); the invalidation listener; the keep-alive job
     /// (always: its pass also prunes old events) and the webhook job (when configured); the
     /// key-usage and issuance flushes; the readiness self-check; the account-health count; the management listener (when
@@ -358,7 +374,10 @@ package struct AppDependencies: Sendable {
         // Stopped in reverse: the leases still held are released after the background drain
         // (a redemption given up then) and before the pool closes.
         let executor = refreshExecutor
-        var services: [any Service] = [OnStop("Resources", close), OnStop("RefreshLeases") { await executor.releaseHeldLeases() }, backgroundTasks]
+        var services: [any Service] = [OnStop("Resources", close)]
+        // Stopped after everything that makes spans, before the HTTP client closes.
+        if let traceExporter { services.append(traceExporter) }
+        services += [OnStop("RefreshLeases") { await executor.releaseHeldLeases() }, backgroundTasks]
         services.append(InvalidationListener(invalidation: invalidation, url: configuration.database.listenURL ?? configuration.database.url))
         services.append(tenantReloader)
         // Always: besides keep-alive (when on), its pass prunes old events (issue 10 item 12).

@@ -137,6 +137,19 @@ public struct ConfigurationLoader: Sendable {
         config.credential.list = try value("client_credentials").map(Self.parseClientCredentials) ?? []
         config.credential.fallbackHoldSeconds = try int("client_credential_fallback_s", 1...86_400) ?? config.credential.fallbackHoldSeconds
         config.tokens.issuanceFlushIntervalSeconds = try int("issuance_flush_interval_s", 1...3600) ?? config.tokens.issuanceFlushIntervalSeconds
+        config.tracing.endpoint = try value("otlp_endpoint")
+        config.tracing.serviceName = try value("otlp_service_name") ?? config.tracing.serviceName
+        config.tracing.queueSpans = try int("otlp_queue_spans", 16...1_000_000) ?? config.tracing.queueSpans
+        config.tracing.intervalMilliseconds = try int("otlp_interval_ms", 100...60_000) ?? config.tracing.intervalMilliseconds
+        if let endpoint = config.tracing.endpoint {
+            // A collector inside the cluster is commonly plain http (the OTLP/HTTP default port 4318).
+            guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://"), let url = URL(string: endpoint), url.host != nil,
+                url.query == nil, url.user == nil
+            else {
+                throw ConfigurationError(
+                    setting: "TOKENRELAY_OTLP_ENDPOINT", reason: "must be an http or https URL without user or query, e.g. http://collector:4318")
+            }
+        }
         if let url = config.webhooks.url {
             guard url.hasPrefix("https://") || (config.identity.allowHTTPLoopback && Self.isLoopback(url)), URL(string: url) != nil else {
                 throw ConfigurationError(

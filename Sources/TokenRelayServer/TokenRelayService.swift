@@ -61,10 +61,13 @@ public final class TokenRelayService: Sendable {
         // share TOKENRELAY_SHUTDOWN_TIMEOUT_S.
         let backgroundTasks = dependencies.backgroundTasks
         let followers = dependencies.services.signIns.followers
+        let traceExporter = dependencies.traceExporter
         let group = ServiceGroup(
             services: services, shutdownSignals: [SIGTERM, SIGINT], onHangup: reloadFromEnvironment,
             onStopping: {
                 backgroundTasks.beginGrace()
+                // The last spans are sent within the same TOKENRELAY_SHUTDOWN_TIMEOUT_S.
+                traceExporter?.beginGrace()
                 // A long poll of a sign-in answers its current status now rather than hold the drain.
                 followers.stopWaiting()
             }, logger: logger)

@@ -29,9 +29,12 @@ package struct Database: Sendable {
     /// - Throws: ``StoreError`` for a database failure; `body`'s own errors as they are.
     package func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         var loads = 0
+        // The request's trace, when recorded: each statement becomes a span (behaviour §8.11).
+        let statements = Tracing.current.flatMap(StatementSpans.init)
         while true {
             do {
-                return try await pool.withConnection(body)
+                guard let statements else { return try await pool.withConnection(body) }
+                return try await pool.withConnection { connection in try connection.observingStatements(statements.record) { try body(connection) } }
             } catch let error as PostgresError {
                 throw StoreError(error)
             } catch let needed as DataKeyNeeded where loads < Self.maxDataKeyLoads {
@@ -44,4 +47,29 @@ package struct Database: Sendable {
 
     /// Data keys loaded for one ``run(_:)`` at most before ``DataKeyNeeded`` reaches the caller.
     package static let maxDataKeyLoads = 64
+}
+
+/// Turns the statements a ``Database/run(_:)`` runs into client spans of the task's current span
+/// (OpenTelemetry database semantic conventions: `db.system.name`, `db.operation.name`,
+/// `error.type`); never the statement's text or parameters. Recorded on the pool's thread into
+/// the tracer's queue, which never waits.
+struct StatementSpans: Sendable {
+    let parent: TraceContext
+    let tracer: Tracer
+
+    init?(_ active: ActiveSpan) {
+        guard let tracer = active.tracer else { return nil }
+        parent = active.context
+        self.tracer = tracer
+    }
+
+    @Sendable func record(_ statement: PostgresStatement) {
+        var attributes: [(String, SpanRecord.Value)] = [("db.system.name", .string("postgresql"))]
+        if let operation = statement.operation { attributes.append(("db.operation.name", .string(operation))) }
+        if let errorType = statement.errorType { attributes.append(("error.type", .string(errorType))) }
+        tracer.record(
+            SpanRecord(
+                name: statement.operation ?? "postgresql", kind: .client, context: parent.child(), parentSpanId: parent.spanId,
+                startNanos: statement.startNanos, endNanos: statement.endNanos, attributes: attributes, failed: statement.errorType != nil))
+    }
 }

@@ -49,6 +49,10 @@ struct ConfigurationTests {
                 "TOKENRELAY_DOWNSTREAM_APIS"
             ),
             ("TOKENRELAY_MEMORY_CACHE_MB", "0", "TOKENRELAY_MEMORY_CACHE_MB"),
+            ("TOKENRELAY_OTLP_ENDPOINT", "collector:4318", "TOKENRELAY_OTLP_ENDPOINT"),
+            ("TOKENRELAY_OTLP_ENDPOINT", "http://collector:4318?token=x", "TOKENRELAY_OTLP_ENDPOINT"),
+            ("TOKENRELAY_OTLP_QUEUE_SPANS", "0", "TOKENRELAY_OTLP_QUEUE_SPANS"),
+            ("TOKENRELAY_OTLP_INTERVAL_MS", "10", "TOKENRELAY_OTLP_INTERVAL_MS"),
         ])
     func invalid(name: String, value: String, setting: String) {
         var environment = Self.valid
@@ -104,5 +108,17 @@ struct ConfigurationTests {
         var environment = Self.valid
         environment["TOKENRELAY_MEMORY_CACHE_MB"] = "150"
         #expect(try ConfigurationLoader(environment: environment).load().tokens.memoryCacheMegabytes == 150)
+    }
+
+    @Test("Traces are off unless TOKENRELAY_OTLP_ENDPOINT is set; its companions have defaults")
+    func tracingSettings() throws {
+        let defaults = try ConfigurationLoader(environment: Self.valid).load().tracing
+        #expect(defaults.endpoint == nil && defaults.serviceName == "token-relay" && defaults.queueSpans == 2048 && defaults.intervalMilliseconds == 5000)
+        var environment = Self.valid
+        environment["TOKENRELAY_OTLP_ENDPOINT"] = "http://otel-collector.observability:4318/"
+        environment["TOKENRELAY_OTLP_SERVICE_NAME"] = "relay-eu"
+        let tracing = try ConfigurationLoader(environment: environment).load().tracing
+        #expect(tracing.endpoint.map(OTLPTraceExporter.tracesURL) == "http://otel-collector.observability:4318/v1/traces")
+        #expect(tracing.serviceName == "relay-eu")
     }
 }

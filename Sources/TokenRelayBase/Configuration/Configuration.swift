@@ -28,6 +28,8 @@ public struct Configuration: Sendable {
     public var downstream = Downstream()
     /// Log level and personal data.
     public var logging = Logging()
+    /// OpenTelemetry trace export (behaviour §8.11).
+    public var tracing = Tracing()
 
     public init() {}
 
@@ -309,6 +311,24 @@ public struct Configuration: Sendable {
         public var apis: [String: DownstreamAPI] = [
             "graph": DownstreamAPI(baseURL: "https://graph.microsoft.com/v1.0", scopes: ["User.Read"], appScopes: nil)
         ]
+
+        public init() {}
+    }
+
+    /// OpenTelemetry traces exported over OTLP/HTTP with JSON encoding (behaviour §8.11).
+    public struct Tracing: Sendable {
+        /// The receiver's base URL (`TOKENRELAY_OTLP_ENDPOINT`, e.g. `http://collector:4318`);
+        /// spans are POSTed to its `/v1/traces`. Default none: no span is recorded (the caller's
+        /// `traceparent` still gets a child span id towards the token endpoint and downstream APIs).
+        public var endpoint: String?
+        /// The `service.name` resource attribute (`TOKENRELAY_OTLP_SERVICE_NAME`). Default `token-relay`.
+        public var serviceName: String = "token-relay"
+        /// Spans waiting for export at most; more are dropped and counted
+        /// (`TOKENRELAY_OTLP_QUEUE_SPANS`). Default 2048, 16–1,000,000.
+        public var queueSpans: Int = 2048
+        /// Milliseconds between exports (`TOKENRELAY_OTLP_INTERVAL_MS`); a full batch of 512 goes
+        /// at once. Default 5000, 100–60,000.
+        public var intervalMilliseconds: Int = 5000
 
         public init() {}
     }

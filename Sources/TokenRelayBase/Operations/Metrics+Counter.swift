@@ -13,6 +13,11 @@ extension Metrics {
             count.add(1, ordering: .relaxed)
         }
 
+        /// Adds `amount` (a batch counted at once).
+        package func add(_ amount: Int) {
+            count.add(UInt64(max(0, amount)), ordering: .relaxed)
+        }
+
         package var value: Double { Double(count.load(ordering: .relaxed)) }
     }
 }

@@ -29,6 +29,9 @@ package final class AppHTTPHandler: HTTPHandler {
     private let silentDuration: Metrics.HistogramSeries
     private let routeMetrics: RouteMetrics
     private let logsRequests: Bool
+    /// Where request spans go (behaviour §8.11); nil when `TOKENRELAY_OTLP_ENDPOINT` is unset,
+    /// and then the answers memory gives pay one nil check for tracing.
+    private let tracer: Tracer?
 
     package init(router: Router, authenticator: APIKeyAuthenticator, services: AppServices, logger: Logger) {
         self.router = router
@@ -39,6 +42,7 @@ package final class AppHTTPHandler: HTTPHandler {
         silentDuration = services.metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"])
         routeMetrics = RouteMetrics(metrics: services.metrics, routeLabels: router.routes.map(\.template) + [PreparedRequest.unmatchedRoute])
         logsRequests = logger.logsAccess
+        tracer = services.tracer
     }
 
     /// The server-thread step: prepares the request and answers it when memory can.
@@ -55,15 +59,22 @@ package final class AppHTTPHandler: HTTPHandler {
     }
 
     /// The suspended step: continues from what the server-thread step prepared.
+    /// The request's span is the task's current span meanwhile: its statements and upstream calls
+    /// are its children, and the upstreams get their own span's id as their `traceparent`.
     package func respond(to prepared: PreparedRequest) async -> HTTPResponse {
         var prepared = prepared
+        let span = RequestSpan.begin(prepared.http.headers, tracer: tracer)
         let response: HTTPResponse
         do {
-            response = try await run(&prepared)
+            if let span {
+                response = try await Tracing.$current.withValue(span.active) { try await run(&prepared) }
+            } else {
+                response = try await run(&prepared)
+            }
         } catch {
             response = render(error, prepared)
         }
-        return finish(response, prepared, suspended: true)
+        return finish(response, prepared, suspended: true, span: span)
     }
 
     /// A request the server refused on its head (behaviour §7.4): problem+json naming the field
@@ -235,7 +246,9 @@ package final class AppHTTPHandler: HTTPHandler {
 
     /// The one epilogue of both steps: `client-request-id`, `tokenrelay_http_requests_total`,
     /// the duration histogram and the access line (`request.completed`, info).
-    private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool) -> HTTPResponse {
+    /// With tracing on, the request's span ends here too (`span`, or one begun now for an answer
+    /// of the server-thread step).
+    private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool, span: RequestSpan? = nil) -> HTTPResponse {
         var response = response
         if !response.headers.contains("client-request-id") {
             response.headers.add("client-request-id", prepared.correlationId)
@@ -255,6 +268,10 @@ package final class AppHTTPHandler: HTTPHandler {
                     method: prepared.http.method, route: route, status: response.status, seconds: seconds, keyId: prepared.request?.context.caller,
                     correlationId: prepared.correlationId, traceParent: Self.traceparent(prepared.http.headers),
                     step: suspended ? "suspended" : "server_thread"))
+        }
+        if let tracer {
+            (span ?? RequestSpan.begin(prepared.http.headers, tracer: tracer))?.end(
+                method: prepared.http.method, route: prepared.route?.template, status: response.status, elapsed: elapsed, suspended: suspended)
         }
         return response
     }

@@ -31,11 +31,13 @@ package struct AppServices: Sendable {
     package let suspensions: TenantSuspensions
     /// Signs and checks the cursors of `GET /v1/events` and `GET /v1/audit` (``PageCursor``).
     package let cursors: RingSigner
+    /// Where spans go (behaviour §8.11); nil when `TOKENRELAY_OTLP_ENDPOINT` is unset.
+    package let tracer: Tracer?
 
     package init(
         configuration: Configuration, store: TokenStore, events: AccountEventStore, tokens: SilentAcquisition, grants: GrantTokenService,
         signIns: SignInService, downstream: DownstreamService, authorities: AuthorityValidator, health: HealthChecks, metrics: Metrics, audit: AuditStore,
-        issuance: IssuanceCounter?, tenants: TenantStore, suspensions: TenantSuspensions, cursors: RingSigner
+        issuance: IssuanceCounter?, tenants: TenantStore, suspensions: TenantSuspensions, cursors: RingSigner, tracer: Tracer? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -52,6 +54,7 @@ package struct AppServices: Sendable {
         self.tenants = tenants
         self.suspensions = suspensions
         self.cursors = cursors
+        self.tracer = tracer
     }
 }
 
