@@ -271,7 +271,8 @@ package final class AppHTTPHandler: HTTPHandler {
         }
         if let tracer {
             (span ?? RequestSpan.begin(prepared.http.headers, tracer: tracer))?.end(
-                method: prepared.http.method, route: prepared.route?.template, status: response.status, elapsed: elapsed, suspended: suspended)
+                method: prepared.http.method, route: prepared.route?.template, status: response.status,
+                elapsed: Duration(secondsComponent: elapsed.seconds, attosecondsComponent: elapsed.attoseconds), suspended: suspended)
         }
         return response
     }
