@@ -18,7 +18,7 @@ struct RefreshLeaseTests {
     // MARK: Takeover after kill -9
 
     @Test(
-        "kill -9 of the holder mid-call (token endpoint at 2 s, strict rotation, 30 s grace): the other replica serves the account within 10 s, never a 500; the next forced refresh redeems the chain's head"
+        "kill -9 of the holder mid-call (token endpoint at 6 s for the holder, 2 s for the takeover; strict rotation, 30 s grace): the other replica serves the account within 10 s, never a 500; the next forced refresh redeems the chain's head"
     )
     func takeoverAfterKill() async throws {
         // The emulator rotates a refresh token when the request arrives and answers `latency_ms`
@@ -34,7 +34,10 @@ struct RefreshLeaseTests {
         let user = "alice@contoso.example"
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
         let id = try await stack.signInAccountId(user)
-        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 2000])
+        // The holder's call is given 6 s, so that the kill lands inside it even when this test
+        // process is slow to notice the call's arrival (in a full run on two cores it once took
+        // more than 2 s, and the holder answered before it was killed); the takeover's call, 2 s.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 6000])
         let linksBefore = try await Self.lineage(stack, id)
         let before = try await ReplicaTests.chain(stack, user)
         let holderId = Self.replicaId(holder.log())
@@ -47,6 +50,7 @@ struct RefreshLeaseTests {
         try #require(reached != nil, "the holder's redemption never reached the STS")
         holder.killAbruptly()
         let killedAt = Date()
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 2000])
         #expect(await doomed.value == nil, "the killed replica answered")
         // Killed while its call was pending: nothing stored (else this run shows nothing).
         try #require(try await Self.lineage(stack, id).count == linksBefore.count, "the holder's redemption was stored before the kill")
@@ -134,7 +138,10 @@ struct RefreshLeaseTests {
         let user = "alice@contoso.example"
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
         let id = try await stack.signInAccountId(user)
-        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 2000])
+        // The holder's call is given 6 s, so that the kill lands inside it even when this test
+        // process is slow to notice the call's arrival (in a full run on two cores it once took
+        // more than 2 s, and the holder answered before it was killed); the takeover's call, 2 s.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 3600, "latency_ms": 6000])
         let linksBefore = try await Self.lineage(stack, id)
         let before = try await ReplicaTests.chain(stack, user)
 
