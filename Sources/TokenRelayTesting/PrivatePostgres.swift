@@ -39,6 +39,19 @@ public final class PrivatePostgres: Sendable {
     /// Stops the server and deletes its directory. Best effort.
     public func destroy() async { try? await script("destroy") }
 
+    /// Runs `body` against a new private server and destroys the server afterwards, whether
+    /// `body` returned or threw.
+    public static func withServer(_ body: (PrivatePostgres) async throws -> Void) async throws {
+        let postgres = try await PrivatePostgres()
+        do {
+            try await body(postgres)
+            await postgres.destroy()
+        } catch {
+            await postgres.destroy()
+            throw error
+        }
+    }
+
     /// Runs `scripts/pg-local command` for this server and waits for it.
     private func script(_ command: String) async throws {
         var environment = ProcessInfo.processInfo.environment

@@ -117,14 +117,7 @@ struct RefreshLeaseTests {
         "PostgreSQL away while the holder's call runs (its write fails, its lease runs out), the other replica takes over once it is back (strict rotation, 1 s grace): the account stays active and the holder's rotation is redeemed next"
     )
     func takeoverAfterDatabaseOutage() async throws {
-        let postgres = try await PrivatePostgres()
-        do {
-            try await takeoverAfterOutage(on: postgres)
-            await postgres.destroy()
-        } catch {
-            await postgres.destroy()
-            throw error
-        }
+        try await PrivatePostgres.withServer { try await takeoverAfterOutage(on: $0) }
     }
 
     private func takeoverAfterOutage(on postgres: PrivatePostgres) async throws {
@@ -292,14 +285,7 @@ struct RefreshLeaseTests {
 
     @Test("PostgreSQL restarted mid-storm: never a 500, 503 with Retry-After while down, no rotation lost, the storm resumes by itself")
     func postgresRestartMidStorm() async throws {
-        let postgres = try await PrivatePostgres()
-        do {
-            try await restartMidStorm(on: postgres)
-            await postgres.destroy()
-        } catch {
-            await postgres.destroy()
-            throw error
-        }
+        try await PrivatePostgres.withServer { try await restartMidStorm(on: $0) }
     }
 
     private func restartMidStorm(on postgres: PrivatePostgres) async throws {

@@ -423,14 +423,7 @@ struct ReplicaTests {
 
     @Test("The database goes away between the STS answer and COMMIT: the caller gets its token, the rotation is stored when it returns")
     func outageBeforeCommit() async throws {
-        let postgres = try await PrivatePostgres()
-        do {
-            try await outageBeforeCommit(on: postgres)
-            await postgres.destroy()
-        } catch {
-            await postgres.destroy()
-            throw error
-        }
+        try await PrivatePostgres.withServer { try await outageBeforeCommit(on: $0) }
     }
 
     private func outageBeforeCommit(on postgres: PrivatePostgres) async throws {
@@ -460,14 +453,7 @@ struct ReplicaTests {
 
     @Test("Database down under load: readiness 503, 503 with Retry-After and never 500, memory hits served; recovery without restart")
     func databaseOutage() async throws {
-        let postgres = try await PrivatePostgres()
-        do {
-            try await outage(on: postgres)
-            await postgres.destroy()
-        } catch {
-            await postgres.destroy()
-            throw error
-        }
+        try await PrivatePostgres.withServer { try await outage(on: $0) }
     }
 
     private func outage(on postgres: PrivatePostgres) async throws {

@@ -131,6 +131,21 @@ package struct RefreshExecutor: Sendable {
         var rotated = false
         /// The owner of the lease this claim took over when it had run out (nil: it was free).
         var takenOverFrom: String?
+
+        /// Carries on from what the previous holder left after a takeover (``awaitPreviousHolder``):
+        /// nil when the stored token is unchanged, else the machine's next action.
+        func follow(_ found: PreviousHolderRotation) -> RefreshStateMachine.Action? {
+            switch found {
+            case .unchanged: return nil
+            case .stored(let token, let newer):
+                redeemed = (token, newer)
+                takenOverFrom = nil
+                return machine.reread(generation: newer)
+            case .leaseLost:
+                held.ended(owner: owner)
+                return machine.leaseLost()
+            }
+        }
         while true {
             switch action {
             case .claim(let checkCache):
@@ -244,16 +259,8 @@ package struct RefreshExecutor: Sendable {
                         releaseInBackground(accountId: accountId, owner: owner)
                         throw error
                     }
-                    switch found {
-                    case .unchanged: break
-                    case .stored(let token, let newer):
-                        redeemed = (token, newer)
-                        takenOverFrom = nil
-                        action = machine.reread(generation: newer)
-                        continue
-                    case .leaseLost:
-                        held.ended(owner: owner)
-                        action = machine.leaseLost()
+                    if let next = follow(found) {
+                        action = next
                         continue
                     }
                 }
@@ -286,18 +293,10 @@ package struct RefreshExecutor: Sendable {
                         let found =
                             (try? await awaitPreviousHolder(
                                 request, owner: owner, generation: generation, seconds: leaseSeconds, previousOwner: previousOwner)) ?? .unchanged
-                        switch found {
-                        case .unchanged: break
-                        case .stored(let token, let newer):
-                            // Redeemed once more, as an ordinary redemption: a refusal of the latest
-                            // stored token is the user's (interaction_required).
-                            redeemed = (token, newer)
-                            takenOverFrom = nil
-                            action = machine.reread(generation: newer)
-                            continue
-                        case .leaseLost:
-                            held.ended(owner: owner)
-                            action = machine.leaseLost()
+                        // A rotation found is redeemed once more, as an ordinary redemption: a
+                        // refusal of the latest stored token is the user's (interaction_required).
+                        if let next = follow(found) {
+                            action = next
                             continue
                         }
                     }
