@@ -143,11 +143,17 @@ public struct ConfigurationLoader: Sendable {
         config.tracing.intervalMilliseconds = try int("otlp_interval_ms", 100...60_000) ?? config.tracing.intervalMilliseconds
         if let endpoint = config.tracing.endpoint {
             // A collector inside the cluster is commonly plain http (the OTLP/HTTP default port 4318).
-            guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://"), let url = URL(string: endpoint), url.host != nil,
-                url.query == nil, url.user == nil
+            // The base URL `/v1/traces` is appended to (OTLP/HTTP, as OTEL_EXPORTER_OTLP_ENDPOINT):
+            // a fragment would swallow that path and a path already ending in it would double it.
+            // A host is written plainly: its percent-decoded form (a CR, an LF) is not checked again.
+            let authority = endpoint.split(separator: "://", maxSplits: 1).last?.prefix { $0 != "/" } ?? ""
+            guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), let host = url.host, !host.isEmpty,
+                !authority.contains("%"), (url.port ?? 1) > 0, (url.port ?? 1) <= 65_535, url.query == nil, url.fragment == nil, url.user == nil,
+                !url.path.hasSuffix("/v1/traces"), !url.path.hasSuffix("/v1/traces/")
             else {
                 throw ConfigurationError(
-                    setting: "TOKENRELAY_OTLP_ENDPOINT", reason: "must be an http or https URL without user or query, e.g. http://collector:4318")
+                    setting: "TOKENRELAY_OTLP_ENDPOINT",
+                    reason: "must be the collector's base http or https URL (without user, query, fragment or /v1/traces), e.g. http://collector:4318")
             }
         }
         if let url = config.webhooks.url {

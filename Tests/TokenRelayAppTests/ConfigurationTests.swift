@@ -51,6 +51,11 @@ struct ConfigurationTests {
             ("TOKENRELAY_MEMORY_CACHE_MB", "0", "TOKENRELAY_MEMORY_CACHE_MB"),
             ("TOKENRELAY_OTLP_ENDPOINT", "collector:4318", "TOKENRELAY_OTLP_ENDPOINT"),
             ("TOKENRELAY_OTLP_ENDPOINT", "http://collector:4318?token=x", "TOKENRELAY_OTLP_ENDPOINT"),
+            ("TOKENRELAY_OTLP_ENDPOINT", "http://collector:4318/#x", "TOKENRELAY_OTLP_ENDPOINT"),
+            ("TOKENRELAY_OTLP_ENDPOINT", "http://collector:4318/v1/traces", "TOKENRELAY_OTLP_ENDPOINT"),
+            ("TOKENRELAY_OTLP_ENDPOINT", "http://collector:99999", "TOKENRELAY_OTLP_ENDPOINT"),
+            ("TOKENRELAY_OTLP_ENDPOINT", "http://collector%0d%0aX:4318", "TOKENRELAY_OTLP_ENDPOINT"),
+            ("TOKENRELAY_OTLP_ENDPOINT", "ftp://collector:4318", "TOKENRELAY_OTLP_ENDPOINT"),
             ("TOKENRELAY_OTLP_QUEUE_SPANS", "0", "TOKENRELAY_OTLP_QUEUE_SPANS"),
             ("TOKENRELAY_OTLP_INTERVAL_MS", "10", "TOKENRELAY_OTLP_INTERVAL_MS"),
         ])
@@ -120,5 +125,8 @@ struct ConfigurationTests {
         let tracing = try ConfigurationLoader(environment: environment).load().tracing
         #expect(tracing.endpoint.map(OTLPTraceExporter.tracesURL) == "http://otel-collector.observability:4318/v1/traces")
         #expect(tracing.serviceName == "relay-eu")
+        // URL schemes are case-insensitive (RFC 3986 §3.1).
+        environment["TOKENRELAY_OTLP_ENDPOINT"] = "HTTPS://collector.example/otlp"
+        #expect(try ConfigurationLoader(environment: environment).load().tracing.endpoint == "HTTPS://collector.example/otlp")
     }
 }

@@ -109,7 +109,8 @@ package enum Hex {
         }
     }
 
-    /// Up to 16 hex digits (either case) as a number; nil when one is not a hex digit.
+    /// Up to 16 lower-case hex digits as a number; nil when one is not (W3C Trace Context §3.2:
+    /// `traceparent` is lower-case hex, and an upper-case one is invalid, so a new trace starts).
     package static func parse(_ bytes: ArraySlice<UInt8>) -> UInt64? {
         var value: UInt64 = 0
         for byte in bytes {
@@ -117,7 +118,6 @@ package enum Hex {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
             case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
             default: return nil
             }
             value = value << 4 | UInt64(digit)
