@@ -102,14 +102,7 @@ package enum AuditRoutes {
 
     /// Opaque, signed page cursor (``PageCursor``) of the last row id seen.
     package enum Cursor {
-        package static func encode(_ id: Int64, signer: RingSigner) -> String { PageCursor.encode(String(id), prefix: "au:", signer: signer) }
-
-        /// Only an id this service signed, written as ``encode(_:signer:)`` writes it.
-        package static func decode(_ cursor: String, signer: RingSigner) -> Int64? {
-            guard let text = PageCursor.decode(cursor, prefix: "au:", signer: signer), let id = Int64(text), id >= 0, String(id) == text else {
-                return nil
-            }
-            return id
-        }
+        package static func encode(_ id: Int64, signer: RingSigner) -> String { PageCursor.encode(position: id, prefix: "au:", signer: signer) }
+        package static func decode(_ cursor: String, signer: RingSigner) -> Int64? { PageCursor.position(in: cursor, prefix: "au:", signer: signer) }
     }
 }

@@ -30,16 +30,7 @@ package enum EventRoutes {
 
     /// Opaque, signed page cursor (``PageCursor``) of the last event position seen.
     package enum Cursor {
-        package static func encode(_ seq: Int64, signer: RingSigner) -> String { PageCursor.encode(String(seq), prefix: "e:", signer: signer) }
-
-        /// Only a position this service signed, written as ``encode(_:signer:)`` writes it: a
-        /// made-up position was read as one (behaviour Known gaps 9), and `e:01` and `e:+1`
-        /// were taken and echoed back as `next_cursor`.
-        package static func decode(_ cursor: String, signer: RingSigner) -> Int64? {
-            guard let text = PageCursor.decode(cursor, prefix: "e:", signer: signer), let seq = Int64(text), seq >= 0, String(seq) == text else {
-                return nil
-            }
-            return seq
-        }
+        package static func encode(_ seq: Int64, signer: RingSigner) -> String { PageCursor.encode(position: seq, prefix: "e:", signer: signer) }
+        package static func decode(_ cursor: String, signer: RingSigner) -> Int64? { PageCursor.position(in: cursor, prefix: "e:", signer: signer) }
     }
 }

@@ -22,9 +22,9 @@ package struct RingSigner: Sendable {
         ring().keys.map { HMACSHA256.authenticationCode(for: purpose, key: $0.bytes) }
     }
 
-    /// HMAC-SHA256 of `message` (32 bytes) under the first derived key.
+    /// HMAC-SHA256 of `message` (32 bytes) under the first derived key (only that one is derived).
     package func sign(_ message: [UInt8]) -> [UInt8] {
-        HMACSHA256.authenticationCode(for: message, key: keys[0])
+        HMACSHA256.authenticationCode(for: message, key: HMACSHA256.authenticationCode(for: purpose, key: ring().keys[0].bytes))
     }
 
     /// Whether `tag` is the HMAC-SHA256 of `message` under any derived key (compared in constant time).
