@@ -11,19 +11,39 @@ import TokenRelayStore
 /// or scope the caller names explicitly and may not use is 403 `forbidden`.
 package struct KeyAccess: Sendable, Equatable {
     /// Allowed tenant ids or domains, lower-cased; empty: every tenant.
-    package let tenants: Set<String>
+    package var tenants: Set<String> { limits.tenants }
     /// Case-insensitive globs (`*` any run of characters, `?` one character) over scopes,
     /// lower-cased; empty: every scope.
-    package let scopePatterns: [String]
+    package var scopePatterns: [String] { limits.scopePatterns }
     /// The key's owner (its name, `bootstrap` for the bootstrap key): of the imports no redemption
     /// has confirmed, it sees only this owner's (``AccountRecord/isVisible(toOwner:)``). Nil: all
     /// (open routes, background work).
-    package let owner: String?
+    package var owner: String? { limits.owner }
+
+    /// The three fields in one shared object: the access is copied into the caller, the request
+    /// context and the silent plan of every request, and a copy is then one reference count
+    /// instead of three (behaviour §10).
+    private let limits: Limits
+
+    private final class Limits: Sendable {
+        let tenants: Set<String>
+        let scopePatterns: [String]
+        let owner: String?
+
+        init(tenants: Set<String>, scopePatterns: [String], owner: String?) {
+            self.tenants = tenants
+            self.scopePatterns = scopePatterns
+            self.owner = owner
+        }
+    }
 
     package init(tenants: [String] = [], scopePatterns: [String] = [], owner: String? = nil) {
-        self.tenants = Set(tenants.map { $0.lowercased() })
-        self.scopePatterns = scopePatterns.map { $0.lowercased() }
-        self.owner = owner
+        limits = Limits(tenants: Set(tenants.map { $0.lowercased() }), scopePatterns: scopePatterns.map { $0.lowercased() }, owner: owner)
+    }
+
+    package static func == (lhs: KeyAccess, rhs: KeyAccess) -> Bool {
+        lhs.limits === rhs.limits
+            || (lhs.tenants == rhs.tenants && lhs.scopePatterns == rhs.scopePatterns && lhs.owner == rhs.owner)
     }
 
     /// No limit: the bootstrap key, keys created without `--tenants`/`--scopes`, open routes.

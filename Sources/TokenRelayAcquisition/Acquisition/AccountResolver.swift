@@ -25,13 +25,13 @@ package struct AccountResolver: Sendable {
         return accounts.account(externalId: ExternalId(owner: owner, value: value))
     }
 
-    /// `selector` with an external id memory resolves replaced by its account id, so that every
-    /// later step (memory answers on the server thread, the suspended step) reads the same
-    /// account (ADR 0013: nothing derived twice); `selector` itself otherwise.
-    package func resolvedFromMemory(_ selector: SilentTokenRequest.AccountSelector, owner: String?) -> SilentTokenRequest.AccountSelector {
+    /// The account id of an external id memory resolves, for `selector` to be replaced by, so
+    /// that every later step (memory answers on the server thread, the suspended step) reads the
+    /// same account (ADR 0013: nothing derived twice); nil when `selector` stays as it is.
+    package func resolvedFromMemory(_ selector: SilentTokenRequest.AccountSelector, owner: String?) -> SilentTokenRequest.AccountSelector? {
         guard case .accountId(let value) = selector, let owner, !ExternalId.looksLikeAccountId(value), accounts.account(id: value) == nil,
             let account = accounts.account(externalId: ExternalId(owner: owner, value: value))
-        else { return selector }
+        else { return nil }
         return .accountId(account.accountId)
     }
 

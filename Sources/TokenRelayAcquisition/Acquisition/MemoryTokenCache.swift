@@ -37,13 +37,13 @@ package final class MemoryTokenCache: Sendable {
         }
 
         /// Heap bytes this entry holds (``HeapCost``): the token's fields object and strings (its `uti` and `obtainedBy` too), its scopes as granted,
-        /// canonical and lower-cased, and the prebuilt answer. Its own fields are in the list's
+        /// canonical and lower-cased, and the prebuilt answer (its object and both parts). Its own fields are in the list's
         /// buffer (``MemoryTokenCache/cost(of:)``).
         var cost: Int {
             StoredAccessToken.Fields.objectCost + HeapCost.string(token.accountId) + HeapCost.string(token.environment) + HeapCost.string(token.realm)
                 + HeapCost.string(token.clientId) + HeapCost.string(token.secret) + HeapCost.strings(token.scopes)
                 + HeapCost.string(token.uti) + HeapCost.string(token.obtainedBy)
-                + HeapCost.set(canonical) + HeapCost.set(target) + HeapCost.array(answer.head) + HeapCost.array(answer.tail)
+                + HeapCost.set(canonical) + HeapCost.set(target) + answer.heapCost
         }
     }
 

@@ -49,10 +49,15 @@ package struct SilentAcquisition: Sendable {
         self.now = now
         self.allowExtendedLifetime = allowExtendedLifetime
         self.suspensions = suspensions
+        planRules = SilentPlan.Rules(
+            authorities: authorities, clientCapabilities: clientCapabilities, expirySkewSeconds: cache.expirySkewSeconds,
+            allowExtendedLifetime: allowExtendedLifetime)
     }
     /// Serve a token past `expires_on` but before `ext_expires_on` while the STS is unavailable
     /// (behaviour §5, `TOKENRELAY_ALLOW_EXTENDED_LIFETIME`). Default false.
-    package var allowExtendedLifetime = false
+    package let allowExtendedLifetime: Bool
+    /// What every plan decides with (``SilentPlan/Rules``), made once.
+    private let planRules: SilentPlan.Rules
     /// Suspended tenants, refused before any cache or STS (behaviour §12 Tenants).
     package var suspensions = TenantSuspensions()
 
@@ -67,12 +72,7 @@ package struct SilentAcquisition: Sendable {
 
     /// The plan for `request` made by a caller with `access` (behaviour §2.2): ``SilentPlan``.
     package func plan(_ request: SilentTokenRequest, access: KeyAccess) -> SilentPlan {
-        SilentPlan(
-            request: request, access: access,
-            rules: SilentPlan.Rules(
-                authorities: authorities, clientCapabilities: clientCapabilities, expirySkewSeconds: cache.expirySkewSeconds,
-                allowExtendedLifetime: allowExtendedLifetime),
-            now: now())
+        SilentPlan(request: request, access: access, rules: planRules, now: now())
     }
 
     /// Acquires a token for `request`.

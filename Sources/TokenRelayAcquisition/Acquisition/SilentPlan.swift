@@ -106,8 +106,9 @@ package struct SilentPlan: Sendable {
         case rememberUIRequired(RelayError, key: String)
     }
 
-    /// The configuration the plan decides with.
-    package struct Rules: Sendable {
+    /// The configuration the plan decides with: made once per ``SilentAcquisition`` and shared by
+    /// every plan (a class: a plan takes it with one reference count).
+    package final class Rules: Sendable {
         package let authorities: AuthorityValidator
         package let clientCapabilities: [String]
         /// `TOKENRELAY_EXPIRY_SKEW_S`, seconds.

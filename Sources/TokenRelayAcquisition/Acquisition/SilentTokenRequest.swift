@@ -4,6 +4,11 @@ import TokenRelayStore
 import TokenRelayUpstream
 
 /// A `POST /v1/tokens/silent` request after validation (behaviour §2, §12 Token requests).
+///
+/// Its members live in one shared, immutable object: a request is copied into the body memo, the
+/// plan and the result's steps of every cached answer, and a copy is then one reference count
+/// instead of one per string and set (behaviour §10). A change (rare: an external id resolved,
+/// a downstream claims challenge) makes a new object.
 package struct SilentTokenRequest: Sendable {
     package enum AccountSelector: Sendable, Equatable {
         case accountId(String)
@@ -11,32 +16,76 @@ package struct SilentTokenRequest: Sendable {
         case username(String, tenantId: String?)
     }
 
-    package var account: AccountSelector
-    package var scopes: ScopeSet
+    private struct Members: Sendable {
+        var account: AccountSelector
+        var scopes: ScopeSet
+        var authority: Authority?
+        var claims: String?
+        var forceRefresh: Bool
+        var minTTLSeconds: Int
+        var allowPartial: Bool
+        var inputFields: RelayError.InputFields
+    }
+
+    private final class Storage: Sendable {
+        let members: Members
+        init(_ members: Members) { self.members = members }
+    }
+
+    private var storage: Storage
+
+    private mutating func change(_ body: (inout Members) -> Void) {
+        var members = storage.members
+        body(&members)
+        storage = Storage(members)
+    }
+
+    package var account: AccountSelector {
+        get { storage.members.account }
+        set { change { $0.account = newValue } }
+    }
+    package var scopes: ScopeSet {
+        get { storage.members.scopes }
+        set { change { $0.scopes = newValue } }
+    }
     /// An authority other than the account's own (must be valid and known).
-    package var authority: Authority?
+    package var authority: Authority? {
+        get { storage.members.authority }
+        set { change { $0.authority = newValue } }
+    }
     /// The caller's claims request (JSON text), before capabilities are merged.
-    package var claims: String?
-    package var forceRefresh: Bool = false
+    package var claims: String? {
+        get { storage.members.claims }
+        set { change { $0.claims = newValue } }
+    }
+    package var forceRefresh: Bool {
+        get { storage.members.forceRefresh }
+        set { change { $0.forceRefresh = newValue } }
+    }
     /// Seconds the token must still be valid for; 0 = only the expiry skew applies.
-    package var minTTLSeconds: Int = 0
-    package var allowPartial: Bool = false
+    package var minTTLSeconds: Int {
+        get { storage.members.minTTLSeconds }
+        set { change { $0.minTTLSeconds = newValue } }
+    }
+    package var allowPartial: Bool {
+        get { storage.members.allowPartial }
+        set { change { $0.allowPartial = newValue } }
+    }
     /// The members the body chose the scopes and authority with, named by the STS's input
     /// refusals (behaviour §4.1, §4.3).
-    package var inputFields = RelayError.InputFields()
+    package var inputFields: RelayError.InputFields {
+        get { storage.members.inputFields }
+        set { change { $0.inputFields = newValue } }
+    }
 
     package init(
         account: AccountSelector, scopes: ScopeSet, authority: Authority? = nil, claims: String? = nil, forceRefresh: Bool = false, minTTLSeconds: Int = 0,
         allowPartial: Bool = false, inputFields: RelayError.InputFields = RelayError.InputFields()
     ) {
-        self.account = account
-        self.scopes = scopes
-        self.authority = authority
-        self.claims = claims
-        self.forceRefresh = forceRefresh
-        self.minTTLSeconds = minTTLSeconds
-        self.allowPartial = allowPartial
-        self.inputFields = inputFields
+        storage = Storage(
+            Members(
+                account: account, scopes: scopes, authority: authority, claims: claims, forceRefresh: forceRefresh, minTTLSeconds: minTTLSeconds,
+                allowPartial: allowPartial, inputFields: inputFields))
     }
 
     /// Whether the access-token cache is skipped: `force_refresh`, or claims that are more than

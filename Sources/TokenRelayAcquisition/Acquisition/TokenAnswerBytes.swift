@@ -9,8 +9,9 @@ import TokenRelayStore
 /// writes.
 ///
 /// Made once when a token is stored in memory (``MemoryTokenCache``), so a cache hit copies
-/// bytes instead of scanning and escaping a 2 KB access token on every request (issue 14).
-package struct TokenAnswerBytes: Sendable {
+/// bytes instead of scanning and escaping a 2 KB access token on every request (issue 14). A
+/// class: a hit's answer is handed through the plan and the result, one reference count a step.
+package final class TokenAnswerBytes: Sendable {
     /// `{"access_token":"…","account":`
     package let head: [UInt8]
     /// `[,"declined_scopes":[…]],"expires_on":…,"ext_expires_on":…[,"extended_lifetime":true],"scopes":[…],"source":"…","token_type":"Bearer"}`
@@ -18,8 +19,11 @@ package struct TokenAnswerBytes: Sendable {
 
     package var byteCount: Int { head.count + tail.count }
 
+    /// Heap bytes held (``HeapCost``): this object and both parts' buffers.
+    package var heapCost: Int { HeapCost.object(fieldBytes: 16) + HeapCost.array(head) + HeapCost.array(tail) }
+
     /// The parts of the answer for `token` served from memory (`source: cache`, nothing declined).
-    package init(cached token: StoredAccessToken) {
+    package convenience init(cached token: StoredAccessToken) {
         self.init(token: token, source: .cache, declinedScopes: [], extendedLifetime: false)
     }
 
