@@ -27,13 +27,16 @@ package final class MemoryTokenCache: Sendable {
         /// `token.scopeSet`'s canonical scopes, and lower-cased: normalised once when stored
         /// rather than on every lookup (the same superset rule as `ScopeSet.isSuperset`).
         let canonical: Set<String>
+        /// The same canonical scopes in their sorted order: a request for exactly the token's
+        /// scopes (the usual case) is settled by comparing two lists, without hashing a scope.
+        let canonicalList: [String]
         let target: Set<String>
         let answer: TokenAnswerBytes
 
         /// True when every requested scope is here, case-insensitively; an exact match (the
         /// usual case) needs no lower-casing.
         func covers(_ scopes: ScopeSet) -> Bool {
-            scopes.canonical.allSatisfy { canonical.contains($0) || target.contains($0.lowercased()) }
+            scopes.canonical == canonicalList || scopes.canonical.allSatisfy { canonical.contains($0) || target.contains($0.lowercased()) }
         }
 
         /// Heap bytes this entry holds (``HeapCost``): the token's fields object and strings (its `uti` and `obtainedBy` too), its scopes as granted,
@@ -43,7 +46,7 @@ package final class MemoryTokenCache: Sendable {
             StoredAccessToken.Fields.objectCost + HeapCost.string(token.accountId) + HeapCost.string(token.environment) + HeapCost.string(token.realm)
                 + HeapCost.string(token.clientId) + HeapCost.string(token.secret) + HeapCost.strings(token.scopes)
                 + HeapCost.string(token.uti) + HeapCost.string(token.obtainedBy)
-                + HeapCost.set(canonical) + HeapCost.set(target) + answer.heapCost
+                + HeapCost.set(canonical) + HeapCost.array(canonicalList) + HeapCost.set(target) + answer.heapCost
         }
     }
 
@@ -84,7 +87,8 @@ package final class MemoryTokenCache: Sendable {
         let lowered = Set(token.scopes.map { $0.lowercased() })
         let canonical = token.scopeSet.canonical
         let entry = Entry(
-            token: token, canonical: Set(canonical), target: Set(canonical.map { $0.lowercased() }), answer: TokenAnswerBytes(cached: token))
+            token: token, canonical: Set(canonical), canonicalList: canonical, target: Set(canonical.map { $0.lowercased() }),
+            answer: TokenAnswerBytes(cached: token))
         entries.update(token.accountId) { held in
             var list = held?.value ?? []
             list.removeAll {

@@ -34,7 +34,7 @@ extension SilentAcquisition {
                 plan.learn(uiRequired: uiRequired.recall(accountId: plan.account!.accountId, key: plan.recallKey, now: plan.now))
             case .answer:
                 carryOut(plan.aftermath, for: plan)
-                return plan.answer
+                return plan.takeAnswer()
             case .refuse:
                 carryOut(plan.aftermath, for: plan)
                 throw plan.refusal!

@@ -165,7 +165,8 @@ package struct SilentAcquisition: Sendable {
 
     /// A servable token for `lookup` in this replica's memory, with its prebuilt answer.
     package func memoryHit(_ lookup: SilentPlan.CacheLookup) -> MemoryTokenCache.Hit? {
-        cache.memoryHit(accountId: lookup.accountId, environment: lookup.environment, realm: lookup.realm, scopes: lookup.scopes, minTTL: lookup.minTTL)
+        cache.memoryHit(
+            accountId: lookup.accountId, environment: lookup.environment, realm: lookup.realm, scopes: lookup.scopes, minTTL: lookup.minTTL, now: lookup.now)
     }
 
     /// Does what an answer or a refusal of `plan` entails (``SilentPlan/Aftermath``).
@@ -179,10 +180,12 @@ package struct SilentAcquisition: Sendable {
             } else {
                 metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
             }
-            if let account = plan.account { served(token, account: account, scopes: plan.request.scopes, authority: authority, claims: claims) }
+            if let account = plan.account {
+                served(token, account: account, scopes: plan.request.scopes, authority: authority, claims: claims, now: plan.now)
+            }
         case .refreshed(let token, let declined, let declinedKey):
             guard let account = plan.account else { return }
-            touch(account.accountId)
+            touch(account.accountId, now: plan.now)
             if !declined.isEmpty {
                 declinedScopes.remember(.init(token: token, declined: declined), accountId: account.accountId, key: declinedKey, now: now())
             }
@@ -216,15 +219,16 @@ package struct SilentAcquisition: Sendable {
     /// Work a served cache hit may start, never awaited by the caller: one background refresh
     /// once `refresh_on` has passed (behaviour §1 proactive refresh), and `last_used_at` at most once
     /// per 5 minutes (behaviour §12 Accounts).
-    private func served(_ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority? = nil, claims: String? = nil) {
-        touch(account.accountId)
-        guard cache.refreshDue(token) else { return }
+    /// `now`: the plan's time (Unix seconds), read once per request.
+    private func served(_ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority?, claims: String?, now: Int) {
+        touch(account.accountId, now: now)
+        guard cache.refreshDue(token, now: now) else { return }
         background.refreshSoon(token, account: account, scopes: scopes, authority: authority, claims: claims)
     }
 
     /// Records use of the account in the background when this replica has not for 5 minutes.
-    private func touch(_ accountId: String) {
-        guard accounts.claimTouch(id: accountId, now: now()) else { return }
+    private func touch(_ accountId: String, now: Int) {
+        guard accounts.claimTouch(id: accountId, now: now) else { return }
         let store = self.store
         background.tasks.startIfRoom { try? await store.touch(accountId: accountId) }
     }

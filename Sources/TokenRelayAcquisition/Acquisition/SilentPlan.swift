@@ -75,6 +75,8 @@ package struct SilentPlan: Sendable {
         package let scopes: ScopeSet
         /// `min_ttl_s`, seconds.
         package let minTTL: Int
+        /// The plan's time (Unix seconds) the token must be servable at.
+        package let now: Int
     }
 
     /// The refresh the plan asks for (a ``RefreshExecutor/Request`` once the executor adds its
@@ -150,7 +152,7 @@ package struct SilentPlan: Sendable {
     package var lookup: CacheLookup {
         CacheLookup(
             accountId: account?.accountId ?? "", environment: account?.environment ?? "", realm: realm ?? "", scopes: request.scopes,
-            minTTL: request.minTTLSeconds)
+            minTTL: request.minTTLSeconds, now: now)
     }
 
     /// The account's stored tokens read with it, when they are of the realm looked in.
@@ -415,6 +417,12 @@ package struct SilentPlan: Sendable {
         } catch {
             return refuse(error, after: after)
         }
+    }
+
+    /// The answer of ``Step/answer``, moved out of the plan (the plan is done with it: its copy
+    /// and release were a share of a cached answer, behaviour §10).
+    package mutating func takeAnswer() -> SilentTokenResult? {
+        answer.take()
     }
 
     private mutating func decide(_ result: SilentTokenResult, after: Aftermath) -> Step {

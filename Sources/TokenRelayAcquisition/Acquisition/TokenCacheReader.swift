@@ -32,8 +32,11 @@ package struct TokenCacheReader: Sendable {
     }
 
     /// A servable token from memory alone with its prebuilt answer, or nil.
-    package func memoryHit(accountId: String, environment: String, realm: String, scopes: ScopeSet, minTTL: Int) -> MemoryTokenCache.Hit? {
-        guard let hit = memory.hit(accountId: accountId, environment: environment, realm: realm, scopes: scopes), usable(hit.token, minTTL: minTTL)
+    /// - Parameter now: Unix seconds the token must be servable at; nil reads the clock (a plan
+    ///   passes the time it read once, behaviour §10).
+    package func memoryHit(accountId: String, environment: String, realm: String, scopes: ScopeSet, minTTL: Int, now: Int? = nil) -> MemoryTokenCache.Hit? {
+        guard let hit = memory.hit(accountId: accountId, environment: environment, realm: realm, scopes: scopes),
+            hit.token.isServable(now: now ?? self.now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
         else { return nil }
         return hit
     }
@@ -64,8 +67,9 @@ package struct TokenCacheReader: Sendable {
         token.isServable(now: now(), expirySkew: expirySkewSeconds, minTTL: minTTL)
     }
 
-    /// Whether a served token is past `refresh_on` (behaviour §1 proactive refresh).
-    package func refreshDue(_ token: StoredAccessToken) -> Bool {
-        TokenFreshness.evaluate(token.times, now: now(), expirySkew: expirySkewSeconds, minTTL: 0) == .refreshDue
+    /// Whether a served token is past `refresh_on` (behaviour §1 proactive refresh) at `now`
+    /// (Unix seconds; nil reads the clock).
+    package func refreshDue(_ token: StoredAccessToken, now: Int? = nil) -> Bool {
+        TokenFreshness.evaluate(token.times, now: now ?? self.now(), expirySkew: expirySkewSeconds, minTTL: 0) == .refreshDue
     }
 }
