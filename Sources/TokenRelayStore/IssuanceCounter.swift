@@ -17,18 +17,26 @@ package final class IssuanceCounter: Sendable {
         package let accountId: String
         package let keyId: String
         package let uti: String?
+        /// `(uti ?? accountId).hashValue`: the token's `uti` alone (the account's id for an
+        /// opaque token) tells pairs apart well enough, and hashing all three strings was most of
+        /// counting a cached answer (behaviour §10). Equality still compares all three.
+        private let hint: Int
 
-        package init(accountId: String, keyId: String, uti: String? = nil) {
+        /// - Parameter utiHash: `uti.hashValue` when the caller has it already
+        ///   (``StoredAccessToken/utiHash``); nil works it out.
+        package init(accountId: String, keyId: String, uti: String? = nil, utiHash: Int? = nil) {
             self.accountId = accountId
             self.keyId = keyId
             self.uti = uti
+            hint = uti.map { utiHash ?? $0.hashValue } ?? accountId.hashValue
         }
 
-        /// The token's `uti` alone (the account's id for an opaque token): it tells pairs apart
-        /// well enough, and hashing all three strings was most of counting a cached answer
-        /// (behaviour §10). Equality still compares all three.
+        package static func == (lhs: Pair, rhs: Pair) -> Bool {
+            lhs.uti == rhs.uti && lhs.accountId == rhs.accountId && lhs.keyId == rhs.keyId
+        }
+
         package func hash(into hasher: inout Hasher) {
-            hasher.combine(uti ?? accountId)
+            hasher.combine(hint)
         }
     }
 
@@ -64,9 +72,10 @@ package final class IssuanceCounter: Sendable {
     /// - Parameters:
     ///   - uti: the answered token's `uti` (``StoredAccessToken/uti``), nil for an opaque token.
     ///   - seconds: Unix time of the answer; nil means the clock's now.
-    package func record(keyId: String, accountId: String, uti: String? = nil, at seconds: Double? = nil) {
+    ///   - utiHash: ``StoredAccessToken/utiHash`` of the answered token, when known.
+    package func record(keyId: String, accountId: String, uti: String? = nil, at seconds: Double? = nil, utiHash: Int? = nil) {
         let seconds = seconds ?? clock.unixTime
-        let pair = Pair(accountId: accountId, keyId: keyId, uti: uti)
+        let pair = Pair(accountId: accountId, keyId: keyId, uti: uti, utiHash: utiHash)
         let counted = pending.withLock { Self.add(Tally(count: 1, lastAt: seconds), for: pair, to: &$0, capacity: capacity) }
         if !counted { dropped.increment() }
     }

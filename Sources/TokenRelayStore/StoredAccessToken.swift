@@ -24,6 +24,8 @@ package struct StoredAccessToken: Sendable, Equatable {
     /// The token's `uti` claim (``AccessTokenIdentifier``), read once when the entry is made so a
     /// cached answer counts its receipt without parsing the token; nil for an opaque token.
     package var uti: String? { fields.uti }
+    /// ``Fields/utiHash``.
+    package var utiHash: Int? { fields.utiHash }
     /// The API key id of the request that made the service obtain this token (behaviour §12
     /// Audit: token provenance), `sign-in-link`/`import` as the audit actors name them, nil for
     /// work no request awaits or a token read back from the store. Only the store's write reads it.
@@ -55,6 +57,10 @@ package struct StoredAccessToken: Sendable, Equatable {
         package let refreshOn: Int?
         package let uti: String?
         package let obtainedBy: String?
+        /// `uti?.hashValue`, made once: the issuance tally of every answer hashes the `uti`
+        /// (``IssuanceCounter/Pair``, behaviour §10). Valid in this process only (Swift seeds
+        /// its hashes per process), as the tally is.
+        package let utiHash: Int?
 
         init(
             accountId: String, environment: String, realm: String, clientId: String, scopes: [String], secret: String, expiresOn: Int,
@@ -71,11 +77,12 @@ package struct StoredAccessToken: Sendable, Equatable {
             self.refreshOn = refreshOn
             uti = AccessTokenIdentifier.uti(of: secret)
             self.obtainedBy = obtainedBy
+            utiHash = uti?.hashValue
         }
 
         /// Heap bytes of this object itself (``HeapCost/object(fieldBytes:)``), not of its strings.
         package static let objectCost = HeapCost.object(
-            fieldBytes: MemoryLayout<(String, String, String, String, [String], String, Int, Int?, Int?, String?, String?)>.size)
+            fieldBytes: MemoryLayout<(String, String, String, String, [String], String, Int, Int?, Int?, String?, String?, Int?)>.size)
 
         /// The same token whoever obtained it (`obtainedBy` is where it came from, not what it
         /// is; `uti` is read from `secret`).

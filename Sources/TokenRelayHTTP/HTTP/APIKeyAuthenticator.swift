@@ -267,7 +267,8 @@ package final class APIKeyAuthenticator: Sendable {
         // (the cached token path, behaviour §10); any other spelling takes the general rule below.
         let utf8 = authorization.utf8
         let bytes = utf8.span
-        if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == Self.bearer[$0] }),
+        let bearer = Self.bearer.span  // the lazy global read once, not once per byte
+        if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == bearer[$0] }),
             bytes[7] > 0x20 && bytes[7] < 0x7F, bytes[bytes.count - 1] > 0x20 && bytes[bytes.count - 1] < 0x7F
         {
             return authorization[utf8.index(utf8.startIndex, offsetBy: 7)...]

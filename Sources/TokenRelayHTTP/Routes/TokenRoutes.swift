@@ -71,7 +71,7 @@ package enum TokenRoutes {
 
     /// The token answer, counted for the issuance audit.
     private static func answer(_ result: SilentTokenResult, _ silent: SilentTokenRequest, _ context: RequestContext, services: AppServices) -> HTTPResponse {
-        services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId, uti: result.token.uti)
+        services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId, uti: result.token.uti, utiHash: result.token.utiHash)
         var response = HTTPResponse.json(
             200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial, owner: context.owner))
         // `json` gave it only `Content-Type`: nothing to replace.
