@@ -70,6 +70,18 @@ package final class AccountCache: Sendable {
         return held.account
     }
 
+    /// ``account(id:)``, and whether a touch of it is due at `now` (Unix seconds): false while
+    /// this replica claimed one less than ``touchInterval`` ago. Read with the account, so a
+    /// cached answer looks the account up once (behaviour §10); ``claimTouch(id:now:)`` stays the claim.
+    package func accountAndTouchDue(id: String, now: Int) -> (account: AccountRecord, touchDue: Bool)? {
+        guard let held = entries.value(for: id), held.expiresAt > clock.unixTime else { return nil }
+        return (held.account, Self.touchDue(lastClaimed: held.touchedAt, now: now))
+    }
+
+    private static func touchDue(lastClaimed: Int?, now: Int) -> Bool {
+        lastClaimed.map { now >= $0 + touchInterval } ?? true
+    }
+
     /// Bytes and accounts held, and accounts dropped to make room (`/metrics`).
     package var usage: MemoryUsage { entries.usage }
 
@@ -114,7 +126,7 @@ package final class AccountCache: Sendable {
     /// (``TokenStore/touch(accountId:)`` has the same condition).
     package func claimTouch(id: String, now: Int) -> Bool {
         let claimed = entries.modify(id) { held in
-            if let touched = held.touchedAt, now < touched + Self.touchInterval { return false }
+            guard Self.touchDue(lastClaimed: held.touchedAt, now: now) else { return false }
             held.touchedAt = now
             return true
         }

@@ -21,6 +21,17 @@ package struct AccountResolver: Sendable {
     /// is never an external id; only other values pay the second lookup.
     package func accountFromMemory(_ value: String, owner: String?) -> AccountRecord? {
         if let cached = accounts.account(id: value) { return cached }
+        return accountFromMemory(externalId: value, owner: owner)
+    }
+
+    /// ``accountFromMemory(_:owner:)`` with whether a `last_used_at` touch is due at `now` (Unix
+    /// seconds; ``AccountCache/accountAndTouchDue(id:now:)``, true for an account found by external id).
+    package func accountFromMemory(_ value: String, owner: String?, now: Int) -> (account: AccountRecord, touchDue: Bool)? {
+        if let cached = accounts.accountAndTouchDue(id: value, now: now) { return cached }
+        return accountFromMemory(externalId: value, owner: owner).map { ($0, true) }
+    }
+
+    private func accountFromMemory(externalId value: String, owner: String?) -> AccountRecord? {
         guard let owner, !ExternalId.looksLikeAccountId(value) else { return nil }
         return accounts.account(externalId: ExternalId(owner: owner, value: value))
     }

@@ -12,10 +12,14 @@ extension SilentAcquisition {
     ///   at that step, for ``acquire(continuing:context:)`` to carry on.
     /// - Throws: `RelayError`: the plan's refusals memory alone decides.
     package func answerFromMemory(_ plan: inout SilentPlan, owner: String?) throws(RelayError) -> SilentTokenResult? {
+        // Whether the answer records use of the account (read with it; the claim is made only then).
+        var touchDue = true
         while true {
             switch plan.next() {
             case .resolveAccount:
-                guard case .accountId(let id) = plan.request.account, let account = resolver.accountFromMemory(id, owner: owner) else { return nil }
+                guard case .accountId(let id) = plan.request.account, let (account, due) = resolver.accountFromMemory(id, owner: owner, now: plan.now)
+                else { return nil }
+                touchDue = due
                 plan.learn(account: account, storedTokens: nil)
                 // The two facts the plan asks memory for next, told at once: each `next()` walks
                 // the plan from its top (about 500 instructions of a cached answer, behaviour §10),
@@ -33,10 +37,10 @@ extension SilentAcquisition {
             case .recallUIRequired:
                 plan.learn(uiRequired: uiRequired.recall(accountId: plan.account!.accountId, key: plan.recallKey, now: plan.now))
             case .answer:
-                carryOut(plan.aftermath, for: plan)
+                carryOut(plan.aftermath, for: plan, touchDue: touchDue)
                 return plan.takeAnswer()
             case .refuse:
-                carryOut(plan.aftermath, for: plan)
+                carryOut(plan.aftermath, for: plan, touchDue: touchDue)
                 throw plan.refusal!
             case .completeImport, .lookUpStoredCache, .refresh, .lookUpExtendedLifetime:
                 // The plan asks the same again when the suspended step carries on.

@@ -170,7 +170,9 @@ package struct SilentAcquisition: Sendable {
     }
 
     /// Does what an answer or a refusal of `plan` entails (``SilentPlan/Aftermath``).
-    package func carryOut(_ after: SilentPlan.Aftermath, for plan: SilentPlan) {
+    /// - Parameter touchDue: false when the account was read from memory with its use recorded
+    ///   within ``AccountCache/touchInterval`` (nothing to claim).
+    package func carryOut(_ after: SilentPlan.Aftermath, for plan: SilentPlan, touchDue: Bool = true) {
         switch after {
         case .nothing:
             break
@@ -181,7 +183,7 @@ package struct SilentAcquisition: Sendable {
                 metrics.increment("tokenrelay_token_cache_total", ["outcome": "hit", "layer": layer.rawValue])
             }
             if let account = plan.account {
-                served(token, account: account, scopes: plan.request.scopes, authority: authority, claims: claims, now: plan.now)
+                served(token, account: account, scopes: plan.request.scopes, authority: authority, claims: claims, now: plan.now, touchDue: touchDue)
             }
         case .refreshed(let token, let declined, let declinedKey):
             guard let account = plan.account else { return }
@@ -220,8 +222,10 @@ package struct SilentAcquisition: Sendable {
     /// once `refresh_on` has passed (behaviour §1 proactive refresh), and `last_used_at` at most once
     /// per 5 minutes (behaviour §12 Accounts).
     /// `now`: the plan's time (Unix seconds), read once per request.
-    private func served(_ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority?, claims: String?, now: Int) {
-        touch(account.accountId, now: now)
+    private func served(
+        _ token: StoredAccessToken, account: AccountRecord, scopes: ScopeSet, authority: Authority?, claims: String?, now: Int, touchDue: Bool
+    ) {
+        if touchDue { touch(account.accountId, now: now) }
         guard cache.refreshDue(token, now: now) else { return }
         background.refreshSoon(token, account: account, scopes: scopes, authority: authority, claims: claims)
     }
