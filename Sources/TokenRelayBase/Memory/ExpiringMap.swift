@@ -22,13 +22,18 @@ import Synchronization
 /// except the closures of ``update(_:now:_:)`` and ``removeAll(where:)``, which must be short and
 /// must not touch the same map.
 ///
+/// Public, not `package`: release builds specialise a generic type's code into the modules that
+/// use it only when its API is public (`-cross-module-optimization` serialises no `package`
+/// function); as `package`, every API-key look-up of a cached answer ran the unspecialised map
+/// (about 5,500 instructions, behaviour §10).
+///
 /// - Complexity: a read is O(1); a write is O(log n) amortised, n the keys held (a binary min-heap
 ///   orders expiry times; a replaced or removed entry leaves a stale heap node, skipped when met
 ///   and compacted away in O(n log n) once stale nodes outnumber live ones); ``removeAll(where:)``
 ///   is O(n log n).
-package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+public final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What a full map does with a new key once no expired entry is left to drop.
-    package enum WhenFull: Sendable {
+    public enum WhenFull: Sendable {
         /// Drop the live entry that expires soonest, then store the new one.
         case evictSoonestToExpire
         /// Keep every live entry; the new one is not stored.
@@ -36,43 +41,43 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 
     /// One value and the time it stops being returned.
-    package struct Entry: Sendable {
-        package var value: Value
+    public struct Entry: Sendable {
+        public var value: Value
         /// Seconds on the map's timeline; the entry is live while `expiresAt > now`.
-        package var expiresAt: Double
+        public var expiresAt: Double
 
-        package init(value: Value, expiresAt: Double) {
+        public init(value: Value, expiresAt: Double) {
             self.value = value
             self.expiresAt = expiresAt
         }
     }
 
     /// Most keys held at once; 0 or less holds nothing.
-    package let capacity: Int
-    package let whenFull: WhenFull
-    // Not private: the service's layers are optimised across modules (Package.swift), and a private
-    // type cannot be specialised into the memories built on this map in other modules.
-    package let state = Mutex(State())
+    public let capacity: Int
+    public let whenFull: WhenFull
+    // Not private: a private type cannot be specialised into the memories built on this map in
+    // other modules (Package.swift).
+    let state = Mutex(State())
 
     /// - Parameters:
     ///   - capacity: most keys held at once (a bound on memory); 0 or less holds nothing.
     ///   - whenFull: what a new key does when the map is full of live entries. Default
     ///     `.evictSoonestToExpire`.
-    package init(capacity: Int, whenFull: WhenFull = .evictSoonestToExpire) {
+    public init(capacity: Int, whenFull: WhenFull = .evictSoonestToExpire) {
         self.capacity = capacity
         self.whenFull = whenFull
     }
 
     /// Keys held, expired ones that have not gone yet included.
-    package var count: Int { state.withLock { $0.slots.count } }
+    public var count: Int { state.withLock { $0.slots.count } }
 
     /// Every value held, expired ones that have not gone yet included (metrics, tests).
     /// - Complexity: O(n).
-    package var values: [Value] { state.withLock { $0.slots.values.map(\.entry.value) } }
+    public var values: [Value] { state.withLock { $0.slots.values.map(\.entry.value) } }
 
     /// The live value of `key`; an expired one goes.
     /// - Parameter now: seconds on the map's timeline.
-    package func value(for key: Key, now: Double) -> Value? {
+    public func value(for key: Key, now: Double) -> Value? {
         state.withLock { $0.live(key, now: now)?.value }
     }
 
@@ -84,7 +89,7 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
     /// - Returns: false when the value was not stored (expired, or the map is full and keeps its
     ///   entries).
     @discardableResult
-    package func set(_ value: Value, for key: Key, expiresAt: Double, now: Double) -> Bool {
+    public func set(_ value: Value, for key: Key, expiresAt: Double, now: Double) -> Bool {
         state.withLock { state in
             let held = state.live(key, now: now)?.expiresAt
             return state.store(Entry(value: value, expiresAt: expiresAt), for: key, replacing: held, now: now, capacity: capacity, whenFull: whenFull)
@@ -98,7 +103,7 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
     ///   - now: seconds on the map's timeline.
     ///   - body: short, and must not use this map (the lock is held).
     /// - Returns: what `body` returns.
-    package func update<Result: Sendable>(_ key: Key, now: Double, _ body: (inout Entry?) -> Result) -> Result {
+    public func update<Result: Sendable>(_ key: Key, now: Double, _ body: (inout Entry?) -> Result) -> Result {
         state.withLock { state in
             var entry = state.live(key, now: now)
             let held = entry?.expiresAt
@@ -115,14 +120,14 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
     /// Removes `key`'s entry.
     /// - Returns: the value it held, expired or not.
     @discardableResult
-    package func removeValue(for key: Key) -> Value? {
+    public func removeValue(for key: Key) -> Value? {
         state.withLock { $0.slots.removeValue(forKey: key)?.entry.value }
     }
 
     /// Removes every entry for which `shouldRemove` is true (e.g. all of one account's).
     /// - Parameter shouldRemove: short, and must not use this map (the lock is held).
     /// - Complexity: O(n log n).
-    package func removeAll(where shouldRemove: (Key, Value) -> Bool) {
+    public func removeAll(where shouldRemove: (Key, Value) -> Bool) {
         state.withLock { state in
             state.slots = state.slots.filter { !shouldRemove($0.key, $0.value.entry.value) }
             state.rebuildHeap()
@@ -130,38 +135,38 @@ package final class ExpiringMap<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 
     /// Removes every entry.
-    package func removeAll() {
+    public func removeAll() {
         state.withLock { $0 = State() }
     }
 }
 
 extension ExpiringMap {
     /// An entry and the serial of its heap node.
-    package struct Slot {
-        package var entry: Entry
-        package var serial: UInt64
+    struct Slot {
+        var entry: Entry
+        var serial: UInt64
     }
 
     /// A heap node: live while its key's slot has the same serial.
-    package struct Node {
-        package let expiresAt: Double
-        package let serial: UInt64
-        package let key: Key
+    struct Node {
+        let expiresAt: Double
+        let serial: UInt64
+        let key: Key
 
         /// Sooner expiry first; ties: the older node.
-        package func precedes(_ other: Node) -> Bool {
+        func precedes(_ other: Node) -> Bool {
             expiresAt < other.expiresAt || (expiresAt == other.expiresAt && serial < other.serial)
         }
     }
 
     /// The map and a binary min-heap of its expiry times (with stale nodes).
-    package struct State: Sendable {
-        package var slots: [Key: Slot] = [:]
-        package var heap: [Node] = []
-        package var nextSerial: UInt64 = 0
+    struct State: Sendable {
+        var slots: [Key: Slot] = [:]
+        var heap: [Node] = []
+        var nextSerial: UInt64 = 0
 
         /// The live entry of `key`; an expired one goes.
-        package mutating func live(_ key: Key, now: Double) -> Entry? {
+        mutating func live(_ key: Key, now: Double) -> Entry? {
             guard let slot = slots[key] else { return nil }
             guard slot.entry.expiresAt > now else {
                 slots[key] = nil
@@ -172,7 +177,7 @@ extension ExpiringMap {
 
         /// Stores `entry`; `held` is the expiry of the live entry it replaces, if any.
         /// - Returns: false when it was not stored (expired, or no room).
-        package mutating func store(_ entry: Entry, for key: Key, replacing held: Double?, now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
+        mutating func store(_ entry: Entry, for key: Key, replacing held: Double?, now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
             guard entry.expiresAt > now else {
                 slots[key] = nil
                 return false
@@ -194,7 +199,7 @@ extension ExpiringMap {
 
         /// Makes room for one more key: drops every expired entry, then (when still full) the one
         /// expiring soonest, or reports no room.
-        package mutating func makeRoom(now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
+        mutating func makeRoom(now: Double, capacity: Int, whenFull: WhenFull) -> Bool {
             guard capacity > 0 else { return false }
             guard slots.count >= capacity else { return true }
             // Expired entries are at the top of the heap, with stale nodes.
@@ -212,15 +217,15 @@ extension ExpiringMap {
             return true
         }
 
-        package func isLive(_ node: Node) -> Bool { slots[node.key]?.serial == node.serial }
+        func isLive(_ node: Node) -> Bool { slots[node.key]?.serial == node.serial }
 
         /// One node per slot, in order (a sorted array is a valid heap).
-        package mutating func rebuildHeap() {
+        mutating func rebuildHeap() {
             heap = slots.map { Node(expiresAt: $0.value.entry.expiresAt, serial: $0.value.serial, key: $0.key) }
             heap.sort { $0.precedes($1) }
         }
 
-        package mutating func push(_ node: Node) {
+        mutating func push(_ node: Node) {
             heap.append(node)
             var child = heap.count - 1
             while child > 0 {
@@ -231,7 +236,7 @@ extension ExpiringMap {
             }
         }
 
-        package mutating func popTop() {
+        mutating func popTop() {
             heap.swapAt(0, heap.count - 1)
             heap.removeLast()
             var parent = 0
