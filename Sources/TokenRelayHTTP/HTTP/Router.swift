@@ -38,6 +38,8 @@ package struct Router: Sendable {
         package let handler: RouteHandler
         /// Literal segments of the template: the more, the more specific.
         package let literalCount: Int
+        /// ``segments`` as the matcher reads them: literals as bytes, made once.
+        fileprivate let matchers: [Matcher]
 
         package init(
             method: String, template: String, segments: [Segment], access: RouteAccess, body: RouteBody, query: RouteQuery,
@@ -54,7 +56,21 @@ package struct Router: Sendable {
             self.page = page
             self.handler = handler
             self.literalCount = literalCount
+            matchers = segments.map { segment in
+                switch segment {
+                case .literal(let text): .literal(Array(text.utf8))
+                case .parameter: .parameter
+                case .remainder: .remainder
+                }
+            }
         }
+    }
+
+    /// A template segment as ``fits(_:_:in:)`` compares it with a path's.
+    fileprivate enum Matcher: Sendable {
+        case literal([UInt8])
+        case parameter
+        case remainder
     }
 
     package enum Match {
@@ -122,7 +138,8 @@ package struct Router: Sendable {
         for entry in exact where entry.path.utf8.count == length && entry.method == method && entry.path == path {
             return .found(routes[entry.index], [:])
         }
-        let parts = Self.split(path)
+        let bytes = path.utf8.span
+        let parts = Self.segmentRanges(bytes)
         // Only the templates with the most literal segments that fit the path decide, as in
         // OpenAPI path matching: `/v1/accounts/import` is that route (405 for GET), never the
         // account `import` of `/v1/accounts/{account_id}`. Templates are tested in place and
@@ -132,7 +149,7 @@ package struct Router: Sendable {
         var found: Int?
         var allowed: [String] = []
         for index in candidatesBySegmentCount[min(parts.count, candidatesBySegmentCount.count - 1)] {
-            guard routes[index].literalCount >= mostLiterals, Self.fits(routes[index].segments, parts) else { continue }
+            guard routes[index].literalCount >= mostLiterals, Self.fits(routes[index].matchers, parts, in: bytes) else { continue }
             if routes[index].literalCount > mostLiterals {
                 mostLiterals = routes[index].literalCount
                 found = nil
@@ -178,24 +195,51 @@ package struct Router: Sendable {
         path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map { Substring($0) }
     }
 
+    /// The segments of a request path as byte offsets in its UTF-8, empty ones left out (`//` reads
+    /// as `/`): ``split(_:)`` without a `Substring` per segment (an unknown path's 404 split and
+    /// compared every template's segments as Substrings, most of its cost; behaviour §10).
+    private static func segmentRanges(_ bytes: Span<UInt8>) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(8)
+        var start = 0
+        for index in 0..<bytes.count where bytes[index] == UInt8(ascii: "/") {
+            if index > start { ranges.append(start..<index) }
+            start = index + 1
+        }
+        if bytes.count > start { ranges.append(start..<bytes.count) }
+        return ranges
+    }
+
+    /// The path's `range` as a `Substring` of `path`.
+    private static func substring(_ path: String, _ range: Range<Int>) -> Substring {
+        let utf8 = path.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+        return Substring(utf8[start..<utf8.index(start, offsetBy: range.count)])
+    }
+
     /// Whether `segments` match `parts`: literals equal, parameters non-empty, a remainder takes
     /// one segment or more.
-    private static func fits(_ segments: [Segment], _ parts: [Substring]) -> Bool {
-        guard segments.count == parts.count || endsInRemainder(segments) else { return false }
-        for (index, segment) in segments.enumerated() {
+    private static func fits(_ matchers: [Matcher], _ parts: [Range<Int>], in bytes: Span<UInt8>) -> Bool {
+        let endsInRemainder = if case .some(.remainder) = matchers.last { true } else { false }
+        guard matchers.count == parts.count || endsInRemainder else { return false }
+        for index in matchers.indices {
             guard index < parts.count else { return false }
-            switch segment {
+            switch matchers[index] {
             case .literal(let text):
                 // Bytes, as RFC 3986 compares paths (a String comparison is canonical equivalence,
                 // several times the cost).
-                guard parts[index].utf8.count == text.utf8.count, parts[index].utf8.elementsEqual(text.utf8) else { return false }
+                let part = parts[index]
+                guard part.count == text.count else { return false }
+                let literal = text.span
+                for offset in 0..<literal.count where bytes[part.lowerBound + offset] != literal[offset] { return false }
             case .parameter:
-                guard !parts[index].isEmpty else { return false }
+                // ``segmentRanges(_:)`` gives no empty segment.
+                continue
             case .remainder:
                 return true
             }
         }
-        return segments.count == parts.count
+        return matchers.count == parts.count
     }
 
     private static func endsInRemainder(_ segments: [Segment]) -> Bool {
@@ -207,15 +251,15 @@ package struct Router: Sendable {
     /// the segment before it and its `/`, with `%2F` and `%25` still encoded: empty segments and a
     /// trailing `/` stay in it, for the route to judge (a downstream path may hold none,
     /// behaviour §6.2), where routing itself reads `//` as `/`.
-    private static func bind(_ segments: [Segment], to parts: [Substring], of path: String) -> [String: String] {
+    private static func bind(_ segments: [Segment], to parts: [Range<Int>], of path: String) -> [String: String] {
         var parameters: [String: String] = [:]
         for (index, segment) in segments.enumerated() {
             switch segment {
             case .literal: continue
-            case .parameter(let name): parameters[name] = HTTPRequest.decodedSegment(parts[index])
+            case .parameter(let name): parameters[name] = HTTPRequest.decodedSegment(substring(path, parts[index]))
             case .remainder(let name):
                 let utf8 = path.utf8
-                var start = index == 0 ? utf8.startIndex : parts[index - 1].endIndex
+                var start = utf8.index(utf8.startIndex, offsetBy: index == 0 ? 0 : parts[index - 1].upperBound)
                 if start < utf8.endIndex && utf8[start] == UInt8(ascii: "/") { start = utf8.index(after: start) }
                 parameters[name] = String(Substring(utf8[start...]))
                 return parameters
