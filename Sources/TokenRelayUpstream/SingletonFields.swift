@@ -56,7 +56,8 @@ package enum IntegerText {
             digits.first != UInt8(ascii: "0") || text == "0"
         else {
             throw RelayError.invalidRequest(
-                field: field, "'\(field)' must be an integer (decimal digits) from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit).")
+                field: field, "'\(field)' must be an integer (decimal digits) from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)."
+            )
         }
         // Digits that no Int holds are out of range too.
         guard let value = Int(text), range.contains(value) else {

@@ -214,10 +214,11 @@ struct HTTPServerTests {
         }
         // Well-formed escapes, `%25` among them, are read as before.
         let log = RequestLog()
-        let reader = try startServer(ClosureHandler(async: { request in
-            log.record(request)
-            return HTTPResponse(status: 200)
-        }))
+        let reader = try startServer(
+            ClosureHandler(async: { request in
+                log.record(request)
+                return HTTPResponse(status: 200)
+            }))
         defer { reader.stop() }
         let readerPort = reader.port
         let fine = try await onOwnThread {
