@@ -20,10 +20,13 @@ func accessHandler(
     guard let serverPointer, let connection, let uploadDataSize, let requestPointer else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue()
 
-    // A target ``readTarget`` refused (too many query parameters, a blank or control byte): answered on this first call.
+    // A target ``readTarget`` refused (too many query parameters, a blank or control byte, a
+    // malformed percent-escape): answered on this first call.
     let tooManyParameters = requestPointer.pointee == tooManyParametersMark
     let blankInTarget = requestPointer.pointee == blankInTargetMark
-    if tooManyParameters || blankInTarget { requestPointer.pointee = nil }
+    let malformedEscape = requestPointer.pointee == malformedEscapeInPathMark || requestPointer.pointee == malformedEscapeInQueryMark
+    let malformedInQuery = requestPointer.pointee == malformedEscapeInQueryMark
+    if tooManyParameters || blankInTarget || malformedEscape { requestPointer.pointee = nil }
     guard let existing = requestPointer.pointee else {
         // First call: headers only. Queueing a response here makes MHD close the connection
         // afterwards, so attach our context and wait for the next call, unless the head is
@@ -43,8 +46,10 @@ func accessHandler(
             ?? (tooManyParameters
                 ? HTTPHeadRefusal(status: 414, field: nil, reason: "The request target holds more than \(core.maxQueryParameters) query parameters.")
                 : nil)
-        if let refusal {
+        if refusal != nil || malformedEscape {
             let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
+            // readTarget left only the name of the parameter holding the escape as the query.
+            let refusal = refusal ?? malformedEscapeRefusal(parameter: malformedInQuery ? request.query.first?.name ?? "" : nil)
             var response = core.handler.refused(refusal, request)
             response.headers.set("Connection", "close")
             return queue(response, on: connection, head: request.method == "HEAD")
@@ -140,6 +145,22 @@ private func closing(_ response: HTTPResponse) -> HTTPResponse {
 nonisolated(unsafe) private let tooManyParametersMark = UnsafeMutableRawPointer(bitPattern: 0x7F)!
 /// The `req_cls` ``readTarget`` gives a request whose target holds a space or a control byte.
 nonisolated(unsafe) private let blankInTargetMark = UnsafeMutableRawPointer(bitPattern: 0x7E)!
+/// The `req_cls` ``readTarget`` gives a request whose path holds a malformed percent-escape.
+nonisolated(unsafe) private let malformedEscapeInPathMark = UnsafeMutableRawPointer(bitPattern: 0x7D)!
+/// The `req_cls` ``readTarget`` gives a request whose query holds a malformed percent-escape.
+nonisolated(unsafe) private let malformedEscapeInQueryMark = UnsafeMutableRawPointer(bitPattern: 0x7C)!
+
+private func isMark(_ pointer: UnsafeMutableRawPointer) -> Bool {
+    pointer == tooManyParametersMark || pointer == blankInTargetMark || pointer == malformedEscapeInPathMark || pointer == malformedEscapeInQueryMark
+}
+
+/// 400 for a `%` not followed by two hexadecimal digits (RFC 3986 §2.1): naming the query
+/// parameter that holds it (`parameter`, its name as decoded), or the path when nil.
+private func malformedEscapeRefusal(parameter: String?) -> HTTPHeadRefusal {
+    let escape = "a '%' not followed by two hexadecimal digits (RFC 3986 §2.1; a literal '%' is sent as %25)"
+    guard let parameter else { return HTTPHeadRefusal(status: 400, field: nil, reason: "The request path holds \(escape).") }
+    return HTTPHeadRefusal(status: 400, field: parameter, reason: "The query parameter '\(parameter)' holds \(escape).")
+}
 
 /// MHD_OPTION_URI_LOG_CALLBACK: the request target as received, before libmicrohttpd parses its
 /// query into the connection's memory, where each parameter takes about 64 bytes and a few
@@ -151,18 +172,57 @@ nonisolated(unsafe) private let blankInTargetMark = UnsafeMutableRawPointer(bitP
 /// A target holding a space (`GET /a b HTTP/1.1`, which libmicrohttpd reads as the target `/a b`;
 /// its strict mode closes the connection without an answer instead) or another control byte is
 /// marked for a 400 (RFC 9112 §3.2): its query is cut off the same way.
+///
+/// A `%` not followed by two hexadecimal digits (RFC 3986 §2.1) is no escape: decoding leaves it
+/// as it is, so `?username=%zz` was read as the text `%zz` and answered as if it were meant. The
+/// request is marked for a 400; when the `%` is in the query, the query is cut down to the name of
+/// the parameter holding it (moved to just after the `?`), so the answer can name that parameter as
+/// decoded, the one way a `req_cls` mark carries it to the access handler. Checked here, before
+/// decoding, because decoding cannot tell `%zz` sent from `%25zz` sent.
 func readTarget(_ serverPointer: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
     guard let serverPointer, let uri else { return nil }
     var scan = uri
+    var question: UnsafePointer<CChar>?
+    var parameterStart: UnsafePointer<CChar>?
+    var malformedEscape = false
+    var malformedParameter: UnsafePointer<CChar>?  // where the query parameter holding it starts
     while scan.pointee != 0 {
         let byte = UInt8(bitPattern: scan.pointee)
         if byte <= 0x20 || byte == 0x7F {
             if let question = strchr(uri, Int32(UInt8(ascii: "?"))) { UnsafeMutablePointer(mutating: question)[1] = 0 }
             return blankInTargetMark
         }
+        switch byte {
+        case UInt8(ascii: "?") where question == nil:
+            question = scan
+            parameterStart = scan + 1
+        case UInt8(ascii: "&") where question != nil:
+            parameterStart = scan + 1
+        // `scan[2]` is read only when `scan[1]` is a hex digit, so never past the terminator.
+        case UInt8(ascii: "%") where !malformedEscape && (hexValue(scan[1]) == nil || hexValue(scan[2]) == nil):
+            malformedEscape = true
+            malformedParameter = parameterStart
+        default:
+            break
+        }
         scan += 1
     }
-    guard let question = strchr(uri, Int32(UInt8(ascii: "?"))) else { return nil }
+    if malformedEscape {
+        guard let question, let start = malformedParameter else {
+            if let question { UnsafeMutablePointer(mutating: question)[1] = 0 }
+            return malformedEscapeInPathMark
+        }
+        // The parameter's name: up to its `=`, `&` or the end. Moved left in libmicrohttpd's own
+        // buffer (writable; the pointer is const only in its signature), then the query ends.
+        var end = start
+        while end.pointee != 0 && end.pointee != CChar(UInt8(ascii: "=")) && end.pointee != CChar(UInt8(ascii: "&")) { end += 1 }
+        let destination = UnsafeMutablePointer(mutating: question) + 1
+        let length = end - start
+        memmove(destination, start, length)
+        destination[length] = 0
+        return malformedEscapeInQueryMark
+    }
+    guard let question else { return nil }
     let limit = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().maxQueryParameters
     var parameters = 1
     var cursor = UnsafePointer(question) + 1
@@ -186,7 +246,7 @@ func requestCompleted(
 ) {
     if let connection { headTrack(connection)?.requestCompleted() }
     guard let requestPointer, let existing = requestPointer.pointee else { return }
-    guard existing != tooManyParametersMark && existing != blankInTargetMark else {
+    guard !isMark(existing) else {
         // Ended before its first access-handler call: no context was made, none counted.
         requestPointer.pointee = nil
         return
@@ -364,14 +424,6 @@ func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePoin
     // The path: origin form (`/…`) or absolute form (`http://host/…`, RFC 9112 §3.2.2).
     // (A NUL ends the scheme comparison before any byte past it is read.)
     let isPath = text[0] == CChar(UInt8(ascii: "/")) || httpSchemeLength({ UInt8(bitPattern: text[$0]) }) != nil
-    func hexValue(_ character: CChar) -> UInt8? {
-        switch UInt8(bitPattern: character) {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(bitPattern: character) - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(bitPattern: character) - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt8(bitPattern: character) - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
     var read = 0
     var write = 0
     while text[read] != 0 {
@@ -389,4 +441,14 @@ func percentDecode(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePoin
     }
     text[write] = 0
     return write
+}
+
+/// The value of a hexadecimal digit (either case), or nil (also for the terminating NUL).
+private func hexValue(_ character: CChar) -> UInt8? {
+    switch UInt8(bitPattern: character) {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(bitPattern: character) - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(bitPattern: character) - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt8(bitPattern: character) - UInt8(ascii: "A") + 10
+    default: nil
+    }
 }

@@ -27,6 +27,9 @@ extension CommandLineTool {
                 }
                 after = decoded
             }
+            if let tenantId = option("--tenant-id", in: arguments), !TenantName.isTenant(tenantId) {
+                return usageError("accounts list: --tenant-id must be a tenant id (a GUID) or a domain name", help: ["accounts", "list"])
+            }
             var page = try await store.list(
                 username: option("--username", in: arguments), tenantId: option("--tenant-id", in: arguments), afterAccountId: after,
                 limit: limit + 1)

@@ -148,7 +148,8 @@ extension CommandLineTool {
             ["bench-seed"], benchSeedUsage, valued: ["--accounts", "--batch", "--second-tenant", "--scopes", "--valid-seconds", "--data-keys"]),
     ]
 
-    /// Answers `--help` and refuses unknown options before any command runs.
+    /// Answers `--help` and refuses unknown options, and an option given twice, before any command
+    /// runs (the first of two was taken and the second ignored: `--tenants A --tenants B` made a key for A).
     /// - Returns: the exit status when the command must not run, else nil.
     package static func preflight(_ arguments: [String]) -> Int32? {
         guard let help = commandHelp.filter({ arguments.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
@@ -160,10 +161,12 @@ extension CommandLineTool {
         }
         guard let options = help.options else { return nil }
         var index = help.path.count
+        var seen: Set<String> = []
         while index < arguments.count {
             let argument = arguments[index]
             if argument.hasPrefix("-") {
                 guard options.contains(argument) else { return usageError("unknown option '\(argument)'", help: help.path) }
+                guard seen.insert(argument).inserted else { return usageError("'\(argument)' is given twice; give it once", help: help.path) }
                 if help.valued.contains(argument) { index += 1 }
             }
             index += 1

@@ -137,6 +137,11 @@ public enum CommandLineTool {
             guard let name = option("--name", in: arguments), !name.isEmpty else {
                 return usage("api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2]")
             }
+            // The name is the key's owner (behaviour §3.6, §3.7: its unconfirmed imports and external
+            // ids are that name's), shown by `api-keys list`: printable and bounded like the other values.
+            guard name.utf8.count <= 256, !name.containsControlCharacter else {
+                return usage("--name must be 1 to 256 characters without control characters")
+            }
             let requested = (option("--permissions", in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             var permissions: [Permission] = []
             for text in requested {
@@ -152,10 +157,15 @@ public enum CommandLineTool {
             for (flag, values) in [("--tenants", tenants), ("--scopes", scopePatterns)] where arguments.contains(flag) && values.isEmpty {
                 return usage("\(flag) names no value; leave the option out for a key without that limit")
             }
-            if let bad = (tenants + scopePatterns).first(where: {
-                $0.utf8.count > 256 || $0.containsControlCharacter
-            }) {
-                return usage("'\(bad.prefix(40))' is not a tenant or scope pattern")
+            // A tenant the identity platform never names would make a key that sees nothing.
+            if let bad = tenants.first(where: { !TenantName.isTenant($0) }) {
+                return usage(
+                    "--tenants: '\(bad.prefix(40))' is not a tenant id (a GUID such as 72f988bf-86f1-41af-91ab-2d7cd011db47) or a domain name (contoso.onmicrosoft.com)"
+                )
+            }
+            // Scopes hold no whitespace (a request's scopes are split at it), so such a pattern matches nothing.
+            if let bad = scopePatterns.first(where: { $0.utf8.count > 256 || $0.containsControlCharacter || $0.contains(" ") }) {
+                return usage("--scopes: '\(bad.prefix(40))' is not a scope pattern (at most 256 characters, no blank or control character)")
             }
             let created = try await APIKeyAuthenticator.create(
                 name: name, permissions: permissions, tenants: tenants, scopePatterns: scopePatterns, store: store)

@@ -273,12 +273,18 @@ package struct AppDependencies: Sendable {
             intervalSeconds: configuration.keepAlive.intervalSeconds, eventsRetentionDays: configuration.webhooks.eventsRetentionDays,
             keepUndeliveredEvents: configuration.webhooks.url != nil, audit: AuditStore(database: database),
             auditRetentionDays: configuration.webhooks.auditRetentionDays, metrics: metrics, logger: logger)
-        metrics.describe("tokenrelay_events_pruned_total", "counter", "Account events deleted as older than TOKENRELAY_EVENTS_RETENTION_DAYS.")
+        metrics.describe(
+            "tokenrelay_events_pruned_total", "counter", "Account events deleted as older than TOKENRELAY_EVENTS_RETENTION_DAYS.", series: [[:]])
         metrics.describe(
             "tokenrelay_audit_pruned_total", "counter",
-            "Audit rows, token provenance and token receipts deleted as older than TOKENRELAY_AUDIT_RETENTION_DAYS, by table.")
-        metrics.describe("tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).")
-        metrics.describe("tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).")
+            "Audit rows, token provenance and token receipts deleted as older than TOKENRELAY_AUDIT_RETENTION_DAYS, by table.",
+            series: ["audit_events", "token_provenance", "token_receipts"].map { ["table": $0] })
+        metrics.describe(
+            "tokenrelay_keepalive_total", "counter", "Refresh-token keep-alive redemptions by outcome (refreshed, failed, deferred).",
+            series: ["refreshed", "failed", "deferred"].map { ["outcome": $0] })
+        metrics.describe(
+            "tokenrelay_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome (delivered, refused, unreachable).",
+            series: ["delivered", "refused", "unreachable"].map { ["outcome": $0] })
         webhooks = configuration.webhooks.url.map { url in
             WebhookDeliverer(
                 database: database, url: url, secret: configuration.webhooks.secret ?? "", http: http,

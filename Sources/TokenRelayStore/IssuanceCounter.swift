@@ -63,8 +63,10 @@ package final class IssuanceCounter: Sendable {
         self.capacity = capacity
         self.clock = clock
         self.metrics = metrics
-        metrics.describe("tokenrelay_issuance_flushes_total", "counter", "Batched writes of token issuance counts by outcome (written, failed).")
-        metrics.describe("tokenrelay_issuance_dropped_total", "counter", "Token answers not counted because the issuance tally was full.")
+        metrics.describe(
+            "tokenrelay_issuance_flushes_total", "counter", "Batched writes of token issuance counts by outcome (written, failed).",
+            series: [["outcome": "written"], ["outcome": "failed"]])
+        metrics.describe("tokenrelay_issuance_dropped_total", "counter", "Token answers not counted because the issuance tally was full.", series: [[:]])
         dropped = metrics.counter("tokenrelay_issuance_dropped_total")
     }
 

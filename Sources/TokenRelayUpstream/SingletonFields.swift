@@ -42,3 +42,32 @@ extension HTTPRequest {
         return parameters
     }
 }
+
+/// Integers sent as text (a query parameter): decimal digits only, as the service writes them
+/// (`+5`, `05`, ` 5` and `5.0` are no page size or wait we hand out), and the answer says which
+/// is wrong: not an integer, or one out of range.
+package enum IntegerText {
+    /// The value of `text` within `range`.
+    /// - Throws: `RelayError` 400 `invalid_request` naming `field`.
+    package static func parse(_ text: String, field: String, in range: ClosedRange<Int>, unit: String = "") throws(RelayError) -> Int {
+        // An optional minus, then digits without a leading zero (`0` itself aside, never `-0`).
+        let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
+        guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            digits.first != UInt8(ascii: "0") || text == "0"
+        else {
+            throw RelayError.invalidRequest(
+                field: field, "'\(field)' must be an integer (decimal digits) from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)."
+            )
+        }
+        // Digits that no Int holds are out of range too.
+        guard let value = Int(text), range.contains(value) else {
+            throw RelayError.invalidRequest(field: field, outOfRange(field, range, unit: unit))
+        }
+        return value
+    }
+
+    /// "'limit' is out of range: it must be from 1 to 200."
+    package static func outOfRange(_ field: String, _ range: ClosedRange<Int>, unit: String = "") -> String {
+        "'\(field)' is out of range: it must be from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)."
+    }
+}

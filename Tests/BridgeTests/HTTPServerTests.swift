@@ -49,7 +49,7 @@ final class Gate: Sendable {
 }
 
 private func startServer(
-    _ handler: ClosureHandler, threadCount: Int = 2, maxBodyBytes: Int = 65536, host: String = "127.0.0.1"
+    _ handler: some HTTPHandler, threadCount: Int = 2, maxBodyBytes: Int = 65536, host: String = "127.0.0.1"
 ) throws -> HTTPServer {
     let server = HTTPServer(
         configuration: HTTPServerConfiguration(host: host, port: 0, threadCount: threadCount, maxBodyBytes: maxBodyBytes),
@@ -159,13 +159,75 @@ struct HTTPServerTests {
         let port = server.port
         let response = try await onOwnThread {
             let connection = try RawHTTPConnection(port: port)
-            try connection.send("GET /v1/accounts/abc%00garbage%41%4?q=x%00y&r=%41%2 HTTP/1.1\r\nHost: x\r\n\r\n")
+            try connection.send("GET /v1/accounts/abc%00garbage%41?q=x%00y&r=%41%25 HTTP/1.1\r\nHost: x\r\n\r\n")
             return try connection.readResponse()
         }
         #expect(response.status == 200)
         let request = try #require(log.all.first)
-        #expect(request.path == "/v1/accounts/abc%00garbageA%4")
-        #expect(request.query.map(\.value) == ["x\0y", "A%2"])
+        #expect(request.path == "/v1/accounts/abc%00garbageA")
+        #expect(request.query.map(\.value) == ["x\0y", "A%"])
+    }
+
+    /// The handler's refusal of each request, with the request as the server built it.
+    final class RefusalRecorder: HTTPHandler {
+        let log = Mutex<[(HTTPHeadRefusal, HTTPRequest)]>([])
+        func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<HTTPRequest> { .respond(HTTPResponse(status: 200)) }
+        func respond(to request: HTTPRequest) async -> HTTPResponse { HTTPResponse(status: 200) }
+        func refused(_ refusal: HTTPHeadRefusal, request: HTTPRequest) -> HTTPResponse {
+            log.withLock { $0.append((refusal, request)) }
+            return HTTPResponse(status: refusal.status)
+        }
+    }
+
+    @Test("A '%' not followed by two hex digits is refused with 400 naming the query parameter holding it (or the path), not read as text")
+    func malformedPercentEscapeIsRefused() async throws {
+        let recorder = RefusalRecorder()
+        let server = try startServer(recorder)
+        defer { server.stop() }
+        let port = server.port
+        // (target, the refusal's field; nil: the path)
+        let cases: [(String, String?)] = [
+            ("/v1/accounts?username=%zz", "username"),
+            ("/v1/accounts?limit=5&tenant_id=%zz&state=active", "tenant_id"),
+            ("/v1/audit?actor=abc%4", "actor"),
+            ("/v1/audit?actor=abc%", "actor"),
+            ("/v1/accounts?user%2Bname=%G1", "user+name"),
+            ("/v1/accounts?a+b=%%41", "a b"),
+            ("/v1/accounts?flag&na%zzme=1", "na%zzme"),
+            ("/v1/accounts/abc%zz?x=1", nil),
+        ]
+        let statuses = try await onOwnThread {
+            try cases.map { target, _ in
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try connection.readResponse().status
+            }
+        }
+        #expect(statuses == Array(repeating: 400, count: cases.count))
+        let refusals = recorder.log.withLock { $0 }
+        #expect(refusals.map(\.0.field) == cases.map(\.1))
+        for (refusal, request) in refusals {
+            #expect(refusal.status == 400)
+            #expect(refusal.reason.contains("RFC 3986 §2.1"), "\(refusal.reason)")
+            // Nothing of the query but the parameter's name reached the application.
+            #expect(request.query.count <= 1 && request.query.allSatisfy { $0.value.isEmpty }, "\(request.query)")
+        }
+        // Well-formed escapes, `%25` among them, are read as before.
+        let log = RequestLog()
+        let reader = try startServer(
+            ClosureHandler(async: { request in
+                log.record(request)
+                return HTTPResponse(status: 200)
+            }))
+        defer { reader.stop() }
+        let readerPort = reader.port
+        let fine = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: readerPort)
+            try connection.send("GET /v1/accounts?username=%25zz&x=%41%62 HTTP/1.1\r\nHost: x\r\n\r\n")
+            return try connection.readResponse()
+        }
+        #expect(fine.status == 200)
+        #expect(log.all.first?.query.map(\.value) == ["%zz", "Ab"])
     }
 
     @Test("a body over maxBodyBytes: handler sees bodyExceededLimit and an empty body, a declared one answered before it is read")

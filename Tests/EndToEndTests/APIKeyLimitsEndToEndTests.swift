@@ -145,4 +145,33 @@ struct APIKeyLimitsEndToEndTests {
             ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire", "--tenants", stack.tenantId], environment: environment)
         #expect(status == 0)
     }
+
+    /// `--tenants notauuid` made a key that could see no account (found by the new-user try); a
+    /// repeated option kept its first value and dropped the second without a word.
+    @Test("api-keys create refuses a tenant that is no GUID or domain, a bad name or scope pattern, and an option given twice, naming the option")
+    func keyOptionsAreChecked() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_nu_key_options")
+        defer { stack.stop() }
+        let environment = StackHelpers.cliEnvironment(stack)
+        let create = ["api-keys", "create", "--name", "limited", "--permissions", "tokens:acquire"]
+        for (extra, named) in [
+            (["--tenants", "notauuid"], "--tenants"), (["--tenants", "\(stack.tenantId),common"], "--tenants"),
+            (["--tenants", "contoso.onmicrosoft.com", "--tenants", stack.tenantId], "--tenants"), (["--scopes", "User.Read Mail.Read"], "--scopes"),
+            (["--permissions", "accounts:read"], "--permissions"),
+        ] {
+            let run = try await BuiltProducts.run("token-relay", create + extra, environment: environment)
+            #expect(run.status == 2, "\(extra): \(run.output)\(run.error)")
+            #expect(run.error.contains(named), "\(extra): \(run.error)")
+            #expect(!run.output.contains("trk_") && !run.error.contains("trk_"))
+        }
+        let badName = try await BuiltProducts.run(
+            "token-relay", ["api-keys", "create", "--name", "a\u{1}b", "--permissions", "tokens:acquire"], environment: environment)
+        #expect(badName.status == 2 && badName.error.contains("--name"), "\(badName.error)")
+        let badFilter = try await BuiltProducts.run("token-relay", ["accounts", "list", "--tenant-id", "notauuid"], environment: environment)
+        #expect(badFilter.status == 2 && badFilter.error.contains("--tenant-id"), "\(badFilter.error)")
+        // A tenant id in any case and a verified domain name are tenants.
+        let good = try await BuiltProducts.run(
+            "token-relay", create + ["--tenants", "\(stack.tenantId.uppercased()),contoso.onmicrosoft.com"], environment: environment)
+        #expect(good.status == 0 && good.output.contains("trk_"), "\(good.error)")
+    }
 }

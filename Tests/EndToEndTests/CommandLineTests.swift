@@ -110,10 +110,10 @@ struct CommandLineTests {
         // Alice is also a guest in another tenant (a profile of her account, behaviour §12 Accounts).
         try await stack.withDatabase { connection in
             _ = try connection.query(
-                "INSERT INTO account_tenant_profiles (account_id, realm, local_account_id, is_home) VALUES ($1, 'fabrikam-guest', NULL, false)",
+                "INSERT INTO account_tenant_profiles (account_id, realm, local_account_id, is_home) VALUES ($1, '33333333-3333-3333-3333-33333333aaaa', NULL, false)",
                 [.text(alice)])
         }
-        for tenant in ["fabrikam-guest", "Fabrikam-Guest"] {
+        for tenant in ["33333333-3333-3333-3333-33333333aaaa", "33333333-3333-3333-3333-33333333AAAA"] {
             let api = try await stack.request("GET", "/v1/accounts?tenant_id=\(tenant)")
             let apiIds = (api.json["accounts"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String }
             #expect(apiIds == [alice], "\(tenant)")

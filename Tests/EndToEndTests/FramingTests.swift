@@ -170,6 +170,32 @@ struct FramingTests {
         #expect(Self.statuses(forbidden) == ["HTTP/1.1 403"], "\(forbidden)")
     }
 
+    /// `?username=%zz` was read as the text `%zz` and answered 200 with an empty list (found by
+    /// the new-user try): a `%` that starts no escape is 400 naming the parameter, on every route.
+    @Test("A '%' not followed by two hex digits is 400 invalid_request naming the query parameter, before anything is done")
+    func malformedPercentEscape() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_framing_escape")
+        defer { stack.stop() }
+        let port = try ConnectionLimitsTests.port(stack)
+        let alice = try await stack.signInAccountId()
+        for (method, target, field) in [
+            ("GET", "/v1/accounts?username=%zz", "username"), ("GET", "/v1/accounts?limit=5&tenant_id=%zz", "tenant_id"),
+            ("GET", "/v1/audit?actor=%zz", "actor"), ("GET", "/v1/events?cursor=abc%", "cursor"),
+            ("GET", "/v1/downstream/graph/me?$select=display%4Name", "$select"), ("DELETE", "/v1/accounts/\(alice)?x=%zz", "x"),
+            ("GET", "/healthz?probe=%", "probe"),
+        ] {
+            let (text, _) = try Self.exchange(
+                port, "\(method) \(target) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(stack.apiKey)\r\nX-Account-Id: \(alice)\r\n\r\n", within: 1)
+            #expect(Self.statuses(text) == ["HTTP/1.1 400"], "\(target): \(text)")
+            #expect(Self.error(text) == "invalid_request" && Self.field(text) == field, "\(target): \(text)")
+            #expect(text.lowercased().contains("content-type: application/problem+json"), "\(target): \(text)")
+        }
+        // The refused DELETE deleted nothing; the same values escaped are read as text.
+        #expect(try await stack.request("GET", "/v1/accounts/\(alice)").status == 200)
+        let listed = try await stack.request("GET", "/v1/accounts?username=%25zz")
+        #expect(listed.status == 200 && (listed.json["accounts"] as? [Any])?.isEmpty == true, "\(listed.text)")
+    }
+
     @Test("A query of ~350 parameters is 414, not a silent close; 100 are read")
     func manyQueryParameters() async throws {
         let stack = try await TokenRelayStack(name: "e2e_framing_query")

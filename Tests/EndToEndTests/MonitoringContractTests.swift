@@ -56,6 +56,30 @@ struct MonitoringContractTests {
         #expect(Self.exposition(metrics.text).isEmpty, "\(Self.exposition(metrics.text))")
     }
 
+    /// The alerts count increases of these series (deploy/monitoring): absent until their first
+    /// increment, that first one was never seen (found by the new-user try).
+    @Test("Before any traffic, the counters alerts watch show 0 for their known label values, and the scrape stays bounded")
+    func countersStartAtZero() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_monitoring_zero")
+        defer { stack.stop() }
+        let text = try await stack.request("GET", "/metrics", authenticated: false).text
+        for series in [
+            #"tokenrelay_webhook_deliveries_total{outcome="delivered"} 0"#, #"tokenrelay_webhook_deliveries_total{outcome="unreachable"} 0"#,
+            #"tokenrelay_sts_requests_total{grant="refresh_token",outcome="interaction_required"} 0"#,
+            #"tokenrelay_refresh_total{outcome="takeover_refused"} 0"#, #"tokenrelay_throttled_total{reason="upstream",target="downstream"} 0"#,
+            #"tokenrelay_keepalive_total{outcome="failed"} 0"#, #"tokenrelay_issuance_flushes_total{outcome="failed"} 0"#,
+            #"tokenrelay_audit_pruned_total{table="audit_events"} 0"#, "tokenrelay_events_pruned_total 0",
+            "tokenrelay_invalidation_listener_reconnects_total 0",
+        ] {
+            #expect(text.contains(series + "\n"), "\(series) missing from\n\(text)")
+        }
+        let samples = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        print("monitoring: an idle scrape holds \(samples.count) samples, \(text.utf8.count) bytes")
+        #expect(samples.count < 400, "\(samples.count) samples")
+        let run = try await Self.promtoolCheckMetrics(text)
+        #expect(run.status == 0 && run.output.isEmpty && run.error.isEmpty, "promtool check metrics: \(run.output)\(run.error)")
+    }
+
     /// Runs Debian's `promtool check metrics` (package `prometheus`, scripts/install-deps) on an exposition.
     static func promtoolCheckMetrics(_ exposition: String) async throws -> BuiltProducts.Run {
         let path = NSTemporaryDirectory() + "/tokenrelay-scrape-\(UUID().uuidString.prefix(8)).prom"

@@ -416,6 +416,36 @@ struct CachedPathTests {
         #expect(viaHandle.render().contains(#"tokenrelay_http_request_duration_seconds_count{route="/v1/tokens/silent"} 6"#))
     }
 
+    /// A counter with labels had no sample until its first increment, so `increase()` missed that
+    /// one and an alert on it could not fire for it (found by the new-user try).
+    @Test("A counter's label values known up front show 0 from start-up, then count; unknown values appear when they happen")
+    func knownSeriesStartAtZero() {
+        let metrics = Metrics()
+        metrics.describeOperations()
+        let text = metrics.render()
+        for series in [
+            #"tokenrelay_sts_requests_total{grant="refresh_token",outcome="interaction_required"} 0"#,
+            #"tokenrelay_sts_requests_total{grant="urn:ietf:params:oauth:grant-type:jwt-bearer",outcome="success"} 0"#,
+            #"tokenrelay_throttled_total{reason="upstream",target="sts"} 0"#,
+            #"tokenrelay_token_cache_total{layer="memory",outcome="hit"} 0"#,
+            #"tokenrelay_refresh_total{outcome="takeover_refused"} 0"#,
+            #"tokenrelay_refresh_claims_total{result="taken_over"} 0"#,
+            #"tokenrelay_grant_token_cache_total{grant="obo",layer="none",outcome="miss"} 0"#,
+            "tokenrelay_refresh_coalesced_total 0",
+            "tokenrelay_refresh_lease_waits_total 0",
+        ] {
+            #expect(text.contains(series + "\n"), "\(series)")
+        }
+        // Routes and statuses are not known up front: none is made up.
+        #expect(!text.contains("tokenrelay_http_requests_total{"))
+        metrics.increment("tokenrelay_refresh_total", ["outcome": "takeover_refused"])
+        metrics.memoryCacheHits.increment()
+        let after = metrics.render()
+        #expect(after.contains(#"tokenrelay_refresh_total{outcome="takeover_refused"} 1"#))
+        #expect(after.contains(#"tokenrelay_token_cache_total{layer="memory",outcome="hit"} 1"#))
+        #expect(after.components(separatedBy: "tokenrelay_refresh_total{outcome=\"takeover_refused\"}").count == 2, "one sample per series")
+    }
+
     @Test("Label values are escaped per the exposition format")
     func labelEscaping() {
         let metrics = Metrics()

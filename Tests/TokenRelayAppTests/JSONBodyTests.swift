@@ -9,6 +9,7 @@ import TokenRelayHTTP
 import TokenRelayServer
 import TokenRelaySignIn
 import TokenRelayStore
+import TokenRelayUpstream
 
 @Suite("Request bodies name the offending field")
 struct JSONBodyTests {
@@ -24,6 +25,47 @@ struct JSONBodyTests {
         } catch {
             return error as? RelayError
         }
+    }
+
+    /// `min_ttl_s` of 1e20 or 99999999999999999999 was "must be an integer" (found by the new-user
+    /// try): an integer field says whether the value is no integer or one out of its range.
+    @Test("An integer field says 'must be an integer' for a fraction or text, 'out of range' for a whole number past its range, however large")
+    func integerOrOutOfRange() {
+        func detail(_ value: String) -> String? {
+            Self.problem(#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":\#(value)}"#)?.detail
+        }
+        let outOfRange = "'min_ttl_s' is out of range: it must be from 0 to 86400 seconds."
+        for value in ["1e20", "99999999999999999999", "1e15", "86401", "-1", "-1e300", "9223372036854775808"] {
+            #expect(detail(value) == outOfRange, "\(value)")
+        }
+        for value in ["1.5", "\"60\"", "true", "[1]", "0.000001"] {
+            #expect(detail(value) == "'min_ttl_s' must be an integer.", "\(value)")
+        }
+        for value in ["0", "86400", "60.0", "null"] {
+            #expect(detail(value) == nil, "\(value)")
+        }
+        #expect(Self.problem(#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1e20}"#)?.extensions["field"] == .string("min_ttl_s"))
+    }
+
+    @Test("A query integer (limit, wait) says 'must be an integer' for other text, 'out of range' for digits past its range")
+    func queryIntegerOrOutOfRange() {
+        func detail(_ limit: String) -> String? {
+            do {
+                _ = try HTTPRequest(method: "GET", path: "/v1/accounts", query: [("limit", limit)]).pageLimit()
+                return nil
+            } catch {
+                #expect(error.extensions["field"] == .string("limit"))
+                return error.detail
+            }
+        }
+        for text in ["0", "201", "-5", "99999999999999999999"] {
+            #expect(detail(text) == "'limit' is out of range: it must be from 1 to 200.", "\(text)")
+        }
+        for text in ["", "abc", "+5", "05", " 5", "5.0", "-0", "1e2", "-"] {
+            #expect(detail(text) == "'limit' must be an integer (decimal digits) from 1 to 200.", "\(text)")
+        }
+        #expect(detail("200") == nil && detail("1") == nil)
+        #expect((try? IntegerText.parse("0", field: "wait", in: 0...120)) == 0)
     }
 
     @Test("Content types other than JSON are 415")

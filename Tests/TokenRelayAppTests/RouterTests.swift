@@ -21,6 +21,25 @@ struct RouterTests {
         return router
     }
 
+    @Test("A route's own query parameter sent twice is 400 naming it, whatever its handler reads; unknown ones are named first")
+    func repeatedQueryParameter() {
+        func field(_ query: [(String, String)], _ rule: RouteQuery) -> String? {
+            do {
+                try rule.check(query.map { (name: $0.0, value: $0.1) })
+                return nil
+            } catch {
+                return error.extensions["field"].flatMap { if case .string(let name) = $0 { name } else { nil } }
+            }
+        }
+        let list = RouteQuery.only(["cursor", "limit", "username"])
+        #expect(field([("limit", "1"), ("username", "a"), ("limit", "1")], list) == "limit")
+        #expect(field([("username", "a"), ("username", "")], list) == "username")
+        #expect(field([("limit", "1"), ("limit", "2"), ("bogus", "1")], list) == "bogus")
+        #expect(field([("limit", "1"), ("username", "a"), ("cursor", "")], list) == nil)
+        // The downstream relay and the sign-in callback pass their query on or judge it themselves.
+        #expect(field([("x", "1"), ("x", "2")], .any) == nil)
+    }
+
     @Test("Path parameters bind to their names")
     func parameters() {
         guard case .found(let route, let parameters) = Self.router().match(method: "DELETE", path: "/v1/accounts/acc_123") else {

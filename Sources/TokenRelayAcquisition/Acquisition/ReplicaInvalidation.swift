@@ -55,7 +55,7 @@ package final class ReplicaInvalidation: Sendable {
         self.metrics = metrics
         self.logger = logger
         metrics.describe("tokenrelay_invalidations_received_total", "counter", "Cross-replica invalidation messages received, by kind.")
-        metrics.describe("tokenrelay_invalidation_listener_reconnects_total", "counter", "LISTEN sessions re-established after a loss.")
+        metrics.describe("tokenrelay_invalidation_listener_reconnects_total", "counter", "LISTEN sessions re-established after a loss.", series: [[:]])
     }
 
     package func onAccountForgotten(_ hook: @escaping @Sendable (String) -> Void) { hooks.withLock { $0.account.append(hook) } }

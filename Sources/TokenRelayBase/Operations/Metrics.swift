@@ -43,11 +43,21 @@ public final class Metrics: Sendable {
     public init() {
         describe("tokenrelay_http_requests_total", "counter", "HTTP requests by route template and status.")
         describe("tokenrelay_http_request_duration_seconds", "histogram", "HTTP request latency by route template.")
-        describe("tokenrelay_token_cache_total", "counter", "Silent token requests by cache outcome (hit, miss).")
-        describe("tokenrelay_sts_requests_total", "counter", "Token endpoint calls by grant and outcome.")
-        describe("tokenrelay_retries_total", "counter", "Retried upstream attempts by target.")
-        describe("tokenrelay_throttled_total", "counter", "Requests answered throttled.")
-        describe("tokenrelay_refresh_coalesced_total", "counter", "Refreshes that joined one already in flight.")
+        describe(
+            "tokenrelay_token_cache_total", "counter", "Silent token requests by cache outcome (hit, miss).",
+            series: [["outcome": "hit", "layer": "memory"], ["outcome": "hit", "layer": "database"], ["outcome": "miss"], ["outcome": "extended_lifetime"]])
+        // Every grant TokenRelay sends, with the outcomes alerts count (deploy/monitoring); the
+        // other outcomes (problem codes, transport failures) appear when they first happen.
+        describe(
+            "tokenrelay_sts_requests_total", "counter", "Token endpoint calls by grant and outcome.",
+            series: ["authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"].flatMap { grant in
+                ["success", "interaction_required"].map { ["grant": grant, "outcome": $0] }
+            })
+        describe("tokenrelay_retries_total", "counter", "Retried upstream attempts by target.", series: [["target": "sts"], ["target": "downstream"]])
+        describe(
+            "tokenrelay_throttled_total", "counter", "Requests answered throttled.",
+            series: ["sts", "downstream"].flatMap { target in ["memory", "upstream"].map { ["target": target, "reason": $0] } })
+        describe("tokenrelay_refresh_coalesced_total", "counter", "Refreshes that joined one already in flight.", series: [[:]])
         describe("tokenrelay_sts_request_duration_seconds", "histogram", "Token endpoint call latency by grant, retries included.")
         describe("tokenrelay_ready", "gauge", "Last readiness result (a /readyz probe or the periodic self-check): 1 pass or warn, 0 fail.")
         describe("tokenrelay_ready_checked_timestamp_seconds", "gauge", "When readiness was last checked, unix seconds.")
@@ -55,8 +65,17 @@ public final class Metrics: Sendable {
         state.withLock { $0.handles["tokenrelay_token_cache_total", default: [:]][Self.render(["outcome": "hit", "layer": "memory"])] = hits }
     }
 
-    package func describe(_ name: String, _ type: String, _ text: String) {
-        state.withLock { $0.help[name] = (type, text) }
+    /// Announces a family (its `# HELP` and `# TYPE` lines, shown before its first sample).
+    /// - Parameter series: for a counter, the label sets known up front (`[["outcome": "failed"], ...]`,
+    ///   `[[:]]` for one without labels): each shows a sample of 0 from start-up instead of none
+    ///   until its first increment, so `rate()`, `increase()` and alerts on them see the first one.
+    ///   Only bounded, fixed values: never a route, a status or a code from outside.
+    package func describe(_ name: String, _ type: String, _ text: String, series: [[String: String]] = []) {
+        let keys = series.map(Self.render)
+        state.withLock { state in
+            state.help[name] = (type, text)
+            for key in keys where state.counters[name]?[key] == nil { state.counters[name, default: [:]][key] = 0 }
+        }
     }
 
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {

@@ -268,10 +268,19 @@ package struct JSONBody: Sendable {
         }
     }
 
-    package func int(_ field: String) throws(RelayError) -> Int? {
+    /// A whole number within `range` (`3` and `3.0` alike); nil when absent or null.
+    /// - Throws: `RelayError` 400 `invalid_request` naming `field`, saying which it is: not an
+    ///   integer (a fraction, text, a boolean), or an integer out of `range` (however large: one
+    ///   past `Int`'s range was called "not an integer" before).
+    package func int(_ field: String, in range: ClosedRange<Int>, unit: String = "") throws(RelayError) -> Int? {
         switch members[field] {
         case nil, .null?: return nil
-        case .number(let number)? where number == number.rounded() && abs(number) < 1e15: return Int(number)
+        case .number(let number)? where number.isFinite && number == number.rounded(.towardZero):
+            // Compared as Doubles, so a number no Int holds is out of range rather than trapping.
+            guard number >= Double(range.lowerBound) && number <= Double(range.upperBound) else {
+                throw RelayError.invalidRequest(field: field, IntegerText.outOfRange(field, range, unit: unit))
+            }
+            return Int(number)
         default: throw RelayError.invalidRequest(field: field, "'\(field)' must be an integer.")
         }
     }
@@ -310,13 +319,9 @@ package struct JSONBody: Sendable {
     }
 
     /// The body's `min_ttl_s`: seconds the answered token must still be valid, 0 (the default) to 86400.
-    /// - Throws: `RelayError` 400 `invalid_request` naming `min_ttl_s`.
+    /// - Throws: `RelayError` 400 `invalid_request` naming `min_ttl_s` (not an integer, or out of range).
     package func minTTLSeconds() throws(RelayError) -> Int {
-        let seconds = try int("min_ttl_s") ?? 0
-        guard seconds >= 0 && seconds <= 86_400 else {
-            throw RelayError.invalidRequest(field: "min_ttl_s", "'min_ttl_s' must be between 0 and 86400 seconds.")
-        }
-        return seconds
+        try int("min_ttl_s", in: 0...86_400, unit: "seconds") ?? 0
     }
 
     /// A claims request given as a JSON object or as JSON text (behaviour §1).

@@ -279,8 +279,9 @@ package enum RouteBody: Sendable, Equatable {
 
 /// Which query parameters a route takes (behaviour §7.4): one rule for every route, checked by
 /// the request pipeline once the caller is known (``AppHTTPHandler``), so that a misspelt or
-/// misplaced parameter is a 400 naming it rather than silently ignored. Values, and a parameter
-/// sent twice, are the route's to judge.
+/// misplaced parameter is a 400 naming it rather than silently ignored, and so is one of its
+/// parameters sent twice (each names one thing, behaviour §7.4: the first is never silently
+/// chosen). Values are the route's to judge.
 package enum RouteQuery: Sendable, Equatable {
     /// No query parameter at all (most routes).
     case none
@@ -291,7 +292,8 @@ package enum RouteQuery: Sendable, Equatable {
     /// RFC 6749 §4.1.2: a client ignores unrecognized response parameters).
     case any
 
-    /// - Throws: `RelayError` 400 `invalid_request` naming the first parameter the route does not take.
+    /// - Throws: `RelayError` 400 `invalid_request` naming the first parameter the route does not
+    ///   take, or else the first of its own given twice.
     package func check(_ query: [(name: String, value: String)]) throws(RelayError) {
         switch self {
         case .any:
@@ -303,6 +305,10 @@ package enum RouteQuery: Sendable, Equatable {
             for item in query where !names.contains(item.name) {
                 let choices = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
                 throw RelayError.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use \(choices).")
+            }
+            // At most 100 parameters reach a route (`maxQueryParameters`): comparing pairs needs no set.
+            for (index, item) in query.enumerated() where query[..<index].contains(where: { $0.name == item.name }) {
+                throw RelayError.invalidRequest(field: item.name, "Send the query parameter '\(item.name)' once.")
             }
         }
     }

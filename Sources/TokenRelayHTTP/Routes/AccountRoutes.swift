@@ -28,6 +28,11 @@ package enum AccountRoutes {
             }
             let username = try request.http.onlyQueryValue("username").flatMap { $0.isEmpty ? nil : $0 }
             let tenantId = try request.http.onlyQueryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }
+            // Any other text matches no account: an empty page would hide the mistake.
+            if let tenantId, !TenantName.isTenant(tenantId) {
+                throw RelayError.invalidRequest(
+                    field: "tenant_id", "'tenant_id' must be a tenant id (a GUID such as 72f988bf-86f1-41af-91ab-2d7cd011db47) or a domain name.")
+            }
             // An empty `state=` or `failure_class=` is no filter the caller can mean: 400 as any other value.
             let state = try request.http.onlyQueryValue("state").map { value in
                 guard let state = AccountRecord.State(rawValue: value) else {

@@ -87,10 +87,7 @@ package enum SignInRoutes {
         ) { request in
             var wait = 0
             if let text = try request.http.onlyQueryValue("wait") {
-                guard let seconds = Int(text), String(seconds) == text, (0...SignInService.longestWait).contains(seconds) else {
-                    throw RelayError.invalidRequest(field: "wait", "'wait' must be a whole number of seconds from 0 to \(SignInService.longestWait).")
-                }
-                wait = seconds
+                wait = try IntegerText.parse(text, field: "wait", in: 0...SignInService.longestWait, unit: "seconds")
             }
             let outcome = try await services.signIns.follow(
                 request.parameter("sign_in_id"), waitSeconds: wait, reader: request.context.caller, readsAccounts: request.context.readsAccounts)

@@ -55,7 +55,7 @@ package enum TenantRoutes {
     /// The tenant id of a path: a GUID (`8-4-4-4-12` hex digits, any case), lower-cased.
     /// - Throws: `RelayError` 400 `invalid_request` naming `tenant_id`.
     package static func tenantId(_ text: String) throws(RelayError) -> String {
-        guard text.utf8.count == 36, UUID(uuidString: text) != nil else {
+        guard TenantName.isTenantId(text) else {
             throw RelayError.invalidRequest(field: "tenant_id", "'tenant_id' must be a tenant id (a GUID such as 72f988bf-86f1-41af-91ab-2d7cd011db47).")
         }
         return text.lowercased()

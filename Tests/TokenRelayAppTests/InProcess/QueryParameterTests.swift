@@ -78,4 +78,20 @@ struct QueryParameterTests {
         #expect(callback.status == 200, "\(callback.text)")
         #expect((callback.json["account"] as? [String: Any])?["username"] as? String == "bob@contoso.example", "\(callback.text)")
     }
+
+    /// `?tenant_id=notauuid` answered 200 with an empty page, as if no account were there.
+    @Test("GET /v1/accounts?tenant_id= takes a tenant id or a domain name; other text is 400 naming tenant_id; empty is no filter")
+    func tenantFilterIsATenant() async throws {
+        let stack = try await InProcessApp(name: "inproc_query_tenant")
+        defer { stack.stop() }
+        _ = try await stack.signInAccountId()
+        for value in ["notauuid", "common", "72f988bf-86f1-41af-91ab", "contoso.onmicrosoft.com%2Fx"] {
+            let answer = try await stack.request("GET", "/v1/accounts?tenant_id=\(value)")
+            #expect(answer.status == 400 && answer.json["field"] as? String == "tenant_id", "\(value): \(answer.text)")
+        }
+        for (value, count) in [(stack.tenantId, 1), ("contoso.onmicrosoft.com", 0), ("", 1)] {
+            let answer = try await stack.request("GET", "/v1/accounts?tenant_id=\(value)")
+            #expect(answer.status == 200 && (answer.json["accounts"] as? [Any])?.count == count, "\(value): \(answer.text)")
+        }
+    }
 }

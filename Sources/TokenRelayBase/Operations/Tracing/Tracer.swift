@@ -68,10 +68,13 @@ package final class Tracer: Sendable {
         self.batchSize = max(1, min(batchSize, capacity))
         queue = Mutex([])
         dropped = metrics.counter("tokenrelay_trace_spans_dropped_total")
-        metrics.describe("tokenrelay_trace_spans_dropped_total", "counter", "Spans dropped because the export queue was full (TOKENRELAY_OTLP_QUEUE_SPANS).")
-        metrics.describe("tokenrelay_trace_spans_exported_total", "counter", "Spans the OTLP receiver accepted (TOKENRELAY_OTLP_ENDPOINT).")
         metrics.describe(
-            "tokenrelay_trace_spans_failed_total", "counter", "Spans given up because their export failed (receiver unreachable or refused).")
+            "tokenrelay_trace_spans_dropped_total", "counter", "Spans dropped because the export queue was full (TOKENRELAY_OTLP_QUEUE_SPANS).", series: [[:]])
+        metrics.describe(
+            "tokenrelay_trace_spans_exported_total", "counter", "Spans the OTLP receiver accepted (TOKENRELAY_OTLP_ENDPOINT).", series: [[:]])
+        metrics.describe(
+            "tokenrelay_trace_spans_failed_total", "counter", "Spans given up because their export failed (receiver unreachable or refused).",
+            series: [[:]])
         metrics.describe("tokenrelay_trace_spans_queued", "gauge", "Spans waiting in the export queue.")
         metrics.addGauges { [weak self] in [("tokenrelay_trace_spans_queued", [:], Double(self?.count ?? 0))] }
     }
