@@ -2,21 +2,38 @@
 ///
 /// Shared by the server and client bridges so that neither leaks a C type and both look headers
 /// up the same way (`retry-after` and `Retry-After` are one field).
+///
+/// The fields live in one byte buffer, each as its name's and its value's length (4 bytes each,
+/// little-endian), the name, a NUL, the value and a NUL: the server copies a request's head into
+/// it without a `String` per name and value, a copy of the list is one reference count, and a
+/// name or value becomes a `String` only when someone asks for it (a `String` per name and value
+/// and a list entry per field, retained and released on every copy, cost the cached answer about
+/// 2k instructions, behaviour §10; bench/README.md). The NULs let the server bridge hand names
+/// and values to libmicrohttpd as they lie.
 public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, Equatable {
     public typealias Element = (name: String, value: String)
 
-    private var fields: [(name: String, value: String)]
+    private var bytes: [UInt8]
+    /// How many fields `bytes` holds.
+    public private(set) var count: Int
 
-    public init() { fields = [] }
+    /// Bytes of a field's entry besides its name and value: the two lengths and the two NULs.
+    private static let entryOverhead = 10
 
-    /// An empty list with room for `minimumCapacity` fields before it grows.
+    public init() {
+        bytes = []
+        count = 0
+    }
+
+    /// An empty list with room for `minimumCapacity` fields of common size before it grows.
     public init(minimumCapacity: Int) {
-        fields = []
-        fields.reserveCapacity(minimumCapacity)
+        self.init()
+        bytes.reserveCapacity(minimumCapacity * 48)
     }
 
     public init(_ fields: [(String, String)]) {
-        self.fields = fields.map { (name: $0.0, value: $0.1) }
+        self.init()
+        for (name, value) in fields { add(name, value) }
     }
 
     public init(dictionaryLiteral elements: (String, String)...) {
@@ -28,59 +45,215 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
         firstValue(name)?.value
     }
 
-    /// The first value of the field `name`, and whether a later field has that name too.
-    ///
-    /// By index: iterating copied every field's name and value (a retain and a release of each
-    /// on the cached answer's path, behaviour §10), to read one.
-    public func firstValue(_ name: String) -> (value: String, repeated: Bool)? {
-        var found: Int?
-        for index in fields.indices where fields[index].name.caseInsensitiveEquals(name) {
-            if let found { return (fields[found].value, true) }
-            found = index
+    /// Where each field lies in `bytes`, in order.
+    private struct Entry {
+        var nameStart: Int
+        var nameCount: Int
+        var valueCount: Int
+        var valueStart: Int { nameStart + nameCount + 1 }
+        /// Where the next entry begins.
+        var end: Int { valueStart + valueCount + 1 }
+
+        /// The entry at `offset` of `buffer` (which holds a whole entry there).
+        @inline(__always)
+        init(at offset: Int, in buffer: UnsafeRawBufferPointer) {
+            nameStart = offset + 8
+            nameCount = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            valueCount = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
         }
-        return found.map { (fields[$0].value, false) }
+
+        /// Whether the entry's name in `buffer` is `name` (its UTF-8) in any ASCII case.
+        @inline(__always)
+        func isNamed(_ name: UnsafeBufferPointer<UInt8>, in buffer: UnsafeRawBufferPointer) -> Bool {
+            guard nameCount == name.count else { return false }
+            for index in 0..<nameCount {
+                let x = buffer[nameStart + index], y = name[index]
+                guard x != y else { continue }
+                let lx = (x >= 65 && x <= 90) ? x + 32 : x
+                let ly = (y >= 65 && y <= 90) ? y + 32 : y
+                if lx != ly { return false }
+            }
+            return true
+        }
+    }
+
+    /// Calls `body` with every entry, in order, and the buffer it lies in, until it returns false.
+    /// The buffer and the entries' bytes are read through a pointer valid only during the call:
+    /// indexing the array per byte, or making a `String` per field, cost more than the rest of
+    /// a look-up (behaviour §10).
+    @discardableResult @inline(__always)
+    private func forEachEntry(_ body: (Entry, UnsafeRawBufferPointer) -> Bool) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let entry = Entry(at: offset, in: buffer)
+                guard body(entry, buffer) else { return false }
+                offset = entry.end
+            }
+            return true
+        }
+    }
+
+    /// The entries named `name`, in order, until `body` returns false.
+    @inline(__always)
+    private func forEachEntry(named name: String, _ body: (Entry, UnsafeRawBufferPointer) -> Bool) {
+        var name = name
+        _ = name.withUTF8 { name in
+            forEachEntry { entry, buffer in
+                entry.isNamed(name, in: buffer) ? body(entry, buffer) : true
+            }
+        }
+    }
+
+    /// A name or value as a `String`: the ones most requests carry as literals (no allocation or
+    /// UTF-8 validation; `application/json` is one byte too long for a string without storage).
+    private static func string(_ buffer: UnsafeRawBufferPointer, _ start: Int, _ count: Int) -> String {
+        let bytes = UnsafeRawBufferPointer(rebasing: buffer[start..<start + count])
+        func exactly(_ literal: StaticString) -> Bool {
+            bytes.elementsEqual(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+        }
+        switch count {
+        case 16 where exactly("application/json"): return "application/json"
+        case 31 where exactly("application/json; charset=utf-8"): return "application/json; charset=utf-8"
+        case 10 where exactly("keep-alive"): return "keep-alive"
+        default: return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// The first value of the field `name`, and whether a later field has that name too.
+    public func firstValue(_ name: String) -> (value: String, repeated: Bool)? {
+        var found: String?
+        var repeated = false
+        forEachEntry(named: name) { entry, buffer in
+            guard found == nil else {
+                repeated = true
+                return false
+            }
+            found = Self.string(buffer, entry.valueStart, entry.valueCount)
+            return true
+        }
+        return found.map { ($0, repeated) }
     }
 
     /// Whether a field's name is `count` bytes long: settles cheaply that none of the names of
     /// that length is present.
     public func containsName(ofLength count: Int) -> Bool {
-        fields.indices.contains { fields[$0].name.utf8.count == count }
+        !forEachEntry { entry, _ in entry.nameCount != count }
     }
 
     /// Every value of the field `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        var values: [String] = []
+        forEachEntry(named: name) { entry, buffer in
+            values.append(Self.string(buffer, entry.valueStart, entry.valueCount))
+            return true
+        }
+        return values
     }
+
+    /// Bytes of the fields as a header section sends them: each name and value plus `": "` and CRLF.
+    public var fieldBytes: Int { bytes.count - count * (Self.entryOverhead - 4) }
 
     /// Appends a field, keeping any existing field of the same name.
     public mutating func add(_ name: String, _ value: String) {
-        fields.append((name: name, value: value))
+        var name = name, value = value
+        name.withUTF8 { name in
+            value.withUTF8 { value in add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value)) }
+        }
+    }
+
+    /// Appends a field from its name's and value's bytes, as they lie in a request's head (the
+    /// server bridge's reading, without a `String` of either).
+    package mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let entryCount = name.count + value.count + Self.entryOverhead
+        // Grown geometrically by the array, written with two copies: appending byte by byte cost
+        // a capacity and uniqueness check per byte.
+        bytes.append(addingCapacity: entryCount) { output in
+            output.withUnsafeMutableBufferPointer { buffer, initialized in
+                let entry = UnsafeMutableRawBufferPointer(buffer)
+                entry.storeBytes(of: UInt32(truncatingIfNeeded: name.count).littleEndian, toByteOffset: 0, as: UInt32.self)
+                entry.storeBytes(of: UInt32(truncatingIfNeeded: value.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+                if !name.isEmpty { UnsafeMutableRawBufferPointer(rebasing: entry[8...]).copyMemory(from: name) }
+                entry[8 + name.count] = 0
+                if !value.isEmpty { UnsafeMutableRawBufferPointer(rebasing: entry[(9 + name.count)...]).copyMemory(from: value) }
+                entry[entryCount - 1] = 0
+                initialized = entryCount
+            }
+        }
+        count += 1
     }
 
     /// Replaces every field named `name` by one with `value`.
     public mutating func set(_ name: String, _ value: String) {
         remove(name)
-        fields.append((name: name, value: value))
+        add(name, value)
     }
 
     public mutating func remove(_ name: String) {
-        fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+        guard contains(name) else { return }
+        var kept = HTTPHeaders()
+        var name = name
+        _ = name.withUTF8 { name in
+            forEachEntry { entry, buffer in
+                if !entry.isNamed(name, in: buffer) {
+                    kept.add(
+                        name: UnsafeRawBufferPointer(rebasing: buffer[entry.nameStart..<entry.nameStart + entry.nameCount]),
+                        value: UnsafeRawBufferPointer(rebasing: buffer[entry.valueStart..<entry.valueStart + entry.valueCount]))
+                }
+                return true
+            }
+        }
+        self = kept
     }
 
-    public func contains(_ name: String) -> Bool { self[name] != nil }
+    /// Removes every field; with `keepingCapacity`, the buffer stays allocated for the next fields
+    /// (the server bridge reuses a connection's buffer for its next request).
+    public mutating func removeAll(keepingCapacity: Bool = false) {
+        bytes.removeAll(keepingCapacity: keepingCapacity)
+        count = 0
+    }
 
-    public var count: Int { fields.count }
+    public func contains(_ name: String) -> Bool {
+        var found = false
+        forEachEntry(named: name) { _, _ in
+            found = true
+            return false
+        }
+        return found
+    }
 
-    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
-        fields.makeIterator()
+    /// Calls `body` with each field's name and value as NUL-terminated C strings, in order, valid
+    /// only during the call, until it returns false (what the server bridge hands libmicrohttpd).
+    /// - Returns: false when `body` stopped the walk.
+    package func withEachCField(_ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Bool) -> Bool {
+        forEachEntry { entry, buffer in
+            let text = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
+            return body(text + entry.nameStart, text + entry.valueStart)
+        }
+    }
+
+    public struct Iterator: IteratorProtocol {
+        fileprivate let headers: HTTPHeaders
+        fileprivate var offset = 0
+
+        public mutating func next() -> (name: String, value: String)? {
+            guard offset < headers.bytes.count else { return nil }
+            return headers.bytes.withUnsafeBytes { buffer in
+                let entry = Entry(at: offset, in: buffer)
+                offset = entry.end
+                return (HTTPHeaders.string(buffer, entry.nameStart, entry.nameCount), HTTPHeaders.string(buffer, entry.valueStart, entry.valueCount))
+            }
+        }
+    }
+
+    public func makeIterator() -> Iterator {
+        Iterator(headers: self)
     }
 
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
-        lhs.fields.count == rhs.fields.count
-            && zip(lhs.fields, rhs.fields).allSatisfy { $0.name.caseInsensitiveEquals($1.name) && $0.value == $1.value }
+        lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { $0.name.caseInsensitiveEquals($1.name) && $0.value == $1.value }
     }
 }
-
 extension String {
     /// ASCII case-insensitive comparison, as header names and scopes need.
     @inlinable

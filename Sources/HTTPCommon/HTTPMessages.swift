@@ -24,8 +24,10 @@ public struct HTTPRequest: Sendable {
 
     public init(
         method: String, path: String, query: [(name: String, value: String)] = [], headers: HTTPHeaders = HTTPHeaders(),
-        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil, version: String? = nil
+        body: [UInt8] = [], bodyExceededLimit: Bool = false, remoteAddress: String? = nil, version: String? = nil,
+        fieldFacts: HeaderFieldFacts? = nil
     ) {
+        self.fieldFacts = fieldFacts
         self.version = version
         self.method = method
         self.path = path
@@ -45,11 +47,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// Bytes of the header section as sent: each field's name and value plus `": "` and CRLF.
-    public var headerFieldBytes: Int {
-        var count = 0
-        for field in headers { count += field.name.utf8.count + field.value.utf8.count + 4 }
-        return count
-    }
+    public var headerFieldBytes: Int { headers.fieldBytes }
 
     /// Whether the server leaves the escape of `byte` encoded in ``path``: `/` (a decoded one
     /// would separate segments, RFC 3986 §2.2), `%` (a decoded one could then read as an escape)

@@ -87,7 +87,7 @@ public final class HTTPServer: Sendable {
         if listening >= 0 { close(listening) }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: .milliseconds(Int(max(0, timeoutSeconds) * 1000)))
-        while core.state.withLock({ $0.active }) > 0 {
+        while core.active.load(ordering: .relaxed) > 0 {
             guard clock.now < deadline else { return false }
             usleep(20_000)
         }

@@ -40,7 +40,7 @@ struct HeadReading {
         return value
     }
 
-    var headers = HTTPHeaders(minimumCapacity: 8)
+    var headers: HTTPHeaders
     var fieldFacts = HeaderFieldFacts()
     var refusal: HTTPHeadRefusal?
     /// The first `Content-Length`, or 0 when absent or unparsable (libmicrohttpd refuses a malformed one with 400).
@@ -49,12 +49,13 @@ struct HeadReading {
 
     /// What the walk keeps between fields.
     fileprivate struct Walk {
-        var reading = HeadReading()
+        var reading: HeadReading
         /// Where the previous line's value (or the version) ended; nil when the layout is not checked.
         var lineEnd: UnsafePointer<CChar>?
         var headStart: UnsafePointer<CChar>
         var headEnd: UnsafePointer<CChar>
-        var previousName: String?
+        /// The previous field's name as it lies in the head (a `String` of it is made only for a refusal).
+        var previousName: UnsafeRawBufferPointer?
         var hasContentLength = false
         var transferCodings: [Substring] = []
         var transferEncodingFields = 0
@@ -62,11 +63,12 @@ struct HeadReading {
     }
 
     /// Reads the head of the request on `connection`, whose request line's method and version
-    /// libmicrohttpd passed to the access handler.
-    static func read(_ connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?) -> HeadReading {
+    /// libmicrohttpd passed to the access handler, into `headers` (empty; a buffer kept from the
+    /// connection's previous request).
+    static func read(_ connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?, into headers: HTTPHeaders) -> HeadReading {
         let size = cmhd_connection_header_size(connection)
         let start = method ?? UnsafePointer(bitPattern: 1)!
-        var walk = Walk(headStart: start, headEnd: start + max(0, size))
+        var walk = Walk(reading: HeadReading(headers: headers), headStart: start, headEnd: start + max(0, size))
         // The layout is checked only when the version lies inside the head (it always does for a
         // request line with a version: libmicrohttpd points into the line it parsed).
         if let method, let version, size > 0, version > method, version < walk.headEnd {
@@ -77,7 +79,7 @@ struct HeadReading {
         }
         var reading = walk.reading
         if reading.refusal == nil, let lineEnd = walk.lineEnd, lineEnd + 4 != walk.headEnd {
-            reading.refusal = lineRefusal(distance: walk.headEnd - lineEnd, expected: 4, after: walk.previousName)
+            reading.refusal = lineRefusal(distance: walk.headEnd - lineEnd, expected: 4, after: walk.previousName.map(text))
         }
         if reading.refusal == nil { reading.refusal = framingRefusal(walk, version: version) }
         return reading
@@ -124,6 +126,11 @@ struct HeadReading {
         return nil
     }
 
+    /// Bytes of the head as text (a field's name or value, for a refusal or a rare field).
+    fileprivate static func text(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The members of a comma-separated field value, without blanks around them; empty members dropped.
     fileprivate static func members(_ value: String) -> [Substring] {
         value.split(separator: ",").map { member in
@@ -133,38 +140,21 @@ struct HeadReading {
     }
 }
 
-/// The field names most requests carry, as literals, when `name` (of `count` bytes) is spelled
-/// exactly so: a literal costs no UTF-8 validation, allocation or reference count, which a
-/// `String` made per field did (a tenth of a cached answer's own work, behaviour §10).
-private func commonName(_ name: UnsafePointer<CChar>, _ count: Int) -> String? {
+/// Whether `name` (of `count` bytes) is one of the field names most requests carry, spelled
+/// exactly so: a token without checking its bytes one by one (a tenth of the head's reading).
+private func isCommonName(_ name: UnsafePointer<CChar>, _ count: Int) -> Bool {
     func exactly(_ literal: StaticString) -> Bool {
         count == literal.utf8CodeUnitCount && memcmp(name, literal.utf8Start, count) == 0
     }
     switch count {
-    case 4: return exactly("Host") ? "Host" : exactly("host") ? "host" : nil
-    case 6: return exactly("Accept") ? "Accept" : exactly("accept") ? "accept" : nil
-    case 10: return exactly("User-Agent") ? "User-Agent" : exactly("Connection") ? "Connection" : exactly("user-agent") ? "user-agent" : nil
-    case 12: return exactly("Content-Type") ? "Content-Type" : exactly("content-type") ? "content-type" : nil
-    case 13: return exactly("Authorization") ? "Authorization" : exactly("authorization") ? "authorization" : nil
-    case 14: return exactly("Content-Length") ? "Content-Length" : exactly("content-length") ? "content-length" : nil
-    case 15: return exactly("Accept-Encoding") ? "Accept-Encoding" : exactly("accept-encoding") ? "accept-encoding" : nil
-    default: return nil
-    }
-}
-
-/// The field values most requests carry, as literals, when `value` is spelled exactly so (see
-/// ``commonName(_:_:)``; `application/json` is one byte too long for a string without storage).
-private func commonValue(_ value: UnsafePointer<CChar>, _ count: Int) -> String? {
-    func exactly(_ literal: StaticString) -> Bool {
-        count == literal.utf8CodeUnitCount && memcmp(value, literal.utf8Start, count) == 0
-    }
-    switch count {
-    case 3: return exactly("*/*") ? "*/*" : nil
-    case 8: return exactly("identity") ? "identity" : nil
-    case 10: return exactly("keep-alive") ? "keep-alive" : nil
-    case 16: return exactly("application/json") ? "application/json" : nil
-    case 31: return exactly("application/json; charset=utf-8") ? "application/json; charset=utf-8" : nil
-    default: return nil
+    case 4: return exactly("Host") || exactly("host")
+    case 6: return exactly("Accept") || exactly("accept")
+    case 10: return exactly("User-Agent") || exactly("Connection") || exactly("user-agent")
+    case 12: return exactly("Content-Type") || exactly("content-type")
+    case 13: return exactly("Authorization") || exactly("authorization")
+    case 14: return exactly("Content-Length") || exactly("content-length")
+    case 15: return exactly("Accept-Encoding") || exactly("accept-encoding")
+    default: return false
     }
 }
 
@@ -181,16 +171,13 @@ private func readField(
 ) -> MHD_Result {
     guard let walkPointer, let key else { return .NO }
     let walk = walkPointer.assumingMemoryBound(to: HeadReading.Walk.self)
-    let common = commonName(key, keySize)
-    let name = common ?? (keySize > 0 ? String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self) : "")
-    let text =
-        valueSize > 0 && value != nil
-        ? commonValue(value!, valueSize) ?? String(decoding: UnsafeRawBufferPointer(start: value, count: valueSize), as: UTF8.self) : ""
-    walk.pointee.reading.headers.add(name, text)
+    let nameBytes = UnsafeRawBufferPointer(start: key, count: keySize)
+    let valueBytes = UnsafeRawBufferPointer(start: valueSize > 0 ? value : nil, count: valueSize > 0 && value != nil ? valueSize : 0)
+    walk.pointee.reading.headers.add(name: nameBytes, value: valueBytes)
     let isContentLength = named(key, keySize, "Content-Length")
     walk.pointee.reading.fieldFacts.count(
-        name: UnsafeRawBufferPointer(start: key, count: keySize), isHost: named(key, keySize, "Host"), isContentLength: isContentLength,
-        valueCount: valueSize, knownToken: common != nil)
+        name: nameBytes, isHost: named(key, keySize, "Host"), isContentLength: isContentLength, valueCount: valueSize,
+        knownToken: isCommonName(key, keySize))
     guard walk.pointee.reading.refusal == nil else { return .YES }
 
     if let lineEnd = walk.pointee.lineEnd, let value {
@@ -198,7 +185,8 @@ private func readField(
         // The previous line ends with CRLF (two NULs) and this field's name starts right after.
         if key != lineEnd + 2 || lineEnd[0] != 0 || lineEnd[1] != 0 {
             if key > lineEnd && key < head.headEnd {
-                walk.pointee.reading.refusal = HeadReading.lineRefusal(distance: key - lineEnd, expected: 2, after: head.previousName)
+                walk.pointee.reading.refusal = HeadReading.lineRefusal(
+                    distance: key - lineEnd, expected: 2, after: head.previousName.map(HeadReading.text))
             } else {
                 // The name is not where its line is: libmicrohttpd grew it elsewhere for a folded
                 // line (and the name it holds now has the folded text in it: not named).
@@ -217,10 +205,11 @@ private func readField(
             return .YES
         }
         walk.pointee.lineEnd = value + valueSize
-        walk.pointee.previousName = name
+        walk.pointee.previousName = nameBytes
     }
     // RFC 9110 §5.5: CR, LF and NUL are never part of a field value (LF and NUL end it here).
     if let value, valueSize > 0, memchr(value, 0x0D, valueSize) != nil {
+        let name = HeadReading.text(nameBytes)
         walk.pointee.reading.refusal = HTTPHeadRefusal(
             status: 400, field: name, reason: "The value of '\(name)' holds a CR; a field value may not (RFC 9110 §5.5).")
         return .YES
@@ -232,11 +221,11 @@ private func readField(
         walk.pointee.hasContentLength = true
     } else if named(key, keySize, "Transfer-Encoding") {
         walk.pointee.transferEncodingFields += 1
-        let members = HeadReading.members(text)
+        let members = HeadReading.members(HeadReading.text(valueBytes))
         // An empty value names no coding: the length cannot be told.
         walk.pointee.transferCodings += members.isEmpty ? [""] : members
     } else if named(key, keySize, "Expect") {
-        let members = HeadReading.members(text)
+        let members = HeadReading.members(HeadReading.text(valueBytes))
         walk.pointee.expectations += members.isEmpty ? [""] : members
         walk.pointee.reading.expectsContinue = walk.pointee.reading.expectsContinue || members.contains { $0.lowercased() == "100-continue" }
     }

@@ -32,10 +32,14 @@ func accessHandler(
         // afterwards, so attach our context and wait for the next call, unless the head is
         // refused (framing, expectations, behaviour §7.4) or the declared body is already too
         // large: then the early answer and the close are what we want.
-        let context = RequestContext(connection: connection)
+        let slot = connectionSlot(connection)
+        let context = slot?.takeContext() ?? RequestContext(connection: connection)
         requestPointer.pointee = Unmanaged.passRetained(context).toOpaque()
-        core.state.withLock { $0.active += 1 }
-        let head = HeadReading.read(connection, method: method, version: version)
+        core.active.add(1, ordering: .relaxed)
+        // The buffer moves into the reading and back: held once, it is filled in place.
+        let buffer = context.headers
+        context.headers = HTTPHeaders()
+        let head = HeadReading.read(connection, method: method, version: version, into: buffer)
         context.headers = head.headers
         context.fieldFacts = head.fieldFacts
         let refusal =
@@ -120,7 +124,7 @@ private func dispatch(
 ) -> MHD_Result {
     // The whole request is in: its deadline stops here, not at the head, so a body trickled a
     // byte at a time is cut off like a trickled head (the clock covers head and body).
-    headTrack(connection)?.requestStarted()
+    connectionSlot(connection)?.track?.requestStarted()
     let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
     context.isHead = request.method == "HEAD"
     switch core.handler.first(request) {
@@ -244,55 +248,119 @@ func requestCompleted(
     _ serverPointer: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ requestPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ reason: MHD_RequestTerminationCode
 ) {
-    if let connection { headTrack(connection)?.requestCompleted() }
+    let slot = connection.flatMap(connectionSlot)
+    slot?.track?.requestCompleted()
     guard let requestPointer, let existing = requestPointer.pointee else { return }
     guard !isMark(existing) else {
         // Ended before its first access-handler call: no context was made, none counted.
         requestPointer.pointee = nil
         return
     }
-    Unmanaged<RequestContext>.fromOpaque(existing).release()
+    var context = Unmanaged<RequestContext>.fromOpaque(existing).takeRetainedValue()
     requestPointer.pointee = nil
+    slot?.keep(&context)
     if let serverPointer {
-        Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().state.withLock { $0.active -= 1 }
+        Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().active.subtract(1, ordering: .relaxed)
     }
 }
 
-/// MHD_NotifyConnectionCallback: a connection opened or is about to close. With request-head
-/// deadlines on, a started connection gets a track (retained in its socket context) and a
-/// closing one gives it back, before MHD closes the socket (see `RequestHeadDeadlines`).
+/// What a connection keeps between its requests, in libmicrohttpd's socket context from the
+/// "connection started" notification to the "closed" one: its head-deadline track (when
+/// deadlines are on), the request context of its last request (reused for the next, with its
+/// buffers), its peer's address text and its last request's path (behaviour §10: each was made
+/// per request).
+final class ConnectionSlot: @unchecked Sendable {
+    // @unchecked: `spare` is touched only by the polling thread that owns the connection.
+    let track: RequestHeadDeadlines.Track?
+    private var spare: RequestContext?
+
+    init(track: RequestHeadDeadlines.Track?) {
+        self.track = track
+    }
+
+    /// The connection's peer address as text, read once per connection.
+    private var peer: String??
+    /// The path of the connection's previous request as the target gave it, and as ``HTTPRequest/path``.
+    private var lastPath: (target: [UInt8], path: String)?
+
+    func remoteAddress(_ connection: OpaquePointer) -> String? {
+        if let peer { return peer }
+        let address = peerAddress(connection)
+        peer = .some(address)
+        return address
+    }
+
+    /// The ``HTTPRequest/path`` of the request target `url`: the previous request's when the
+    /// target is the same bytes.
+    func path(_ url: UnsafePointer<CChar>) -> String {
+        let count = strlen(url)
+        if let lastPath, lastPath.target.count == count,
+            lastPath.target.withUnsafeBytes({ memcmp($0.baseAddress!, url, count) == 0 })
+        {
+            return lastPath.path
+        }
+        let path = originPath(String(cString: url))
+        lastPath = (Array(UnsafeRawBufferPointer(start: url, count: count)), path)
+        return path
+    }
+
+    /// The context kept from the connection's previous request, reset; nil if none.
+    func takeContext() -> RequestContext? {
+        defer { spare = nil }
+        return spare
+    }
+
+    /// Keeps a completed request's context for the next request, unless something else (a
+    /// handler's task not yet finished with it) still holds it.
+    func keep(_ context: inout RequestContext) {
+        guard isKnownUniquelyReferenced(&context) else { return }
+        context.reset()
+        spare = context
+    }
+}
+
+/// MHD_NotifyConnectionCallback: a connection opened or is about to close. A started connection
+/// gets its ``ConnectionSlot`` (retained in its socket context; with request-head deadlines on,
+/// holding its track) and a closing one gives it back, before MHD closes the socket (see
+/// `RequestHeadDeadlines`).
 func connectionNotified(
     _ serverPointer: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
     _ event: MHD_ConnectionNotificationCode
 ) {
     guard let serverPointer, let connection, let socketContext else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue()
-    guard let deadlines = core.headDeadlines else { return }
     // MHD_CONNECTION_NOTIFY_STARTED = 0, MHD_CONNECTION_NOTIFY_CLOSED = 1 (the enum imports without its case names).
     switch event.rawValue {
     case 0:
-        let socket = cmhd_connection_fd(connection)
-        guard socket >= 0 else { return }
-        socketContext.pointee = Unmanaged.passRetained(deadlines.opened(socket: socket)).toOpaque()
+        var track: RequestHeadDeadlines.Track?
+        if let deadlines = core.headDeadlines {
+            let socket = cmhd_connection_fd(connection)
+            if socket >= 0 { track = deadlines.opened(socket: socket) }
+        }
+        socketContext.pointee = Unmanaged.passRetained(ConnectionSlot(track: track)).toOpaque()
     case 1:
         guard let existing = socketContext.pointee else { return }
-        let track = Unmanaged<RequestHeadDeadlines.Track>.fromOpaque(existing)
-        deadlines.closed(track.takeUnretainedValue())
-        track.release()
+        let slot = Unmanaged<ConnectionSlot>.fromOpaque(existing)
+        if let track = slot.takeUnretainedValue().track { core.headDeadlines?.closed(track) }
+        slot.release()
         socketContext.pointee = nil
     default:
         return
     }
 }
 
-/// The connection's head-deadline track, when deadlines are on.
-private func headTrack(_ connection: OpaquePointer) -> RequestHeadDeadlines.Track? {
+/// The connection's slot (nil only before the "connection started" notification).
+private func connectionSlot(_ connection: OpaquePointer) -> ConnectionSlot? {
     guard let pointer = cmhd_connection_socket_context(connection) else { return nil }
-    return Unmanaged<RequestHeadDeadlines.Track>.fromOpaque(pointer).takeUnretainedValue()
+    return Unmanaged<ConnectionSlot>.fromOpaque(pointer).takeUnretainedValue()
 }
 
 /// Builds the HTTPRequest from what MHD parsed. MHD already percent-decoded the path (and took
 /// the query off it) and the query names and values (`+` becoming a space).
+///
+/// A connection's peer address and its last path are kept in its ``ConnectionSlot``: the address
+/// does not change over a connection, and a client on a kept-alive connection mostly asks for
+/// the same path again (each was a `String` made and validated per request, behaviour §10).
 private func makeRequest(
     connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
     context: RequestContext
@@ -301,20 +369,24 @@ private func makeRequest(
     _ = withUnsafeMutablePointer(to: &query) {
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryItem, $0)
     }
-    let remoteAddress = cmhd_connection_client_address(connection).flatMap { SocketAddress.numericHost(of: $0) }
-    var request = HTTPRequest(
+    let slot = connectionSlot(connection)
+    return HTTPRequest(
         method: method.map { commonMethod($0) ?? String(cString: $0) } ?? "GET",
-        path: url.map { originPath(String(cString: $0)) } ?? "/",
+        path: url.map { slot?.path($0) ?? originPath(String(cString: $0)) } ?? "/",
         query: query,
         headers: context.headers,
         body: context.body,
         bodyExceededLimit: context.bodyExceededLimit,
-        remoteAddress: remoteAddress,
+        remoteAddress: slot?.remoteAddress(connection) ?? peerAddress(connection),
         // The usual version as a literal: no string made per request.
-        version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) }
+        version: version.map { strcmp($0, "HTTP/1.1") == 0 ? "HTTP/1.1" : String(cString: $0) },
+        fieldFacts: context.fieldFacts
     )
-    request.fieldFacts = context.fieldFacts
-    return request
+}
+
+/// The numeric text of the connection's peer address, or nil.
+private func peerAddress(_ connection: OpaquePointer) -> String? {
+    cmhd_connection_client_address(connection).flatMap { SocketAddress.numericHost(of: $0) }
 }
 
 /// The methods most requests use, as literals (no string made per request).
@@ -383,14 +455,11 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
     }
     guard let mhdResponse = created else { return .NO }
     defer { MHD_destroy_response(mhdResponse) }
-    for (name, value) in response.headers where !name.caseInsensitiveEquals("Content-Length") {
-        // withCString borrows a native string's bytes; passing the String converted it into a
-        // new array per name and value.
-        let added = name.withCString { name in value.withCString { value in MHD_add_response_header(mhdResponse, name, value) } }
-        guard added == .YES else {
-            return queue(HTTPResponse(status: 500), on: connection, head: head)
-        }
+    // The names and values as they lie in the headers' buffer, NUL-terminated: no C string made per field.
+    let added = response.headers.withEachCField { name, value in
+        strcasecmp(name, "Content-Length") == 0 || MHD_add_response_header(mhdResponse, name, value) == .YES
     }
+    guard added else { return queue(HTTPResponse(status: 500), on: connection, head: head) }
     guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection, head: head) }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
 }

@@ -2,10 +2,15 @@ import HTTPCommon
 import Synchronization
 
 /// Per-request state libmicrohttpd carries for us in its `req_cls` pointer, from the first
-/// access-handler call until the request-completed callback releases it.
+/// access-handler call until the request-completed callback releases it. A connection's
+/// ``ConnectionSlot`` keeps it for the connection's next request (``reset()``), with the
+/// capacity of its header and body buffers: no context, header buffer or body buffer allocated
+/// per request on a kept-alive connection (behaviour §10).
 final class RequestContext: @unchecked Sendable {
     // @unchecked: `body`, `bodyExceededLimit` and `isSuspended` are only touched by the MHD
-    // polling thread that owns the connection (MHD never runs one connection on two threads).
+    // polling thread that owns the connection (MHD never runs one connection on two threads);
+    // for the same reason their accesses are not checked for exclusivity at run time (two
+    // `swift_beginAccess` calls per request and field read).
     // What crosses threads, the async handler's outcome, sits behind `outcome`'s Mutex.
 
     /// What the polling thread should do when the suspended connection comes back.
@@ -21,24 +26,37 @@ final class RequestContext: @unchecked Sendable {
     /// The connection, used only while it is suspended and registered with the server (see
     /// `ServerCore.resume`), never after the request completed.
     let connection: OpaquePointer
-    var body: [UInt8] = []
-    var bodyExceededLimit = false
+    @exclusivity(unchecked) var body: [UInt8] = []
+    @exclusivity(unchecked) var bodyExceededLimit = false
     /// Set when the connection was handed to the async handler; the next handler call for it is
     /// the one after `MHD_resume_connection`.
-    var isSuspended = false
+    @exclusivity(unchecked) var isSuspended = false
     /// Set while the head of a request that asked for `100 Continue` is being decided off the
     /// server thread (``HTTPHandler/admitHead(_:)``); the next handler call is the one after
     /// `MHD_resume_connection`, still before the body.
-    var isDecidingHead = false
+    @exclusivity(unchecked) var isDecidingHead = false
     /// The header fields, read once on the first handler call.
-    var headers = HTTPHeaders()
-    var fieldFacts: HeaderFieldFacts?
+    @exclusivity(unchecked) var headers = HTTPHeaders()
+    @exclusivity(unchecked) var fieldFacts: HeaderFieldFacts?
     /// A HEAD request: its answer carries the length a GET would have had, and no body.
-    var isHead = false
+    @exclusivity(unchecked) var isHead = false
     let outcome = Mutex<Outcome>(.pending)
 
     init(connection: OpaquePointer) {
         self.connection = connection
+    }
+
+    /// Makes the context ready for the connection's next request, keeping its buffers' capacity
+    /// (a buffer a request still shares is left to it: a new one is made on the next write).
+    func reset() {
+        body.removeAll(keepingCapacity: true)
+        bodyExceededLimit = false
+        isSuspended = false
+        isDecidingHead = false
+        headers.removeAll(keepingCapacity: true)
+        fieldFacts = nil
+        isHead = false
+        outcome.withLock { $0 = .pending }
     }
 
     /// Appends uploaded bytes unless the body already went past `limit`, in which case they and

@@ -17,9 +17,11 @@ final class ServerCore: Sendable {
         var wasStarted = false
         var isStopping = false
         var suspended: [ObjectIdentifier: RequestContext] = [:]
-        /// Requests begun (headers read) and not yet completed: what a graceful stop waits for.
-        var active = 0
     }
+
+    /// Requests begun (headers read) and not yet completed: what a graceful stop waits for. An
+    /// atomic count, not under `state`'s lock: two lock round trips per request cost more.
+    let active = Atomic<Int>(0)
 
     let handler: ErasedHandler
     let maxBodyBytes: Int

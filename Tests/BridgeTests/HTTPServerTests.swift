@@ -308,6 +308,47 @@ struct HTTPServerTests {
         #expect(texts == ["fast", "slow", "slow", "fast"])
     }
 
+    @Test("keep-alive: each request on a connection sees its own header fields and body, never the previous request's")
+    func keepAliveRequestsAreSeparate() async throws {
+        // A connection reuses its request context and buffers (ConnectionSlot): a field, a body
+        // or a refusal of one request must not show in the next, immediate or async.
+        let log = RequestLog()
+        let server = try startServer(
+            ClosureHandler(
+                immediate: { request in
+                    log.record(request)
+                    return request.path == "/fast" ? HTTPResponse(status: 200, body: request.body) : nil
+                },
+                async: { request in HTTPResponse(status: 200, body: request.body) }))
+        defer { server.stop() }
+        let port = server.port
+        let texts = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: port)
+            var texts: [String] = []
+            let long = String(repeating: "v", count: 300)
+            try connection.send("POST /fast HTTP/1.1\r\nHost: x\r\nX-First: \(long)\r\nContent-Length: 5\r\n\r\nfirst")
+            texts.append(try connection.readResponse().text)
+            try connection.send("POST /slow HTTP/1.1\r\nHost: y\r\nContent-Length: 2\r\n\r\nab")
+            texts.append(try connection.readResponse().text)
+            try connection.send("GET /fast HTTP/1.1\r\nHost: z\r\n\r\n")
+            texts.append(try connection.readResponse().text)
+            return texts
+        }
+        #expect(texts == ["first", "ab", ""])
+        let requests = log.all
+        try #require(requests.count == 3)
+        #expect(requests[0].headers["X-First"]?.utf8.count == 300)
+        #expect(requests[1].headers["X-First"] == nil)
+        #expect(requests[1].headers.count == 2)
+        #expect(requests[1].headers["host"] == "y")
+        #expect(requests[2].headers.count == 1)
+        #expect(requests[2].headers["Host"] == "z")
+        #expect(requests[2].body.isEmpty)
+        // What the first request's handler kept is still its own.
+        #expect(requests[0].body == Array("first".utf8))
+        #expect(requests[0].headers["Host"] == "x")
+    }
+
     @Test("stop() closes suspended connections, drops late responses, and refuses new connections")
     func stopWhileAsyncHandlerRuns() async throws {
         let gate = Gate()

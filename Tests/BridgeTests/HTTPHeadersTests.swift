@@ -1,0 +1,44 @@
+import HTTPCommon
+import Testing
+
+@Suite("HTTP header fields in one buffer")
+struct HTTPHeadersTests {
+    @Test("fields keep their order and spelling; names compare in any ASCII case, values exactly")
+    func lookUps() {
+        var headers: HTTPHeaders = ["Content-Type": "application/json", "X-Empty": "", "accept": "a"]
+        headers.add("Accept", "b")
+        headers.add("", "no name")
+        #expect(headers.count == 5)
+        #expect(headers["content-TYPE"] == "application/json")
+        #expect(headers["X-Empty"] == "")
+        #expect(headers["Accept"] == "a")
+        #expect(headers.values(for: "ACCEPT") == ["a", "b"])
+        #expect(headers.firstValue("accept")! == ("a", true))
+        #expect(headers.firstValue("Content-Type")! == ("application/json", false))
+        #expect(headers["Accepts"] == nil && headers["Accep"] == nil)
+        // `[` and `{` differ only by 0x20, but are not letters: not the same name.
+        #expect(HTTPHeaders([("a[", "1")])["a{"] == nil)
+        #expect(headers.containsName(ofLength: 7) && !headers.containsName(ofLength: 9))
+        #expect(headers.map(\.name) == ["Content-Type", "X-Empty", "accept", "Accept", ""])
+        #expect(headers.map(\.value) == ["application/json", "", "a", "b", "no name"])
+        #expect(headers.fieldBytes == headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
+    }
+
+    @Test("set replaces every field of the name, remove drops them all, removeAll empties; copies stay apart")
+    func changes() {
+        var headers: HTTPHeaders = ["A": "1", "B": "2"]
+        headers.add("a", "3")
+        let copy = headers
+        headers.set("A", "4")
+        #expect(headers.map(\.name) == ["B", "A"] && headers["a"] == "4")
+        headers.remove("b")
+        #expect(headers.count == 1 && headers["B"] == nil)
+        #expect(copy.count == 3 && copy.values(for: "A") == ["1", "3"])
+        headers.removeAll(keepingCapacity: true)
+        #expect(headers.count == 0 && headers["A"] == nil && headers.map(\.name).isEmpty)
+        headers.add("C", "é")
+        #expect(headers["c"] == "é" && headers.fieldBytes == 1 + 2 + 4)
+        #expect(copy == HTTPHeaders([("a", "1"), ("b", "2"), ("A", "3")]))
+        #expect(copy != HTTPHeaders([("A", "1"), ("B", "2"), ("a", "4")]))
+    }
+}
