@@ -502,8 +502,11 @@ package struct RefreshExecutor: Sendable {
         let (store, metrics, logger) = (self.store, self.metrics, self.logger)
         let (leaseSeconds, interval, waiting) = (self.leaseSeconds, renewalIntervalSeconds, self.waiting)
         let renewals = LeaseRenewals()
+        // Started from a timer, not from this task: the request's trace is handed over, so the
+        // renewal statements stay spans of the request's trace (behaviour §8.11) as before.
+        let trace = Tracing.current
         let first = waiting.schedule(after: interval) {
-            renewals.start {
+            renewals.start(in: trace) {
                 while true {
                     if Task.isCancelled { return }
                     let renewed: Bool
@@ -678,11 +681,11 @@ extension RefreshExecutor.PreviousHolderRotation {
 final class LeaseRenewals: Sendable {
     private let state = Mutex<(cancelled: Bool, task: Task<Void, Never>?)>((false, nil))
 
-    /// Starts `renew` in a task unless the call has ended.
-    func start(_ renew: @escaping @Sendable () async -> Void) {
+    /// Starts `renew` in a task, with `trace` as its current span, unless the call has ended.
+    func start(in trace: ActiveSpan?, _ renew: @escaping @Sendable () async -> Void) {
         state.withLock { state in
             guard !state.cancelled else { return }
-            state.task = Task { await renew() }
+            state.task = Task { await Tracing.$current.withValue(trace) { await renew() } }
         }
     }
 
