@@ -222,6 +222,8 @@ def overhead(relay, emulator, tenant, client_id, account_id, username, count):
     form_headers = {"Content-Type": "application/x-www-form-urlencoded"}
     relay_ms, emulator_ms = [], []
     warmup = min(20, count // 5)
+    relay_pid = os.environ.get("BENCH_RELAY_PID")
+    cost_before = relay_cost(relay_pid)
     for i in range(warmup + count):
         began = time.perf_counter()
         status, body = relay_client.request("POST", "/v1/tokens/silent", silent, relay_headers())
@@ -241,7 +243,36 @@ def overhead(relay, emulator, tenant, client_id, account_id, username, count):
         refresh_token = body["refresh_token"]
         if i >= warmup:
             emulator_ms.append(took)
-    print(json.dumps({"relay": relay_ms, "emulator": emulator_ms}))
+    cost_after = relay_cost(relay_pid)
+    cost = None
+    if cost_before and cost_after:
+        cost = {k: cost_after[k] - cost_before[k] for k in cost_before}
+        cost["requests"] = warmup + count
+    print(json.dumps({"relay": relay_ms, "emulator": emulator_ms, "relay_cost": cost}))
+
+
+def relay_cost(pid):
+    """The relay's CPU seconds (user + system, /proc/PID/stat) and context switches summed over its
+    threads (/proc/PID/task/*/status): figures of the work per request that do not swing with the
+    machine's load as wall time does. A voluntary switch is a thread going to sleep: every hand-off
+    to another thread is one (the waker goes on, the woken one slept). None without a pid."""
+    if not pid:
+        return None
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cost = {"cpu_s": (int(fields[11]) + int(fields[12])) / ticks, "voluntary": 0, "involuntary": 0}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        cost["voluntary"] += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        cost["involuntary"] += int(line.split()[1])
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return cost
 
 
 # ---- report ---------------------------------------------------------------------------------
@@ -319,6 +350,12 @@ def report(wrk_file, before_file, during_file, overhead_file, connections, laten
     print(f"refresh overhead: {relay_median - emulator_median:.2f} ms median beyond the STS (target <= 1 ms), "
           f"p90 {relay_p90 - emulator_p90:.2f} ms; relay median {relay_median:.2f} ms p90 {relay_p90:.2f} ms, "
           f"emulator alone median {emulator_median:.2f} ms p90 {emulator_p90:.2f} ms ({len(relay)} sequential forced refreshes each)")
+    cost = data.get("relay_cost")
+    if cost:
+        n = cost["requests"]
+        print(f"  relay cost per forced refresh: {cost['cpu_s'] * 1000 / n:.2f} ms CPU (user + system), "
+              f"{cost['voluntary'] / n:.1f} voluntary and {cost['involuntary'] / n:.1f} involuntary context switches "
+              f"(over all {n} requests of the overhead part, warm-up included; the relay's own timers too)")
     print(f"  relay log (warn and up): {log_summary(relay_log)}")
 
 

@@ -60,7 +60,7 @@ public struct AuthorityValidator: Sendable {
     /// - Throws: `AuthorityError` (→ 400 `invalid_authority`) when malformed, not https, or
     ///   neither well-known nor known.
     public func validate(_ url: String) throws(AuthorityError) -> Authority {
-        let parsed = try ParsedURL.parse(url.trimmingCharacters(in: .whitespaces))
+        let parsed = try ParsedURL.parse(Self.trimmingBlanks(url))
         if parsed.scheme == "http" {
             guard allowHTTPLoopback else { throw AuthorityError(detail: "authority must use https") }
             guard ["127.0.0.1", "localhost", "[::1]"].contains(parsed.host) else {
@@ -79,6 +79,18 @@ public struct AuthorityValidator: Sendable {
             }
         }
         return try Self.makeAuthority(parsed)
+    }
+
+    /// `url` without the blanks around it (`CharacterSet.whitespaces`). The usual URL (an ASCII
+    /// letter first and an ASCII non-blank last) is returned as it is, without Foundation's
+    /// trimming: a forced refresh validates the account's authority once (issue 30).
+    static func trimmingBlanks(_ url: String) -> String {
+        if let first = url.utf8.first, let last = url.utf8.last, first < 0x80, last < 0x80, first != UInt8(ascii: " "),
+            first != UInt8(ascii: "\t"), last != UInt8(ascii: " "), last != UInt8(ascii: "\t")
+        {
+            return url
+        }
+        return url.trimmingCharacters(in: .whitespaces)
     }
 
     /// Splits the path into tenant and policy and detects the type.
@@ -158,6 +170,9 @@ struct ParsedURL: Sendable, Equatable {
         byte.isASCIIAlphanumeric || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
     }
 
+    /// What a host (lower-cased) may hold: a name, an IPv4 or a bracketed IPv6 literal.
+    private static let hostCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789.-[]:")
+
     static func parse(_ text: String) throws(AuthorityError) -> ParsedURL {
         guard let schemeEnd = text.range(of: "://") else { throw AuthorityError(detail: "authority must be an absolute URL") }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
@@ -187,8 +202,7 @@ struct ParsedURL: Sendable, Equatable {
             host = hostPort
         }
         host = host.lowercased()
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789.-[]:")
-        guard !host.isEmpty, host.allSatisfy({ allowed.contains($0) }) else { throw AuthorityError(detail: "bad authority host") }
+        guard !host.isEmpty, host.allSatisfy({ Self.hostCharacters.contains($0) }) else { throw AuthorityError(detail: "bad authority host") }
         var port = scheme == "http" ? 80 : 443
         if let portText {
             guard let value = Int(portText), (1...65535).contains(value) else { throw AuthorityError(detail: "bad authority port") }

@@ -127,6 +127,42 @@ struct TracingTests {
         #expect(check.status == 0, "the trace families pass promtool check metrics: \(check.error)\(check.output)")
     }
 
+    @Test("A token-endpoint call longer than a third of the lease: its lease renewals are statement spans of the request's trace")
+    func renewalsInTheRequestsTrace() async throws {
+        let receiver = try Receiver()
+        // A lease of 2 s is renewed every 0.67 s: a 1.6 s call renews it twice.
+        let stack = try await TokenRelayStack(
+            name: "e2e_tracing_renewal",
+            environment: ["TOKENRELAY_OTLP_ENDPOINT": receiver.process.baseURL, "TOKENRELAY_OTLP_INTERVAL_MS": "100", "TOKENRELAY_REFRESH_LEASE_S": "2"])
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId(Self.alice)
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "token", "latency_ms": 1600])
+        let answer = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(answer.status == 200, "\(answer.text)")
+
+        var request: [String: Any] = [:]
+        _ = try await eventually(within: 15) {
+            request = receiver.spans.first { Self.attributes($0)["http.route"] as? String == "/v1/tokens/silent" } ?? [:]
+            return !request.isEmpty
+        }
+        let traceId = try #require(Self.string(request, "traceId"))
+        let requestId = try #require(Self.string(request, "spanId"))
+        let spans = try await Self.trace(traceId, in: receiver) { spans in
+            spans.contains { Self.attributes($0)["tokenrelay.upstream"] as? String == "sts" }
+        }
+        let sts = try #require(spans.first { Self.attributes($0)["tokenrelay.upstream"] as? String == "sts" })
+        let (callStart, callEnd) = (sts["start"] as? Int ?? 0, sts["end"] as? Int ?? 0)
+        // The renewals run while the call does (the rotation's write and the touch come after it).
+        let renewals = spans.filter { span in
+            Self.attributes(span)["db.operation.name"] as? String == "UPDATE" && (span["start"] as? Int ?? 0) >= callStart
+                && (span["end"] as? Int ?? .max) <= callEnd
+        }
+        #expect(renewals.count >= 1, "no renewal statement in the request's trace: \(spans.map { $0["name"] ?? "" })")
+        #expect(renewals.allSatisfy { Self.string($0, "parentSpanId") == requestId })
+        let metrics = try await stack.request("GET", "/metrics").text
+        #expect(metrics.contains(#"tokenrelay_refresh_lease_renewals_total{result="renewed"}"#), "the lease was renewed")
+    }
+
     @Test(
         "A downstream call with the caller's traceparent: same trace, the caller's span is the request's parent, the API receives our own span's id and the tracestate; flushed on SIGTERM"
     )

@@ -7,6 +7,10 @@ import TokenRelayUpstream
 /// process (behaviour §2.6): the first caller starts the work, later callers await its result.
 /// The work runs in a task of `tasks`, so it outlives a caller that stopped waiting but not a
 /// shutdown's grace.
+///
+/// Its callers wait on continuations the work's task resumes itself when it ends: one hand-off
+/// from the work to each caller, no task in between (issue 30). A caller's deadline is a timer
+/// of ``UpstreamClock/schedule(after:_:)``, cancelled when the work ends first.
 package final class RefreshCoalescer<Value: Sendable>: Sendable {
     package let tasks: BackgroundTasks
     /// The waiting clock (``UpstreamClock``) a caller's deadline is read on.
@@ -17,11 +21,28 @@ package final class RefreshCoalescer<Value: Sendable>: Sendable {
         self.clock = clock
     }
 
-    private let inFlight = Mutex<[String: Task<Value, any Error>]>([:])
+    /// A caller waiting for a run: resumed by the run's end or by its own deadline, whichever
+    /// takes it out of ``Flight/waiters`` first.
+    private struct Waiter {
+        let continuation: CheckedContinuation<Value, any Error>
+        var deadline: ScheduledAction?
+    }
+
+    /// One run of work under a key, and who waits for it.
+    private struct Flight {
+        var waiters: [UInt64: Waiter] = [:]
+    }
+
+    private struct State {
+        var flights: [String: Flight] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
 
     /// Whether a call with `key` is in flight.
     package func isRunning(_ key: String) -> Bool {
-        inFlight.withLock { $0[key] != nil }
+        state.withLock { $0.flights[key] != nil }
     }
 
     /// Runs `work` unless a call with `key` is running; returns its result either way.
@@ -31,61 +52,49 @@ package final class RefreshCoalescer<Value: Sendable>: Sendable {
     package func run(key: String, until deadline: Date? = nil, _ work: @escaping @Sendable () async throws -> Value) async throws -> (
         value: Value, joined: Bool
     ) {
-        let (task, joined) = inFlight.withLock { inFlight -> (Task<Value, any Error>, Bool) in
-            if let running = inFlight[key] { return (running, true) }
-            // Forgotten once it ends, whoever awaits it, so the next refresh starts fresh; it
-            // cannot end before it is recorded: that waits for this lock.
-            let task = tasks.task { [weak self] in
-                defer { _ = self?.inFlight.withLock { $0.removeValue(forKey: key) } }
-                return try await work()
+        var joined = false
+        let value = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+            let (id, startsWork) = state.withLock { state -> (UInt64, Bool) in
+                state.nextWaiter &+= 1
+                let id = state.nextWaiter
+                let startsWork = state.flights[key] == nil
+                state.flights[key, default: Flight()].waiters[id] = Waiter(continuation: continuation)
+                return (id, startsWork)
             }
-            inFlight[key] = task
-            return (task, false)
+            joined = !startsWork
+            if startsWork {
+                // Forgotten once it ends, whoever waits for it, so the next refresh starts fresh.
+                tasks.task { [self] in
+                    let result: Result<Value, any Error>
+                    do { result = .success(try await work()) } catch { result = .failure(error) }
+                    finish(key, with: result)
+                }
+            }
+            guard let deadline else { return }
+            let timer = clock.schedule(after: deadline.timeIntervalSince(clock.now())) { [self] in giveUp(key, waiter: id) }
+            // The run may have ended meanwhile: then this caller was resumed, and the timer goes.
+            let armed = state.withLock { state -> Bool in
+                guard state.flights[key]?.waiters[id] != nil else { return false }
+                state.flights[key]?.waiters[id]?.deadline = timer
+                return true
+            }
+            if !armed { timer.cancel() }
         }
-        guard let deadline else { return (try await task.value, joined) }
-        guard let value = try await Self.value(of: task, until: deadline, clock: clock) else { throw RelayError.deadlinePassed(before: "sts") }
         return (value, joined)
     }
 
-    /// `task`'s value, or nil at `deadline` if it has not ended by then (it runs on). Its timer
-    /// and watcher are this caller's wait, ending with the work or the deadline, so no service
-    /// owns them. Not a task
-    /// group racing a timer: awaiting a `Task`'s value does not end when the awaiting child is
-    /// cancelled, and a group waits for all its children, so the caller would wait for the whole
-    /// STS call and get its 504 only then.
-    private static func value(of task: Task<Value, any Error>, until deadline: Date, clock: UpstreamClock) async throws -> Value? {
-        let race = FirstResult<Value?>()
-        return try await withCheckedThrowingContinuation { continuation in
-            race.start(continuation)
-            let timer = Task {
-                let seconds = deadline.timeIntervalSince(clock.now())
-                if seconds > 0 { await clock.sleep(seconds) }
-                // Cancelled: the work ended first.
-                if !Task.isCancelled { race.finish(.success(nil)) }
-            }
-            Task {
-                let result = await task.result
-                race.finish(result.map { Optional($0) })
-                timer.cancel()
-            }
+    /// The run under `key` ended: every caller still waiting gets `result`.
+    private func finish(_ key: String, with result: Result<Value, any Error>) {
+        let waiters = state.withLock { $0.flights.removeValue(forKey: key)?.waiters.values }
+        for waiter in waiters ?? [:].values {
+            waiter.deadline?.cancel()
+            waiter.continuation.resume(with: result)
         }
     }
-}
 
-/// Resumes a continuation with the first result it is given; later ones are dropped.
-private final class FirstResult<Value: Sendable>: Sendable {
-    private let continuation = Mutex<CheckedContinuation<Value, any Error>?>(nil)
-
-    /// Called before the racers start.
-    func start(_ continuation: CheckedContinuation<Value, any Error>) {
-        self.continuation.withLock { $0 = continuation }
-    }
-
-    func finish(_ result: Result<Value, any Error>) {
-        let waiting = continuation.withLock { current -> CheckedContinuation<Value, any Error>? in
-            defer { current = nil }
-            return current
-        }
-        waiting?.resume(with: result)
+    /// The caller `waiter` of the run under `key` reached its deadline first: it stops waiting.
+    private func giveUp(_ key: String, waiter id: UInt64) {
+        let waiter = state.withLock { $0.flights[key]?.waiters.removeValue(forKey: id) }
+        waiter?.continuation.resume(throwing: RelayError.deadlinePassed(before: "sts"))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IdentityCore
+import Synchronization
 import TokenRelayBase
 import TokenRelayStore
 import TokenRelayUpstream
@@ -490,36 +491,48 @@ package struct RefreshExecutor: Sendable {
     /// Runs `call` (a token-endpoint call) while renewing `owner`'s lease every
     /// ``renewalIntervalSeconds``, so the lease can be short: a live holder keeps it however long
     /// the call takes, a dead one loses it within `leaseSeconds`. A call shorter than the interval
-    /// issues no statement. A renewal that fails (the database is away) is tried again at the next
-    /// interval; the holder's answer is kept only through the fenced write, whatever happened to
-    /// the lease meanwhile. The renewal task is cancelled, not awaited: a renewal still running
-    /// when the call ends must not delay the answer, and it cannot extend a lease that a store or
-    /// release has cleared (it is fenced on `owner`).
+    /// issues no statement and starts no task (the first renewal is a timer of the waiting clock,
+    /// ``UpstreamClock/schedule(after:_:)``; only when it fires do the renewals get a task). A
+    /// renewal that fails (the database is away) is tried again at the next interval; the
+    /// holder's answer is kept only through the fenced write, whatever happened to the lease
+    /// meanwhile. The renewals are cancelled, not awaited: a renewal still running when the call
+    /// ends must not delay the answer, and it cannot extend a lease that a store or release has
+    /// cleared (it is fenced on `owner`).
     package func keepingLeaseAlive<Value: Sendable>(accountId: String, owner: String, _ call: () async -> Value) async -> Value {
         let (store, metrics, logger) = (self.store, self.metrics, self.logger)
         let (leaseSeconds, interval, waiting) = (self.leaseSeconds, renewalIntervalSeconds, self.waiting)
-        let renewals = Task {
-            while true {
-                await waiting.sleep(interval)
-                if Task.isCancelled { return }
-                let renewed: Bool
-                do {
-                    renewed = try await store.renewRefreshLease(accountId: accountId, owner: owner, leaseSeconds: leaseSeconds)
-                } catch {
-                    metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "failed"])
-                    continue
+        let renewals = LeaseRenewals()
+        // Started from a timer, not from this task: the request's trace is handed over, so the
+        // renewal statements stay spans of the request's trace (behaviour §8.11) as before.
+        let trace = Tracing.current
+        let first = waiting.schedule(after: interval) {
+            renewals.start(in: trace) {
+                while true {
+                    if Task.isCancelled { return }
+                    let renewed: Bool
+                    do {
+                        renewed = try await store.renewRefreshLease(accountId: accountId, owner: owner, leaseSeconds: leaseSeconds)
+                    } catch {
+                        metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "failed"])
+                        await waiting.sleep(interval)
+                        continue
+                    }
+                    // Cancelled meanwhile: the call ended and its write may have cleared the lease.
+                    if Task.isCancelled { return }
+                    guard renewed else {
+                        metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "lost"])
+                        logger.warn("token.lease_lost", ["account.id": accountId])
+                        return
+                    }
+                    metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "renewed"])
+                    await waiting.sleep(interval)
                 }
-                // Cancelled meanwhile: the call ended and its write may have cleared the lease.
-                if Task.isCancelled { return }
-                guard renewed else {
-                    metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "lost"])
-                    logger.warn("token.lease_lost", ["account.id": accountId])
-                    return
-                }
-                metrics.increment("tokenrelay_refresh_lease_renewals_total", ["result": "renewed"])
             }
         }
-        defer { renewals.cancel() }
+        defer {
+            first.cancel()
+            renewals.cancel()
+        }
         return await call()
     }
 
@@ -658,6 +671,28 @@ extension RefreshExecutor.PreviousHolderRotation {
         case .unchanged: "unchanged"
         case .stored: "rotation_stored"
         case .leaseLost: "lease_lost"
+        }
+    }
+}
+
+/// The renewals of one lease while its token-endpoint call runs (``RefreshExecutor/keepingLeaseAlive(accountId:owner:_:)``):
+/// a task started only once the first renewal is due, and cancelled with the call's end, also
+/// when that end comes first (then it never starts).
+final class LeaseRenewals: Sendable {
+    private let state = Mutex<(cancelled: Bool, task: Task<Void, Never>?)>((false, nil))
+
+    /// Starts `renew` in a task, with `trace` as its current span, unless the call has ended.
+    func start(in trace: ActiveSpan?, _ renew: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            guard !state.cancelled else { return }
+            state.task = Task { await Tracing.$current.withValue(trace) { await renew() } }
+        }
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.cancelled = true
+            state.task?.cancel()
         }
     }
 }
