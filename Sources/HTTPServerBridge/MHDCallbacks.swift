@@ -125,8 +125,19 @@ private func dispatch(
     // The whole request is in: its deadline stops here, not at the head, so a body trickled a
     // byte at a time is cut off like a trickled head (the clock covers head and body).
     connectionSlot(connection)?.track?.requestStarted()
-    let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
+    var invalidParameter: String?
+    let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context, invalidParameter: &invalidParameter)
     context.isHead = request.method == "HEAD"
+    if let invalidParameter {
+        // After percent-decoding, a value (or name) that is not UTF-8 would be read with U+FFFD in
+        // place of its bytes, as if meant (`?username=%C3%28` listed nobody).
+        let refusal = HTTPHeadRefusal(
+            status: 400, field: invalidParameter,
+            reason: "The query parameter '\(invalidParameter)' is not UTF-8 once percent-decoded (RFC 3986 §2.5).")
+        var response = core.handler.refused(refusal, request)
+        response.headers.set("Connection", "close")
+        return queue(response, on: connection, head: context.isHead)
+    }
     switch core.handler.first(request) {
     case .respond(let response):
         return queue(response, on: connection, head: context.isHead)
@@ -365,10 +376,22 @@ private func makeRequest(
     connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
     context: RequestContext
 ) -> HTTPRequest {
-    var query: [(name: String, value: String)] = []
-    _ = withUnsafeMutablePointer(to: &query) {
+    var invalidParameter: String?
+    return makeRequest(connection: connection, url: url, method: method, version: version, context: context, invalidParameter: &invalidParameter)
+}
+
+/// ``makeRequest(connection:url:method:version:context:)``; `invalidParameter` is set to the
+/// (repaired) name of the first query parameter whose name or value is not UTF-8 once decoded.
+private func makeRequest(
+    connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+    context: RequestContext, invalidParameter: inout String?
+) -> HTTPRequest {
+    var collected = QueryItems()
+    _ = withUnsafeMutablePointer(to: &collected) {
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryItem, $0)
     }
+    invalidParameter = collected.firstNotUTF8
+    let query = collected.items
     let slot = connectionSlot(connection)
     return HTTPRequest(
         method: method.map { commonMethod($0) ?? String(cString: $0) } ?? "GET",
@@ -426,9 +449,25 @@ private func collectQueryItem(
     _ value: UnsafePointer<CChar>?, _ valueSize: Int
 ) -> MHD_Result {
     guard let queryPointer else { return .NO }
-    queryPointer.assumingMemoryBound(to: [(name: String, value: String)].self).pointee.append(
-        (name: string(key, keySize), value: string(value, valueSize)))
+    let collected = queryPointer.assumingMemoryBound(to: QueryItems.self)
+    let name = string(key, keySize)
+    if collected.pointee.firstNotUTF8 == nil, !isUTF8(key, keySize) || !isUTF8(value, valueSize) {
+        collected.pointee.firstNotUTF8 = name
+    }
+    collected.pointee.items.append((name: name, value: string(value, valueSize)))
     return .YES
+}
+
+/// The query parameters libmicrohttpd decoded, in order, and the first one that is not UTF-8.
+private struct QueryItems {
+    var items: [(name: String, value: String)] = []
+    var firstNotUTF8: String?
+}
+
+/// Whether `count` bytes at `pointer` are UTF-8 (`String(decoding:)` would replace what is not).
+private func isUTF8(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> Bool {
+    guard let pointer, count > 0 else { return true }
+    return String(validating: UnsafeRawBufferPointer(start: pointer, count: count), as: UTF8.self) != nil
 }
 
 private func string(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> String {

@@ -148,8 +148,10 @@ extension CommandLineTool {
             ["bench-seed"], benchSeedUsage, valued: ["--accounts", "--batch", "--second-tenant", "--scopes", "--valid-seconds", "--data-keys"]),
     ]
 
-    /// Answers `--help` and refuses unknown options, and an option given twice, before any command
-    /// runs (the first of two was taken and the second ignored: `--tenants A --tenants B` made a key for A).
+    /// Answers `--help` and refuses unknown options, an option given twice (the first of two was
+    /// taken and the second ignored: `--tenants A --tenants B` made a key for A) and an option
+    /// without its value (`--name $UNSET --permissions admin` took `--permissions` as the name and
+    /// made an admin key), before any command runs.
     /// - Returns: the exit status when the command must not run, else nil.
     package static func preflight(_ arguments: [String]) -> Int32? {
         guard let help = commandHelp.filter({ arguments.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
@@ -167,7 +169,12 @@ extension CommandLineTool {
             if argument.hasPrefix("-") {
                 guard options.contains(argument) else { return usageError("unknown option '\(argument)'", help: help.path) }
                 guard seen.insert(argument).inserted else { return usageError("'\(argument)' is given twice; give it once", help: help.path) }
-                if help.valued.contains(argument) { index += 1 }
+                if help.valued.contains(argument) {
+                    guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") else {
+                        return usageError("'\(argument)' needs a value", help: help.path)
+                    }
+                    index += 1
+                }
             }
             index += 1
         }

@@ -196,7 +196,7 @@ public enum CommandLineTool {
             let revoked = try await store.revoke(arguments[1])
             try await AuditStore(database: Database(pool: pool)).record(
                 .apiKeyRevoked, actor: "cli", accountId: nil, outcome: revoked ? "revoked" : "absent", detail: ["key_id": .string(arguments[1])])
-            print(#"{"key_id":"\#(arguments[1])","revoked":\#(revoked)}"#)
+            printJSON(.object(["key_id": .string(arguments[1]), "revoked": .bool(revoked)]))
             return revoked ? 0 : 1
         default:
             return usage("api-keys create|list|revoke")

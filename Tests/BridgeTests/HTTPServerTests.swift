@@ -230,6 +230,48 @@ struct HTTPServerTests {
         #expect(log.all.first?.query.map(\.value) == ["%zz", "Ab"])
     }
 
+    @Test("A query parameter whose name or value is not UTF-8 once decoded is refused with 400 naming it, not read with U+FFFD in place of its bytes")
+    func queryNotUTF8IsRefused() async throws {
+        let recorder = RefusalRecorder()
+        let server = try startServer(recorder)
+        defer { server.stop() }
+        let port = server.port
+        // (target, the refusal's field)
+        let cases: [(String, String)] = [
+            ("/v1/accounts?username=%C3%28", "username"),
+            ("/v1/accounts?limit=5&username=%E2%82", "username"),
+            ("/v1/audit?actor=%FF", "actor"),
+            ("/v1/accounts?na%C0me=1", "na\u{FFFD}me"),
+        ]
+        let statuses = try await onOwnThread {
+            try cases.map { target, _ in
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try connection.readResponse().status
+            }
+        }
+        #expect(statuses == Array(repeating: 400, count: cases.count))
+        let refusals = recorder.log.withLock { $0 }
+        #expect(refusals.map(\.0.field) == cases.map(\.1))
+        #expect(refusals.allSatisfy { $0.0.reason.contains("RFC 3986 §2.5") })
+        // UTF-8 escapes are read as before.
+        let log = RequestLog()
+        let reader = try startServer(
+            ClosureHandler(async: { request in
+                log.record(request)
+                return HTTPResponse(status: 200)
+            }))
+        defer { reader.stop() }
+        let readerPort = reader.port
+        let fine = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: readerPort)
+            try connection.send("GET /v1/accounts?username=J%C3%B6rg HTTP/1.1\r\nHost: x\r\n\r\n")
+            return try connection.readResponse()
+        }
+        #expect(fine.status == 200)
+        #expect(log.all.first?.query.map(\.value) == ["Jörg"])
+    }
+
     @Test("a body over maxBodyBytes: handler sees bodyExceededLimit and an empty body, a declared one answered before it is read")
     func bodyLimit() async throws {
         let log = RequestLog()

@@ -169,6 +169,21 @@ struct APIKeyLimitsEndToEndTests {
         #expect(badName.status == 2 && badName.error.contains("--name"), "\(badName.error)")
         let badFilter = try await BuiltProducts.run("token-relay", ["accounts", "list", "--tenant-id", "notauuid"], environment: environment)
         #expect(badFilter.status == 2 && badFilter.error.contains("--tenant-id"), "\(badFilter.error)")
+        // An option whose value is missing took the next option as its value: `--name $UNSET
+        // --permissions admin` made an admin key named `--permissions` (found by a new-user try).
+        for arguments in [
+            ["api-keys", "create", "--name", "--permissions", "admin"], ["api-keys", "create", "--permissions", "admin", "--name"],
+            ["api-keys", "create", "--name", "n", "--scopes", "--permissions", "admin"],
+        ] {
+            let run = try await BuiltProducts.run("token-relay", arguments, environment: environment)
+            #expect(run.status == 2, "\(arguments): \(run.output)\(run.error)")
+            #expect(run.error.contains("needs a value"), "\(arguments): \(run.error)")
+            #expect(!run.output.contains("trk_"), "\(arguments) made a key")
+        }
+        // `revoke` prints JSON whatever the id holds (it was built by interpolation).
+        let revoke = try await BuiltProducts.run("token-relay", ["api-keys", "revoke", #"a"b\"#], environment: environment)
+        let printed = try JSONSerialization.jsonObject(with: Data(revoke.output.utf8)) as? [String: Any]
+        #expect(printed?["key_id"] as? String == #"a"b\"#, "\(revoke.output)")
         // A tenant id in any case and a verified domain name are tenants.
         let good = try await BuiltProducts.run(
             "token-relay", create + ["--tenants", "\(stack.tenantId.uppercased()),contoso.onmicrosoft.com"], environment: environment)

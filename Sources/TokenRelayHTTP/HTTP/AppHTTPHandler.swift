@@ -144,7 +144,7 @@ package final class AppHTTPHandler: HTTPHandler {
         let timeout = try Self.requestTimeout(http.headers, default: services.configuration.limits.requestTimeoutSeconds)
         switch router.match(method: http.method, path: http.path) {
         case .notFound:
-            throw RelayError(.notFound, "No route matches \(http.method) \(http.path).")
+            throw RelayError(.notFound, "No route matches \(http.method) \(Self.shown(http.path)).")
         case .methodNotAllowed(let allowed):
             var error = RelayError(.methodNotAllowed, "\(http.method) is not allowed here; use \(allowed.joined(separator: ", ")).")
             error.allowedMethods = allowed
@@ -286,6 +286,12 @@ package final class AppHTTPHandler: HTTPHandler {
             parts.allSatisfy({ $0.allSatisfy(\.isHexDigit) })
         else { return nil }
         return value
+    }
+
+    /// A request's path as a problem's detail quotes it: its first 200 characters, then `…` (a
+    /// 7,000-byte path made a 7,190-byte 404; the path's length is the client's to know).
+    static func shown(_ path: String) -> String {
+        path.utf8.count <= 200 ? path : String(path.prefix(200)) + "…"
     }
 
     /// `client-request-id`, else `X-Correlation-ID`, else a new UUID (behaviour §8, §12). The body's
