@@ -149,6 +149,16 @@ struct HTTPServerTests {
 
     @Test("%00 stays three characters in the path (a decoded NUL would cut the C string short); in a query value it is a NUL")
     func percentZeroIsKept() async throws {
+        let answer = try await served("/v1/accounts/abc%00garbage%41?q=x%00y&r=%41%25")
+        #expect(answer.status == 200)
+        let request = try #require(answer.request)
+        #expect(request.path == "/v1/accounts/abc%00garbageA")
+        #expect(request.query.map(\.value) == ["x\0y", "A%"])
+    }
+
+    /// The status of `GET target` answered by a handler that records the request, and the
+    /// request as the server built it.
+    private func served(_ target: String) async throws -> (status: Int, request: HTTPRequest?) {
         let log = RequestLog()
         let server = try startServer(
             ClosureHandler(async: { request in
@@ -159,13 +169,27 @@ struct HTTPServerTests {
         let port = server.port
         let response = try await onOwnThread {
             let connection = try RawHTTPConnection(port: port)
-            try connection.send("GET /v1/accounts/abc%00garbage%41?q=x%00y&r=%41%25 HTTP/1.1\r\nHost: x\r\n\r\n")
+            try connection.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
             return try connection.readResponse()
         }
-        #expect(response.status == 200)
-        let request = try #require(log.all.first)
-        #expect(request.path == "/v1/accounts/abc%00garbageA")
-        #expect(request.query.map(\.value) == ["x\0y", "A%"])
+        return (response.status, log.all.first)
+    }
+
+    /// The statuses of `GET target` for each target, each on its own connection, and the
+    /// refusals the handler was asked for, in order.
+    private func refusals(of targets: [String]) async throws -> (statuses: [Int], refusals: [(HTTPHeadRefusal, HTTPRequest)]) {
+        let recorder = RefusalRecorder()
+        let server = try startServer(recorder)
+        defer { server.stop() }
+        let port = server.port
+        let statuses = try await onOwnThread {
+            try targets.map { target in
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+                return try connection.readResponse().status
+            }
+        }
+        return (statuses, recorder.log.withLock { $0 })
     }
 
     /// The handler's refusal of each request, with the request as the server built it.
@@ -181,10 +205,6 @@ struct HTTPServerTests {
 
     @Test("A '%' not followed by two hex digits is refused with 400 naming the query parameter holding it (or the path), not read as text")
     func malformedPercentEscapeIsRefused() async throws {
-        let recorder = RefusalRecorder()
-        let server = try startServer(recorder)
-        defer { server.stop() }
-        let port = server.port
         // (target, the refusal's field; nil: the path)
         let cases: [(String, String?)] = [
             ("/v1/accounts?username=%zz", "username"),
@@ -196,46 +216,24 @@ struct HTTPServerTests {
             ("/v1/accounts?flag&na%zzme=1", "na%zzme"),
             ("/v1/accounts/abc%zz?x=1", nil),
         ]
-        let statuses = try await onOwnThread {
-            try cases.map { target, _ in
-                let connection = try RawHTTPConnection(port: port)
-                try connection.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
-                return try connection.readResponse().status
-            }
-        }
-        #expect(statuses == Array(repeating: 400, count: cases.count))
-        let refusals = recorder.log.withLock { $0 }
-        #expect(refusals.map(\.0.field) == cases.map(\.1))
-        for (refusal, request) in refusals {
+        let answers = try await refusals(of: cases.map(\.0))
+        #expect(answers.statuses == Array(repeating: 400, count: cases.count))
+        let refused = answers.refusals
+        #expect(refused.map(\.0.field) == cases.map(\.1))
+        for (refusal, request) in refused {
             #expect(refusal.status == 400)
             #expect(refusal.reason.contains("RFC 3986 §2.1"), "\(refusal.reason)")
             // Nothing of the query but the parameter's name reached the application.
             #expect(request.query.count <= 1 && request.query.allSatisfy { $0.value.isEmpty }, "\(request.query)")
         }
         // Well-formed escapes, `%25` among them, are read as before.
-        let log = RequestLog()
-        let reader = try startServer(
-            ClosureHandler(async: { request in
-                log.record(request)
-                return HTTPResponse(status: 200)
-            }))
-        defer { reader.stop() }
-        let readerPort = reader.port
-        let fine = try await onOwnThread {
-            let connection = try RawHTTPConnection(port: readerPort)
-            try connection.send("GET /v1/accounts?username=%25zz&x=%41%62 HTTP/1.1\r\nHost: x\r\n\r\n")
-            return try connection.readResponse()
-        }
+        let fine = try await served("/v1/accounts?username=%25zz&x=%41%62")
         #expect(fine.status == 200)
-        #expect(log.all.first?.query.map(\.value) == ["%zz", "Ab"])
+        #expect(fine.request?.query.map(\.value) == ["%zz", "Ab"])
     }
 
     @Test("A query parameter whose name or value is not UTF-8 once decoded is refused with 400 naming it, not read with U+FFFD in place of its bytes")
     func queryNotUTF8IsRefused() async throws {
-        let recorder = RefusalRecorder()
-        let server = try startServer(recorder)
-        defer { server.stop() }
-        let port = server.port
         // (target, the refusal's field)
         let cases: [(String, String)] = [
             ("/v1/accounts?username=%C3%28", "username"),
@@ -243,33 +241,15 @@ struct HTTPServerTests {
             ("/v1/audit?actor=%FF", "actor"),
             ("/v1/accounts?na%C0me=1", "na\u{FFFD}me"),
         ]
-        let statuses = try await onOwnThread {
-            try cases.map { target, _ in
-                let connection = try RawHTTPConnection(port: port)
-                try connection.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
-                return try connection.readResponse().status
-            }
-        }
-        #expect(statuses == Array(repeating: 400, count: cases.count))
-        let refusals = recorder.log.withLock { $0 }
-        #expect(refusals.map(\.0.field) == cases.map(\.1))
-        #expect(refusals.allSatisfy { $0.0.reason.contains("RFC 3986 §2.5") })
+        let answers = try await refusals(of: cases.map(\.0))
+        #expect(answers.statuses == Array(repeating: 400, count: cases.count))
+        let refused = answers.refusals
+        #expect(refused.map(\.0.field) == cases.map(\.1))
+        #expect(refused.allSatisfy { $0.0.reason.contains("RFC 3986 §2.5") })
         // UTF-8 escapes are read as before.
-        let log = RequestLog()
-        let reader = try startServer(
-            ClosureHandler(async: { request in
-                log.record(request)
-                return HTTPResponse(status: 200)
-            }))
-        defer { reader.stop() }
-        let readerPort = reader.port
-        let fine = try await onOwnThread {
-            let connection = try RawHTTPConnection(port: readerPort)
-            try connection.send("GET /v1/accounts?username=J%C3%B6rg HTTP/1.1\r\nHost: x\r\n\r\n")
-            return try connection.readResponse()
-        }
+        let fine = try await served("/v1/accounts?username=J%C3%B6rg")
         #expect(fine.status == 200)
-        #expect(log.all.first?.query.map(\.value) == ["Jörg"])
+        #expect(fine.request?.query.map(\.value) == ["Jörg"])
     }
 
     @Test("a body over maxBodyBytes: handler sees bodyExceededLimit and an empty body, a declared one answered before it is read")
