@@ -70,6 +70,22 @@ struct TracingTests {
         }
     }
 
+    /// The silent request's span, its trace and span ids, and the trace's spans once the
+    /// token-endpoint span has arrived.
+    static func silentRefreshTrace(in receiver: Receiver) async throws -> (request: [String: Any], traceId: String, requestId: String, spans: [[String: Any]]) {
+        var request: [String: Any] = [:]
+        _ = try await eventually(within: 15) {
+            request = receiver.spans.first { attributes($0)["http.route"] as? String == "/v1/tokens/silent" } ?? [:]
+            return !request.isEmpty
+        }
+        let traceId = try #require(string(request, "traceId"))
+        let requestId = try #require(string(request, "spanId"))
+        let spans = try await trace(traceId, in: receiver) { spans in
+            spans.contains { attributes($0)["tokenrelay.upstream"] as? String == "sts" }
+        }
+        return (request, traceId, requestId, spans)
+    }
+
     @Test("One refresh: the request span is the parent of its statement spans and of the token-endpoint span, whose id the token endpoint receives")
     func refreshTrace() async throws {
         let receiver = try Receiver()
@@ -80,16 +96,7 @@ struct TracingTests {
         let answer = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(answer.status == 200, "\(answer.text)")
 
-        var request: [String: Any] = [:]
-        _ = try await eventually(within: 15) {
-            request = receiver.spans.first { Self.attributes($0)["http.route"] as? String == "/v1/tokens/silent" } ?? [:]
-            return !request.isEmpty
-        }
-        let traceId = try #require(Self.string(request, "traceId"))
-        let requestId = try #require(Self.string(request, "spanId"))
-        let spans = try await Self.trace(traceId, in: receiver) { spans in
-            spans.contains { Self.attributes($0)["tokenrelay.upstream"] as? String == "sts" }
-        }
+        let (request, traceId, requestId, spans) = try await Self.silentRefreshTrace(in: receiver)
         #expect(receiver.errors.isEmpty, "the receiver refused an export: \(receiver.errors)")
 
         // The request: a server span, root of a new trace (no traceparent was sent).
@@ -140,16 +147,7 @@ struct TracingTests {
         let answer = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": true])
         #expect(answer.status == 200, "\(answer.text)")
 
-        var request: [String: Any] = [:]
-        _ = try await eventually(within: 15) {
-            request = receiver.spans.first { Self.attributes($0)["http.route"] as? String == "/v1/tokens/silent" } ?? [:]
-            return !request.isEmpty
-        }
-        let traceId = try #require(Self.string(request, "traceId"))
-        let requestId = try #require(Self.string(request, "spanId"))
-        let spans = try await Self.trace(traceId, in: receiver) { spans in
-            spans.contains { Self.attributes($0)["tokenrelay.upstream"] as? String == "sts" }
-        }
+        let (_, _, requestId, spans) = try await Self.silentRefreshTrace(in: receiver)
         let sts = try #require(spans.first { Self.attributes($0)["tokenrelay.upstream"] as? String == "sts" })
         let (callStart, callEnd) = (sts["start"] as? Int ?? 0, sts["end"] as? Int ?? 0)
         // The renewals run while the call does (the rotation's write and the touch come after it).
