@@ -139,8 +139,9 @@ public enum CommandLineTool {
             }
             // The name is the key's owner (behaviour §3.6, §3.7: its unconfirmed imports and external
             // ids are that name's), shown by `api-keys list`: printable and bounded like the other values.
-            guard name.utf8.count <= 256, !name.containsControlCharacter else {
-                return usage("--name must be 1 to 256 characters without control characters")
+            // Blanks alone name no one (`--name "   "` was taken, found by a new-user try).
+            guard name.utf8.count <= 256, !name.containsControlCharacter, name.contains(where: { !$0.isWhitespace }) else {
+                return usage("--name must be 1 to 256 characters without control characters, not only blanks")
             }
             let requested = (option("--permissions", in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             var permissions: [Permission] = []

@@ -167,6 +167,9 @@ struct APIKeyLimitsEndToEndTests {
         let badName = try await BuiltProducts.run(
             "token-relay", ["api-keys", "create", "--name", "a\u{1}b", "--permissions", "tokens:acquire"], environment: environment)
         #expect(badName.status == 2 && badName.error.contains("--name"), "\(badName.error)")
+        let blankName = try await BuiltProducts.run(
+            "token-relay", ["api-keys", "create", "--name", "   ", "--permissions", "tokens:acquire"], environment: environment)
+        #expect(blankName.status == 2 && blankName.error.contains("--name"), "\(blankName.error)")
         let badFilter = try await BuiltProducts.run("token-relay", ["accounts", "list", "--tenant-id", "notauuid"], environment: environment)
         #expect(badFilter.status == 2 && badFilter.error.contains("--tenant-id"), "\(badFilter.error)")
         // An option whose value is missing took the next option as its value: `--name $UNSET

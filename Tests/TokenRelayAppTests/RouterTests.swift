@@ -120,11 +120,13 @@ struct RouterTests {
 
     @Test("A known path with another method is 405 listing the allowed methods")
     func methodNotAllowed() {
-        guard case .methodNotAllowed(let allowed) = Self.router().match(method: "POST", path: "/v1/accounts/acc_1") else {
+        guard case .methodNotAllowed(let allowed, let template) = Self.router().match(method: "POST", path: "/v1/accounts/acc_1") else {
             Issue.record("expected 405")
             return
         }
         #expect(allowed.sorted() == ["DELETE", "GET", "HEAD"])
+        // The metrics' `route` label of the 405 (it was `unmatched`, found by a new-user try).
+        #expect(template == "/v1/accounts/{account_id}")
     }
 
     @Test("Unknown paths and extra segments are 404")
@@ -143,7 +145,7 @@ struct RouterTests {
         router.add("POST", "/v1/accounts/import", access: .requires(.accountsWrite)) { _ in HTTPResponse(status: 201) }
         // GET and DELETE /v1/accounts/import read and deleted an account whose external id was "import".
         for method in ["GET", "DELETE"] {
-            guard case .methodNotAllowed(let allowed) = router.match(method: method, path: "/v1/accounts/import") else {
+            guard case .methodNotAllowed(let allowed, _) = router.match(method: method, path: "/v1/accounts/import") else {
                 Issue.record("\(method) /v1/accounts/import was not 405")
                 continue
             }
@@ -184,7 +186,7 @@ struct RouterTests {
         for (method, path, template) in cases {
             switch router.match(method: method, path: path) {
             case .found(let route, _): #expect(route.template == template, "\(method) \(path)")
-            case .methodNotAllowed(let allowed): #expect(template == nil && allowed == ["GET", "HEAD"], "\(method) \(path)")
+            case .methodNotAllowed(let allowed, _): #expect(template == nil && allowed == ["GET", "HEAD"], "\(method) \(path)")
             case .notFound: Issue.record("\(method) \(path): not found")
             }
         }

@@ -145,7 +145,9 @@ package final class AppHTTPHandler: HTTPHandler {
         switch router.match(method: http.method, path: http.path) {
         case .notFound:
             throw RelayError(.notFound, "No route matches \(http.method) \(Self.shown(http.path)).")
-        case .methodNotAllowed(let allowed):
+        case .methodNotAllowed(let allowed, let template):
+            // Counted under the route the path is (it was `unmatched`, as an unknown path).
+            prepared.routeLabel = template
             var error = RelayError(.methodNotAllowed, "\(http.method) is not allowed here; use \(allowed.joined(separator: ", ")).")
             error.allowedMethods = allowed
             throw error

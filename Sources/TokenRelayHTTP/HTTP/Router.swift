@@ -75,7 +75,9 @@ package struct Router: Sendable {
 
     package enum Match {
         case found(Route, [String: String])
-        case methodNotAllowed(allowed: [String])
+        /// The path is a route's, not the method: the methods its templates serve, and the
+        /// template the path matched (the metrics' `route` label).
+        case methodNotAllowed(allowed: [String], template: String)
         case notFound
     }
 
@@ -147,12 +149,14 @@ package struct Router: Sendable {
         // and copying each route and binding a dictionary per template was most of a 404's cost.
         var mostLiterals = -1
         var found: Int?
+        var matched: Int?
         var allowed: [String] = []
         for index in candidatesBySegmentCount[min(parts.count, candidatesBySegmentCount.count - 1)] {
             guard routes[index].literalCount >= mostLiterals, Self.fits(routes[index].matchers, parts, in: bytes) else { continue }
             if routes[index].literalCount > mostLiterals {
                 mostLiterals = routes[index].literalCount
                 found = nil
+                matched = index
                 allowed.removeAll(keepingCapacity: true)
             }
             let routeMethod = routes[index].method
@@ -164,7 +168,8 @@ package struct Router: Sendable {
         if let found { return .found(routes[found], Self.bind(routes[found].segments, to: parts, of: path)) }
         // A GET route answers HEAD too (RFC 9110 §9.3.2): `Allow` lists every method served (§10.2.1).
         if allowed.contains("GET") && !allowed.contains("HEAD") { allowed.append("HEAD") }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+        guard let matched else { return .notFound }
+        return .methodNotAllowed(allowed: allowed, template: routes[matched].template)
     }
 
     /// The templates in OpenAPI form (`{path}` for a remainder), for the route-parity test.
