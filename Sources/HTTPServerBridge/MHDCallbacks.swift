@@ -54,9 +54,7 @@ func accessHandler(
             let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
             // readTarget left only the name of the parameter holding the escape as the query.
             let refusal = refusal ?? malformedEscapeRefusal(parameter: malformedInQuery ? request.query.first?.name ?? "" : nil)
-            var response = core.handler.refused(refusal, request)
-            response.headers.set("Connection", "close")
-            return queue(response, on: connection, head: request.method == "HEAD")
+            return answerRefused(refusal, request, core: core, connection: connection)
         }
         if head.contentLength > core.maxBodyBytes {
             context.bodyExceededLimit = true
@@ -125,18 +123,14 @@ private func dispatch(
     // The whole request is in: its deadline stops here, not at the head, so a body trickled a
     // byte at a time is cut off like a trickled head (the clock covers head and body).
     connectionSlot(connection)?.track?.requestStarted()
-    var invalidParameter: String?
-    let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context, invalidParameter: &invalidParameter)
+    let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
     context.isHead = request.method == "HEAD"
-    if let invalidParameter {
+    if let parameter = context.queryParameterNotUTF8 {
         // After percent-decoding, a value (or name) that is not UTF-8 would be read with U+FFFD in
         // place of its bytes, as if meant (`?username=%C3%28` listed nobody).
         let refusal = HTTPHeadRefusal(
-            status: 400, field: invalidParameter,
-            reason: "The query parameter '\(invalidParameter)' is not UTF-8 once percent-decoded (RFC 3986 §2.5).")
-        var response = core.handler.refused(refusal, request)
-        response.headers.set("Connection", "close")
-        return queue(response, on: connection, head: context.isHead)
+            status: 400, field: parameter, reason: "The query parameter '\(parameter)' is not UTF-8 once percent-decoded (RFC 3986 §2.5).")
+        return answerRefused(refusal, request, core: core, connection: connection)
     }
     switch core.handler.first(request) {
     case .respond(let response):
@@ -145,6 +139,12 @@ private func dispatch(
         if core.suspend(context, continuing: respond) { return .YES }
     }
     return queue(HTTPResponse(status: 503), on: connection, head: context.isHead)
+}
+
+/// The handler's answer to a request the server refuses (``HTTPHandler/refused(_:request:)``);
+/// the connection closes after it.
+private func answerRefused(_ refusal: HTTPHeadRefusal, _ request: HTTPRequest, core: ServerCore, connection: OpaquePointer) -> MHD_Result {
+    queue(closing(core.handler.refused(refusal, request)), on: connection, head: request.method == "HEAD")
 }
 
 /// An answer sent before the body was read: the connection closes after it (libmicrohttpd would
@@ -372,25 +372,18 @@ private func connectionSlot(_ connection: OpaquePointer) -> ConnectionSlot? {
 /// A connection's peer address and its last path are kept in its ``ConnectionSlot``: the address
 /// does not change over a connection, and a client on a kept-alive connection mostly asks for
 /// the same path again (each was a `String` made and validated per request, behaviour §10).
+///
+/// The first query parameter whose name or value is not UTF-8 once decoded is left in
+/// ``RequestContext/queryParameterNotUTF8`` (its name repaired), for ``dispatch`` to refuse.
 private func makeRequest(
     connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
     context: RequestContext
-) -> HTTPRequest {
-    var invalidParameter: String?
-    return makeRequest(connection: connection, url: url, method: method, version: version, context: context, invalidParameter: &invalidParameter)
-}
-
-/// ``makeRequest(connection:url:method:version:context:)``; `invalidParameter` is set to the
-/// (repaired) name of the first query parameter whose name or value is not UTF-8 once decoded.
-private func makeRequest(
-    connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
-    context: RequestContext, invalidParameter: inout String?
 ) -> HTTPRequest {
     var collected = QueryItems()
     _ = withUnsafeMutablePointer(to: &collected) {
         MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectQueryItem, $0)
     }
-    invalidParameter = collected.firstNotUTF8
+    context.queryParameterNotUTF8 = collected.firstNotUTF8
     let query = collected.items
     let slot = connectionSlot(connection)
     return HTTPRequest(

@@ -40,6 +40,8 @@ final class RequestContext: @unchecked Sendable {
     @exclusivity(unchecked) var fieldFacts: HeaderFieldFacts?
     /// A HEAD request: its answer carries the length a GET would have had, and no body.
     @exclusivity(unchecked) var isHead = false
+    /// The name of the first query parameter that is not UTF-8 once decoded (the request is refused).
+    @exclusivity(unchecked) var queryParameterNotUTF8: String?
     let outcome = Mutex<Outcome>(.pending)
 
     init(connection: OpaquePointer) {
@@ -56,6 +58,7 @@ final class RequestContext: @unchecked Sendable {
         headers.removeAll(keepingCapacity: true)
         fieldFacts = nil
         isHead = false
+        queryParameterNotUTF8 = nil
         outcome.withLock { $0 = .pending }
     }
 

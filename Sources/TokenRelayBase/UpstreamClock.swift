@@ -42,9 +42,9 @@ package struct UpstreamClock: Sendable {
 
     /// Runs `action` once `seconds` have passed on this clock, unless the returned timer is
     /// cancelled first. With a real-time `sleep` it is a dispatch timer: arming and cancelling it
-    /// start no task and wake no thread, which matters to the waits that nearly always end
-    /// early (a caller's deadline, a lease renewal: issue 30); with an injected `sleep` it is a
-    /// task sleeping on this clock, as before.
+    /// start no task (a cancelled one still fires at its time, doing nothing), which matters to
+    /// the waits that nearly always end early (a caller's deadline, a lease renewal: issue 30);
+    /// with an injected `sleep` it is a task sleeping on this clock, as before.
     package func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> ScheduledAction {
         let scheduled = ScheduledAction(action)
         if sleepsInRealTime {
