@@ -13,7 +13,11 @@ public enum AuthorityType: String, Sendable {
 /// Build one with `AuthorityValidator.validate(_:)`; it never makes a network call.
 /// Source: behaviour §1 "Authority"; Microsoft identity platform "Authority" and
 /// "Azure AD B2C: MSAL authority" docs.
-public struct Authority: Sendable, Hashable {
+///
+/// An immutable class, equal by its members: a request's authority is handed through the silent
+/// plan, its refresh and its answer, and as a struct of five strings each hand-over copied them
+/// one by one (through the runtime's generic tuple copy for `Authority?`, behaviour §10).
+public final class Authority: Sendable, Hashable {
     /// Canonical URL: scheme, lower-cased host, port only when not the scheme's default,
     /// tenant, B2C policy; no `tfp` segment, no trailing slash.
     public let url: String
@@ -42,6 +46,22 @@ public struct Authority: Sendable, Hashable {
         url += "/\(tenant)"
         if let policy { url += "/\(policy)" }
         self.url = url
+    }
+
+    public static func == (lhs: Authority, rhs: Authority) -> Bool {
+        lhs === rhs
+            || (lhs.url == rhs.url && lhs.host == rhs.host && lhs.port == rhs.port && lhs.scheme == rhs.scheme && lhs.tenant == rhs.tenant
+                && lhs.policy == rhs.policy && lhs.type == rhs.type)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(scheme)
+        hasher.combine(tenant)
+        hasher.combine(policy)
+        hasher.combine(type)
     }
 
     /// Cache partition: the host (`+ ":port"` when not the default), with the aliases of one

@@ -425,7 +425,7 @@ package struct SilentPlan: Sendable {
         answer.take()
     }
 
-    private mutating func decide(_ result: SilentTokenResult, after: Aftermath) -> Step {
+    private mutating func decide(_ result: consuming SilentTokenResult, after: consuming Aftermath) -> Step {
         (answer, aftermath) = (result, after)
         return .answer
     }

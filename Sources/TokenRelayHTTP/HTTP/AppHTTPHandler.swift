@@ -139,32 +139,33 @@ package final class AppHTTPHandler: HTTPHandler {
     /// Everything memory can do for the request, in the order the answers take precedence.
     /// - Returns: the answer, or nil to suspend (the key must be looked up, or the handler run).
     private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
-        let http = prepared.http
-        try RequestHeadLimits.check(http)
-        let timeout = try Self.requestTimeout(http.headers, default: services.configuration.limits.requestTimeoutSeconds)
-        switch router.match(method: http.method, path: http.path) {
+        // Read in place through the shared reference: a local copy retained every field.
+        let received = prepared.received
+        try RequestHeadLimits.check(received.http)
+        let timeout = try Self.requestTimeout(received.http.headers, default: services.configuration.limits.requestTimeoutSeconds)
+        switch router.match(method: received.http.method, path: received.http.path) {
         case .notFound:
-            throw RelayError(.notFound, "No route matches \(http.method) \(Self.shown(http.path)).")
+            throw RelayError(.notFound, "No route matches \(received.http.method) \(Self.shown(received.http.path)).")
         case .methodNotAllowed(let allowed, let template):
             // Counted under the route the path is (it was `unmatched`, as an unknown path).
             prepared.routeLabel = template
-            var error = RelayError(.methodNotAllowed, "\(http.method) is not allowed here; use \(allowed.joined(separator: ", ")).")
+            var error = RelayError(.methodNotAllowed, "\(received.http.method) is not allowed here; use \(allowed.joined(separator: ", ")).")
             error.allowedMethods = allowed
             throw error
         case .found(let route, let parameters):
             prepared.routeLabel = route.template
             prepared.route = route
-            if http.bodyExceededLimit {
+            if received.http.bodyExceededLimit {
                 throw RelayError(
                     .payloadTooLarge, "The request body exceeds \(services.configuration.limits.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
             }
             var request = RouteRequest(
-                http: http, parameters: parameters,
+                received: prepared.received, parameters: parameters,
                 context: RequestContext(
                     correlationId: prepared.correlationId, deadline: UpstreamClock.system.now().addingTimeInterval(timeout), caller: nil,
                     access: .unrestricted))
             if let permission = route.permissions {
-                switch authenticator.authenticateFromMemory(try http.headers.only("Authorization")) {
+                switch authenticator.authenticateFromMemory(try received.http.headers.only("Authorization")) {
                 case .caller(let caller):
                     try Self.admit(caller, permission, &request.context)
                 case .refused(let problem):
@@ -316,7 +317,8 @@ package final class AppHTTPHandler: HTTPHandler {
 
     /// The request budget in seconds: `Request-Timeout` (decimals allowed, at most 120) or the default.
     package static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws -> Double {
-        guard let text = try headers.only("Request-Timeout") else { return seconds }
+        // Few requests carry it: a length check per field settles that without building a String.
+        guard headers.containsName(ofLength: 15), let text = try headers.only("Request-Timeout") else { return seconds }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         // Decimal digits and one point only: `Double` also reads hexadecimal (`0x10` is 16) and exponents.
         guard trimmed.utf8.allSatisfy({ $0.isASCIIDigit || $0 == UInt8(ascii: ".") }),

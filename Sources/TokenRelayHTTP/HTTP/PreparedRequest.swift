@@ -7,7 +7,9 @@ import TokenRelayStore
 /// the route request (deadline, caller, JSON body, the route's own reading) and, when memory did
 /// not know the API key, the permission still to check once the store has been asked.
 package struct PreparedRequest: Sendable {
-    package let http: HTTPRequest
+    package let received: ReceivedRequest
+    /// Lent, not returned: a getter hands out a copy, a reference count for each of its fields.
+    package var http: HTTPRequest { _read { yield received.http } }
     /// When the server-thread step began (the duration histogram measures from here).
     package let started = ContinuousClock.now
     /// `client-request-id`, `X-Correlation-ID` or a new id; the body's `correlation_id`, where a
@@ -24,7 +26,16 @@ package struct PreparedRequest: Sendable {
     package var pendingPermission: [Permission]?
 
     package init(http: HTTPRequest, correlationId: String) {
-        self.http = http
+        self.received = ReceivedRequest(http)
         self.correlationId = correlationId
     }
+}
+
+/// A request as the server received it, held by reference: the prepared request and the route's
+/// request share it, where each held a copy of its every field (a reference count apiece, three
+/// times per request; behaviour §10).
+package final class ReceivedRequest: Sendable {
+    package let http: HTTPRequest
+
+    init(_ http: HTTPRequest) { self.http = http }
 }

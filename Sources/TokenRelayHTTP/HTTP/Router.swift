@@ -331,7 +331,9 @@ package typealias RouteHandler = @Sendable (RouteRequest) async throws -> HTTPRe
 /// What a route handler gets: the request, its path parameters, its per-request context, and
 /// what the pipeline prepared (the JSON body, the route's own reading), never derived twice.
 package struct RouteRequest: Sendable {
-    package let http: HTTPRequest
+    private let received: ReceivedRequest
+    /// Lent, not returned: a getter hands out a copy, a reference count for each of its fields.
+    package var http: HTTPRequest { _read { yield received.http } }
     package let parameters: [String: String]
     package var context: RequestContext
     /// The JSON body for routes declared `body: .json`; empty for the others.
@@ -346,8 +348,8 @@ package struct RouteRequest: Sendable {
     /// neither zeroed nor copied with every request (callgrind: a sixth of a cached answer).
     private var silentPlanBox: SilentPlanBox?
 
-    package init(http: HTTPRequest, parameters: [String: String], context: RequestContext) {
-        self.http = http
+    package init(received: ReceivedRequest, parameters: [String: String], context: RequestContext) {
+        self.received = received
         self.parameters = parameters
         self.context = context
     }
