@@ -331,7 +331,7 @@ package typealias RouteHandler = @Sendable (RouteRequest) async throws -> HTTPRe
 /// What a route handler gets: the request, its path parameters, its per-request context, and
 /// what the pipeline prepared (the JSON body, the route's own reading), never derived twice.
 package struct RouteRequest: Sendable {
-    private let received: ReceivedRequest
+    package let received: ReceivedRequest
     /// Lent, not returned: a getter hands out a copy, a reference count for each of its fields.
     package var http: HTTPRequest { _read { yield received.http } }
     package let parameters: [String: String]

@@ -38,7 +38,10 @@ package enum TokenRoutes {
     /// - Throws: `RelayError` 415, 400 (`field` named), 403; memory's problems named by the body's
     ///   correlation id, as the handler names its own.
     package static func prepare(_ request: inout RouteRequest, services: AppServices) throws(RelayError) -> HTTPResponse? {
-        var (silent, bodyCorrelationId) = try read(request.http, authorities: services.authorities)
+        // Through the shared reference: `request` is changed below, and lending its `http` across
+        // that copied every field of the request.
+        let received = request.received
+        var (silent, bodyCorrelationId) = try read(received.http, authorities: services.authorities)
         if let bodyCorrelationId { request.context = request.context.renamed(bodyCorrelationId) }
         let context = request.context
         // An external id this replica resolved recently names its account for both steps
