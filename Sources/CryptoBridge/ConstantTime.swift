@@ -8,6 +8,11 @@ public enum ConstantTime {
         a.withUnsafeBytes { equals($0, b) }
     }
 
+    /// ``equals(_:_:)`` of bytes borrowed where they lie (a header's value) against `b`.
+    public static func equals(_ a: Span<UInt8>, _ b: [UInt8]) -> Bool {
+        a.withUnsafeBytes { equals($0, b) }
+    }
+
     /// ``equals(_:_:)`` of `a`'s UTF-8 bytes, read in place (a native string's are contiguous:
     /// no copy), against `b`.
     public static func equals(utf8 a: Substring, _ b: [UInt8]) -> Bool {

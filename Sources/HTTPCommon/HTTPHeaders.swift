@@ -135,6 +135,25 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
         return found.map { ($0, repeated) }
     }
 
+    /// Calls `body` with the first value of the field `name` as it lies in the list (borrowed, no
+    /// `String` made) and whether a later field has that name too; nil when there is none. For a
+    /// value only compared or cut (an `Authorization` credential; a `String` of it was made per
+    /// request, behaviour §10).
+    public func withFirstValue<Result>(_ name: String, _ body: (_ value: Span<UInt8>, _ repeated: Bool) -> Result) -> Result? {
+        var found: Range<Int>?
+        var repeated = false
+        forEachEntry(named: name) { entry, _ in
+            guard found == nil else {
+                repeated = true
+                return false
+            }
+            found = entry.valueStart..<entry.valueStart + entry.valueCount
+            return true
+        }
+        guard let found else { return nil }
+        return body(bytes.span.extracting(found), repeated)
+    }
+
     /// Whether a field's name is `count` bytes long: settles cheaply that none of the names of
     /// that length is present.
     public func containsName(ofLength count: Int) -> Bool {

@@ -86,16 +86,24 @@ extension HTTPHandler {
 
 /// A handler with its associated type erased, as the C callbacks need it: the first step, and
 /// for a suspended request the rest of the work as one closure.
+///
+/// Made where the handler's type is known (``HTTPServer/init(configuration:handler:)`` is
+/// inlinable): release builds serialise only public and inlinable code into other modules, so made
+/// in this module the closures ran unspecialised and instantiated `HTTPFirstStep<Prepared>`'s
+/// metadata at run time on every request (behaviour §10).
+@usableFromInline
 struct ErasedHandler: Sendable {
+    @usableFromInline
     enum Step {
         case respond(HTTPResponse)
         case suspend(@Sendable () async -> HTTPResponse)
     }
 
-    let first: @Sendable (HTTPRequest) -> Step
-    let refused: @Sendable (HTTPHeadRefusal, HTTPRequest) -> HTTPResponse
-    let admitHead: @Sendable (HTTPRequest) -> HTTPHeadStep
+    @usableFromInline let first: @Sendable (HTTPRequest) -> Step
+    @usableFromInline let refused: @Sendable (HTTPHeadRefusal, HTTPRequest) -> HTTPResponse
+    @usableFromInline let admitHead: @Sendable (HTTPRequest) -> HTTPHeadStep
 
+    @inlinable
     init<Handler: HTTPHandler>(_ handler: Handler) {
         refused = { handler.refused($0, request: $1) }
         admitHead = { handler.admitHead($0) }

@@ -19,7 +19,13 @@ public final class HTTPServer: Sendable {
     /// - Parameters:
     ///   - configuration: Address, port, threads and limits.
     ///   - handler: Called for every complete request.
-    public init(configuration: HTTPServerConfiguration, handler: some HTTPHandler) {
+    @inlinable
+    public convenience init(configuration: HTTPServerConfiguration, handler: some HTTPHandler) {
+        self.init(configuration: configuration, erasedHandler: ErasedHandler(handler))
+    }
+
+    @usableFromInline
+    init(configuration: HTTPServerConfiguration, erasedHandler handler: ErasedHandler) {
         self.configuration = configuration
         self.core = ServerCore(
             handler: handler, maxBodyBytes: configuration.maxBodyBytes, requestHeadTimeoutSeconds: configuration.requestHeadTimeoutSeconds,

@@ -32,8 +32,8 @@ final class ServerCore: Sendable {
     /// Most query parameters a request target may hold (``HTTPServerConfiguration/maxQueryParameters``).
     let maxQueryParameters: Int
 
-    init(handler: some HTTPHandler, maxBodyBytes: Int, requestHeadTimeoutSeconds: Int = 0, maxQueryParameters: Int = 100) {
-        self.handler = ErasedHandler(handler)
+    init(handler: ErasedHandler, maxBodyBytes: Int, requestHeadTimeoutSeconds: Int = 0, maxQueryParameters: Int = 100) {
+        self.handler = handler
         self.maxQueryParameters = maxQueryParameters
         self.maxBodyBytes = maxBodyBytes
         headDeadlines = requestHeadTimeoutSeconds > 0 ? RequestHeadDeadlines(seconds: requestHeadTimeoutSeconds) : nil

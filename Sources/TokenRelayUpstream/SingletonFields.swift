@@ -11,7 +11,7 @@ extension HTTPHeaders {
     /// - Throws: `RelayError` 400 `invalid_request` naming the field when it appears more than once.
     package func only(_ name: String) throws(RelayError) -> String? {
         guard let (value, repeated) = firstValue(name) else { return nil }
-        guard !repeated else { throw RelayError.invalidRequest(field: name, "Send the header '\(name)' once.") }
+        guard !repeated else { throw RelayError.headerSentTwice(name) }
         return value
     }
 }
@@ -69,5 +69,12 @@ package enum IntegerText {
     /// "'limit' is out of range: it must be from 1 to 200."
     package static func outOfRange(_ field: String, _ range: ClosedRange<Int>, unit: String = "") -> String {
         "'\(field)' is out of range: it must be from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)."
+    }
+}
+
+extension RelayError {
+    /// 400 `invalid_request` naming a header field that may be sent once, sent more than once.
+    package static func headerSentTwice(_ name: String) -> RelayError {
+        .invalidRequest(field: name, "Send the header '\(name)' once.")
     }
 }

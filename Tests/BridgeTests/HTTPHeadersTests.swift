@@ -41,4 +41,23 @@ struct HTTPHeadersTests {
         #expect(copy == HTTPHeaders([("a", "1"), ("b", "2"), ("A", "3")]))
         #expect(copy != HTTPHeaders([("A", "1"), ("B", "2"), ("a", "4")]))
     }
+
+    @Test("withFirstValue lends the first value's bytes where they lie, says whether the name repeats, nil when absent")
+    func borrowedValue() {
+        var headers: HTTPHeaders = ["Authorization": "Bearer trk_a_b", "X-Empty": ""]
+        func lent(_ name: String) -> ([UInt8], Bool)? {
+            headers.withFirstValue(name) { value, repeated in
+                var bytes: [UInt8] = []
+                for index in value.indices { bytes.append(value[index]) }
+                return (bytes, repeated)
+            }
+        }
+        #expect(lent("authorization").map { $0.0 } == Array("Bearer trk_a_b".utf8))
+        #expect(lent("Authorization")?.1 == false)
+        #expect(lent("x-empty").map { $0.0 } == [])
+        #expect(lent("Authorizatio") == nil && lent("Missing") == nil)
+        headers.add("AUTHORIZATION", "second")
+        #expect(lent("Authorization").map { $0.0 } == Array("Bearer trk_a_b".utf8))
+        #expect(lent("Authorization")?.1 == true)
+    }
 }

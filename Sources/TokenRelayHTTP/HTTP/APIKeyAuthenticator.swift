@@ -1,5 +1,6 @@
 import CryptoBridge
 import Foundation
+import HTTPCommon
 import TokenRelayAcquisition
 import TokenRelayBase
 import TokenRelayStore
@@ -133,22 +134,22 @@ package final class APIKeyAuthenticator: Sendable {
     /// The caller for `authorization`, or a 401 problem.
     package func authenticate(_ authorization: String?) async throws -> Caller {
         guard let presented = Self.bearerToken(authorization) else {
-            throw Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'.")
+            throw Self.missingKey
         }
         if let bootstrapKey, ConstantTime.equals(utf8: presented, bootstrapKey) {
             return bootstrapCaller
         }
         guard let (keyId, secret) = Self.split(presented) else {
-            throw Self.unauthenticated("The API key is not valid.")
+            throw Self.invalidKey
         }
         let id = String(keyId)
         // A key id no key has: refused without a database read.
-        if directory?.certainlyUnknown(id) == true { throw Self.unauthenticated("The API key is not valid.") }
+        if directory?.certainlyUnknown(id) == true { throw Self.invalidKey }
         let entry = try await lookup(id)
         guard let storedHash = entry.secretHash, let caller = entry.caller,
             ConstantTime.equals(SHA256.hash(utf8: String(secret)), storedHash)
         else {
-            throw Self.unauthenticated("The API key is not valid.")
+            throw Self.invalidKey
         }
         return caller
     }
@@ -165,33 +166,75 @@ package final class APIKeyAuthenticator: Sendable {
     }
 
     /// The caller when memory alone can tell; the 401 ``authenticate(_:)`` would give when memory
-    /// already knows it; else `.unknown`.
+    /// already knows it; else `.unknown`. `authorization` is the header's value.
     package func authenticateFromMemory(_ authorization: String?) -> MemoryVerdict {
-        guard let presented = Self.bearerToken(authorization) else {
-            return .refused(Self.unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'."))
+        guard let authorization else { return .refused(Self.missingKey) }
+        return authenticateFromMemory(value: authorization.utf8.span)
+    }
+
+    /// ``authenticateFromMemory(_:)`` of the request's `Authorization` field, read where it lies in
+    /// `headers`: the credential is compared and cut in place, never made a `String` (one was made
+    /// per request, behaviour §10).
+    /// - Throws: `RelayError` 400 `invalid_request` naming `Authorization` when it is sent twice.
+    package func authenticateFromMemory(_ headers: HTTPHeaders) throws(RelayError) -> MemoryVerdict {
+        let verdict = headers.withFirstValue("Authorization") { value, repeated in
+            repeated ? nil : authenticateFromMemory(value: value)
         }
-        // The header's own bytes, borrowed (a `Substring`): the bootstrap key and a key verified
-        // before are recognised without a copy of the secret or a SHA-256 (behaviour §10).
-        if let bootstrapKey, ConstantTime.equals(utf8: presented, bootstrapKey) {
+        switch verdict {
+        case nil: return .refused(Self.missingKey)
+        case .some(nil): throw RelayError.headerSentTwice("Authorization")
+        case .some(let verdict?): return verdict
+        }
+    }
+
+    /// The verdict on an `Authorization` value's bytes.
+    private func authenticateFromMemory(value: Span<UInt8>) -> MemoryVerdict {
+        if let token = Self.bearerTokenRange(value) { return verdict(presented: value.extracting(token)) }
+        // Another spelling of the scheme (blanks around the token): the general rule, on a `String`.
+        guard let presented = Self.bearerToken(Self.string(value)) else { return .refused(Self.missingKey) }
+        return verdict(presented: presented.utf8.span)
+    }
+
+    /// The verdict on a presented key's bytes (the token of `Bearer <token>`): the bootstrap key
+    /// and a key verified before are recognised without a copy of the secret or a SHA-256.
+    private func verdict(presented: Span<UInt8>) -> MemoryVerdict {
+        if let bootstrapKey, ConstantTime.equals(presented, bootstrapKey) {
             return .caller(bootstrapCaller)
         }
-        guard let (keyIdText, secret) = Self.split(presented) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
-        let keyId = String(keyIdText)
+        guard let parts = Self.splitRanges(presented) else { return .refused(Self.invalidKey) }
+        // Ids are lower-case letters and digits (so UTF-8), and short enough to need no storage.
+        let keyId = Self.string(presented.extracting(parts.keyId))
         let now = clock.date
         guard let cached = cache.value(for: keyId, now: now.timeIntervalSinceReferenceDate), now.timeIntervalSince(cached.fetchedAt) < cacheTTL else {
             // A key id no key has is refused here, without a database read (behaviour §7.1).
-            if directory?.certainlyUnknown(keyId) == true { return .refused(Self.unauthenticated("The API key is not valid.")) }
+            if directory?.certainlyUnknown(keyId) == true { return .refused(Self.invalidKey) }
             return .unknown
         }
-        guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.unauthenticated("The API key is not valid.")) }
-        if let verified = cached.verifiedKey, ConstantTime.equals(utf8: presented, verified) { return .caller(caller) }
-        guard ConstantTime.equals(SHA256.hash(utf8: String(secret)), storedHash) else { return .refused(Self.unauthenticated("The API key is not valid.")) }
-        let presentedBytes = Array(presented.utf8)
+        guard let storedHash = cached.secretHash, let caller = cached.caller else { return .refused(Self.invalidKey) }
+        if let verified = cached.verifiedKey, ConstantTime.equals(presented, verified) { return .caller(caller) }
+        guard ConstantTime.equals(SHA256.hash(Self.bytes(presented.extracting(parts.secret))), storedHash) else {
+            return .refused(Self.invalidKey)
+        }
+        let presentedBytes = Self.bytes(presented)
         cache.update(keyId, now: now.timeIntervalSinceReferenceDate) { entry in
             // Only onto the entry just checked: a re-read row starts unverified.
             if entry?.value.fetchedAt == cached.fetchedAt { entry?.value.verifiedKey = presentedBytes }
         }
         return .caller(caller)
+    }
+
+    /// A copy of borrowed bytes.
+    private static func bytes(_ span: Span<UInt8>) -> [UInt8] {
+        var copy: [UInt8] = []
+        copy.reserveCapacity(span.count)
+        for index in span.indices { copy.append(span[index]) }
+        return copy
+    }
+
+    /// Borrowed bytes as a `String` (bytes that are not UTF-8 repaired, as `String(decoding:as:)` does).
+    private static func string(_ span: Span<UInt8>) -> String {
+        if let text = try? UTF8Span(validating: span) { return String(copying: text) }
+        return String(decoding: bytes(span), as: UTF8.self)
     }
 
     private func lookup(_ keyId: String) async throws -> CachedKey {
@@ -263,15 +306,9 @@ package final class APIKeyAuthenticator: Sendable {
     /// header's own bytes; nil without one.
     package static func bearerToken(_ authorization: String?) -> Substring? {
         guard let authorization else { return nil }
-        // The usual `Bearer <token>` without stray whitespace, read without allocating
-        // (the cached token path, behaviour §10); any other spelling takes the general rule below.
         let utf8 = authorization.utf8
-        let bytes = utf8.span
-        let bearer = Self.bearer.span  // the lazy global read once, not once per byte
-        if bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == bearer[$0] }),
-            bytes[7] > 0x20 && bytes[7] < 0x7F, bytes[bytes.count - 1] > 0x20 && bytes[bytes.count - 1] < 0x7F
-        {
-            return authorization[utf8.index(utf8.startIndex, offsetBy: 7)...]
+        if let token = bearerTokenRange(utf8.span) {
+            return authorization[utf8.index(utf8.startIndex, offsetBy: token.lowerBound)...]
         }
         let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
@@ -279,14 +316,32 @@ package final class APIKeyAuthenticator: Sendable {
         return token.isEmpty ? nil : Substring(token)
     }
 
+    /// Where the token lies in the usual `Bearer <token>` without stray whitespace, read without
+    /// allocating (behaviour §10); nil for any other spelling, which takes the general rule of
+    /// ``bearerToken(_:)``.
+    private static func bearerTokenRange(_ bytes: Span<UInt8>) -> Range<Int>? {
+        let bearer = Self.bearer.span  // the lazy global read once, not once per byte
+        guard bytes.count > 7, bytes[6] == UInt8(ascii: " "), (0..<6).allSatisfy({ bytes[$0] | 0x20 == bearer[$0] }),
+            bytes[7] > 0x20 && bytes[7] < 0x7F, bytes[bytes.count - 1] > 0x20 && bytes[bytes.count - 1] < 0x7F
+        else { return nil }
+        return 7..<bytes.count
+    }
+
     /// `trk_<keyid>_<secret>`: split at the first two underscores; the secret may contain `_`.
     /// Both parts are views of `key`'s bytes.
     package static func split(_ key: Substring) -> (keyId: Substring, secret: Substring)? {
-        // On the UTF-8 bytes, through a span (the separators are ASCII, so every cut is at a scalar
-        // boundary): Character and generic collection algorithms were most of a 401's cost and
-        // half of a created key's check on a cached answer (behaviour §10).
+        guard let parts = splitRanges(key.utf8.span) else { return nil }
         let utf8 = key.utf8
-        let bytes = utf8.span
+        let keyIdStart = utf8.index(utf8.startIndex, offsetBy: parts.keyId.lowerBound)
+        let keyIdEnd = utf8.index(keyIdStart, offsetBy: parts.keyId.count)
+        return (Substring(utf8[keyIdStart..<keyIdEnd]), Substring(utf8[utf8.index(after: keyIdEnd)...]))
+    }
+
+    /// ``split(_:)`` as offsets in the key's bytes. On the bytes, through a span (the separators
+    /// are ASCII, so every cut is at a scalar boundary): Character and generic collection
+    /// algorithms were most of a 401's cost and half of a created key's check on a cached answer
+    /// (behaviour §10).
+    private static func splitRanges(_ bytes: Span<UInt8>) -> (keyId: Range<Int>, secret: Range<Int>)? {
         guard bytes.count > 4, bytes[0] == UInt8(ascii: "t"), bytes[1] == UInt8(ascii: "r"), bytes[2] == UInt8(ascii: "k"),
             bytes[3] == UInt8(ascii: "_")
         else { return nil }
@@ -297,10 +352,13 @@ package final class APIKeyAuthenticator: Sendable {
             underscore += 1
         }
         guard underscore < bytes.count, underscore - 4 >= 8, underscore + 1 < bytes.count else { return nil }
-        let keyIdStart = utf8.index(utf8.startIndex, offsetBy: 4)
-        let keyIdEnd = utf8.index(keyIdStart, offsetBy: underscore - 4)
-        return (Substring(utf8[keyIdStart..<keyIdEnd]), Substring(utf8[utf8.index(after: keyIdEnd)...]))
+        return (4..<underscore, underscore + 1..<bytes.count)
     }
+
+    /// The two refusals of a presented key, made once: a 401 made per request (its challenge set
+    /// on a new error copies it) was a sixth of the refusal's own cost (behaviour §10).
+    private static let missingKey = unauthenticated("Send an API key as 'Authorization: Bearer trk_<keyid>_<secret>'.")
+    private static let invalidKey = unauthenticated("The API key is not valid.")
 
     package static func unauthenticated(_ detail: String) -> RelayError {
         var error = RelayError(.unauthenticated, detail)

@@ -39,11 +39,14 @@ extension RelayError {
         if closesConnection { headers.add("Connection", "close") }
     }
 
+    /// The problem's answer: its status, `Content-Type`, the headers of its facts, and
+    /// `client-request-id` naming `correlationId` (behaviour §8), as the pipeline sends it.
     package func response(correlationId: String) -> HTTPResponse {
-        // Sized once, with room for the `client-request-id` the pipeline adds.
-        var headers = HTTPHeaders(minimumCapacity: 4)
-        headers.add("Content-Type", "application/problem+json")
+        var headers = Self.contentType
         addHeaders(to: &headers)
+        // Added here, where no other `client-request-id` can be: the pipeline set it (a look for
+        // one to replace, then the add) on every refusal.
+        headers.add("client-request-id", correlationId)
         return HTTPResponse(status: status, headers: headers, body: body(correlationId: correlationId))
     }
 
@@ -52,16 +55,19 @@ extension RelayError {
     /// `JSONValue` each (hashing and sorting them was a fifth of a 401's cost, building them a
     /// tenth of a 404's; behaviour §10). The standard members win over an extension of the same name.
     package func body(correlationId: String) -> [UInt8] {
-        if extensions.isEmpty, let texts = Self.codeTexts[code], status == code.status {
+        if extensions.isEmpty, status == code.status, let closing = Self.closings[code] {
             // No extension to interleave, the code's own status: the members after `detail` are
-            // the code's, made once (a 401 or 404 wrote nine pieces here; behaviour §10).
+            // the code's, made once (a 401 or 404 wrote nine pieces here; behaviour §10). Each
+            // piece is its own constant: reading one member of a tuple of arrays copied (retained
+            // and released) all of them, 33 reference counts per refusal.
+            let detail = detail
             var out: [UInt8] = []
-            out.reserveCapacity(correlationId.utf8.count + detail.utf8.count + texts.closing.count + 32)
-            out.append(contentsOf: Self.memberNames.opening)
+            out.reserveCapacity(correlationId.utf8.count + detail.utf8.count + closing.count + 32)
+            out.append(contentsOf: Self.opening)
             JSONWriter.writeString(correlationId, into: &out)
-            out.append(contentsOf: Self.memberNames.detailAfterFirst)
+            out.append(contentsOf: Self.detailAfterFirst)
             JSONWriter.writeString(detail, into: &out)
-            out.append(contentsOf: texts.closing)
+            out.append(contentsOf: closing)
             return out
         }
         let extra = extensions.isEmpty ? [] : JSONWriter.sortedKeys(extensions).filter { key in !Self.standardMembers.contains(key) }
@@ -111,24 +117,33 @@ extension RelayError {
 
     private static let standardMembers: Set<String> = ["correlation_id", "detail", "error", "status", "title", "type"]
 
-    /// The standard members' names as JSON bytes with their colon, made once; `opening` is
-    /// `{"correlation_id":` and `detailAfterFirst` `,"detail":`.
+    /// The standard members' names as JSON bytes with their colon, made once.
     private static let memberNames = (
         correlationId: encodedName("correlation_id"), detail: encodedName("detail"), error: encodedName("error"),
-        status: encodedName("status"), title: encodedName("title"), type: encodedName("type"),
-        opening: [UInt8(ascii: "{")] + encodedName("correlation_id"), detailAfterFirst: [UInt8(ascii: ",")] + encodedName("detail")
+        status: encodedName("status"), title: encodedName("title"), type: encodedName("type")
     )
 
-    /// Each code's `error`, `title` and `type` values as JSON strings, and `closing`: the members
-    /// after `detail` of a problem with no extension and the code's own status
+    /// A problem's `Content-Type` field, made once (the first field added to a copy makes its own
+    /// buffer, with room for the rest).
+    private static let contentType: HTTPHeaders = ["Content-Type": "application/problem+json"]
+
+    /// `{"correlation_id":` and `,"detail":`, the fast path's pieces before each value.
+    private static let opening = [UInt8(ascii: "{")] + encodedName("correlation_id")
+    private static let detailAfterFirst = [UInt8(ascii: ",")] + encodedName("detail")
+
+    /// Each code's `error`, `title` and `type` values as JSON strings, made once.
+    private static let codeTexts: [ProblemCode: (error: [UInt8], title: [UInt8], type: [UInt8])] = Dictionary(
+        uniqueKeysWithValues: ProblemCode.allCases.map { code in (code, (encoded(code.rawValue), encoded(code.title), encoded(code.typeURI))) })
+
+    /// Each code's members after `detail` in a problem with no extension and the code's own status
     /// (`,"error":…,"status":…,"title":…,"type":…}`), made once.
-    private static let codeTexts: [ProblemCode: (error: [UInt8], title: [UInt8], type: [UInt8], closing: [UInt8])] = Dictionary(
+    private static let closings: [ProblemCode: [UInt8]] = Dictionary(
         uniqueKeysWithValues: ProblemCode.allCases.map { code in
-            let (error, title, type) = (encoded(code.rawValue), encoded(code.title), encoded(code.typeURI))
-            var closing = [UInt8(ascii: ",")] + encodedName("error") + error
+            let texts = codeTexts[code]!
+            var closing = [UInt8(ascii: ",")] + encodedName("error") + texts.error
             closing += [UInt8(ascii: ",")] + encodedName("status") + Array(String(code.status).utf8)
-            closing += [UInt8(ascii: ",")] + encodedName("title") + title + [UInt8(ascii: ",")] + encodedName("type") + type + [UInt8(ascii: "}")]
-            return (code, (error, title, type, closing))
+            closing += [UInt8(ascii: ",")] + encodedName("title") + texts.title + [UInt8(ascii: ",")] + encodedName("type") + texts.type + [UInt8(ascii: "}")]
+            return (code, closing)
         })
 
     private static func encoded(_ text: String) -> [UInt8] {
