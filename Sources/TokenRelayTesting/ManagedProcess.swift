@@ -15,9 +15,16 @@ public final class ManagedProcess: Sendable {
         public let description: String
     }
 
-    /// Starts `executable` and waits up to `timeout` seconds for it to report its port.
-    public convenience init(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) throws {
-        try self.init(executable: executable, arguments: arguments, environment: environment, knownPort: nil, timeout: timeout)
+    /// Starts `executable` and waits up to `timeout` seconds for it to report its port, on a
+    /// thread of its own (``onOwnThread(_:)``): a relay's start-up (its migrations) takes seconds
+    /// on a loaded machine, and a wait on one of the two task-pool threads stalls every other
+    /// test's async work in the process meanwhile.
+    public static func start(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) async throws
+        -> ManagedProcess
+    {
+        try await onOwnThread {
+            try ManagedProcess(executable: executable, arguments: arguments, environment: environment, knownPort: nil, timeout: timeout)
+        }
     }
 
     /// Starts a program that prints no `listening` line (e.g. pgbouncer) on a `port` it was told,
@@ -94,24 +101,48 @@ public final class ManagedProcess: Sendable {
         try process.runRetryingDescriptorRace()
     }
 
-    /// Sends SIGTERM and waits for the exit; a child still running after `graceSeconds` is
-    /// killed (SIGKILL) and reported on standard error, so a shutdown bug cannot hang the suite
-    /// (tests of graceful shutdown assert the exit themselves).
+    /// Sends SIGTERM and returns at once; a thread of its own waits for the exit and kills
+    /// (SIGKILL) a child still running after `graceSeconds`, reporting it on standard error, so a
+    /// shutdown bug cannot hang the suite. For a test's `defer`, which runs on a task-pool thread
+    /// and cannot await: a blocking wait there (a relay's graceful shutdown) stalled other tests'
+    /// async work. A test that needs the child gone first awaits ``stopAndWait(graceSeconds:)``.
     public func stop(graceSeconds: Double = 20) {
+        guard let pid = signalTermination() else { return }
+        let logPath = logPath
+        Thread.detachNewThread { Self.reap(pid, graceSeconds: graceSeconds, logPath: logPath) }
+    }
+
+    /// Sends SIGTERM and returns once the child exited (killed after `graceSeconds`, as
+    /// ``stop(graceSeconds:)`` does), waiting on a thread of its own. Tests of graceful shutdown
+    /// assert the exit themselves (``waitForExit()``).
+    public func stopAndWait(graceSeconds: Double = 20) async {
+        guard let pid = signalTermination() else { return }
+        let logPath = logPath
+        await onOwnThread { Self.reap(pid, graceSeconds: graceSeconds, logPath: logPath) }
+    }
+
+    /// Takes the child out (later stops do nothing) and sends it SIGTERM; nil when it no longer runs.
+    private func signalTermination() -> pid_t? {
         guard
             let process = self.process.withLock({ current -> Process? in
                 defer { current = nil }
                 return current
             })
-        else { return }
+        else { return nil }
         let pid = process.processIdentifier
-        guard Self.runs(pid) else { return }
+        guard Self.runs(pid) else { return nil }
         kill(pid, SIGTERM)
-        guard !Self.exits(pid, within: graceSeconds) else { return }
+        return pid
+    }
+
+    /// Waits for `pid` to exit after SIGTERM; kills it after `graceSeconds`. Blocks: call it on a
+    /// thread of its own.
+    private static func reap(_ pid: pid_t, graceSeconds: Double, logPath: String) {
+        guard !exits(pid, within: graceSeconds) else { return }
         FileHandle.standardError.write(
             Data("ManagedProcess: pid \(pid) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
         kill(pid, SIGKILL)
-        _ = Self.exits(pid, within: 10)
+        _ = exits(pid, within: 10)
     }
 
     /// Whether `pid` exits within `seconds` (polled every 20 ms with ``runs(_:)``).
@@ -157,18 +188,21 @@ public final class ManagedProcess: Sendable {
     /// Kills the child with SIGKILL (a crash: no handler runs, nothing is drained or released)
     /// and waits for it to be gone. Returns false when it was not running.
     @discardableResult
-    public func killAbruptly() -> Bool {
+    public func killAbruptly() async -> Bool {
         guard let pid = process.withLock({ $0?.processIdentifier }), Self.runs(pid) else { return false }
         kill(pid, SIGKILL)
-        _ = Self.exits(pid, within: 10)
+        _ = await onOwnThread { Self.exits(pid, within: 10) }
         return true
     }
 
-    /// Waits for the child to exit and returns its exit status (nil when already collected by ``stop()``).
-    public func waitForExit() -> Int32? {
+    /// Waits for the child to exit, on a thread of its own, and returns its exit status (nil when
+    /// already collected by ``stop()``).
+    public func waitForExit() async -> Int32? {
         guard let process = process.withLock({ $0 }) else { return nil }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return await onOwnThread {
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
     }
 
     /// The child's log so far (for assertions that nothing secret was written).

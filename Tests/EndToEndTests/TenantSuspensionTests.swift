@@ -166,7 +166,7 @@ struct TenantSuspensionTests {
         let (stack, bouncer) = try await ReplicaTests.stackBehindPgBouncer(name: "e2e_tenant_replicas", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
         defer { bouncer.stop() }
         defer { stack.stop() }
-        let other = try stack.startReplica()
+        let other = try await stack.startReplica()
         defer { other.stop() }
         let alice = try await stack.signInAccountId("alice@contoso.example")
         // The other replica holds alice and her token in memory (answered on its server thread).
