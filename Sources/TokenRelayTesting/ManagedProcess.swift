@@ -19,11 +19,18 @@ public final class ManagedProcess: Sendable {
     /// thread of its own (``onOwnThread(_:)``): a relay's start-up (its migrations) takes seconds
     /// on a loaded machine, and a wait on one of the two task-pool threads stalls every other
     /// test's async work in the process meanwhile.
+    ///
+    /// At most as many start at once as the machine has cores (``StartSlots``): while each start
+    /// held a pool thread, the pool's size bounded them; unbounded, dozens of suites started
+    /// their relays and emulators together, and on a loaded machine some reported no port
+    /// within the timeout.
     public static func start(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) async throws
         -> ManagedProcess
     {
-        try await onOwnThread {
-            try ManagedProcess(executable: executable, arguments: arguments, environment: environment, knownPort: nil, timeout: timeout)
+        try await StartSlots.shared.run {
+            try await onOwnThread {
+                try ManagedProcess(executable: executable, arguments: arguments, environment: environment, knownPort: nil, timeout: timeout)
+            }
         }
     }
 
@@ -211,6 +218,44 @@ public final class ManagedProcess: Sendable {
     }
 
     deinit { stop() }
+}
+
+/// Bounds how many child processes start at once in this test process (one per core), without
+/// holding a thread while a start waits its turn.
+actor StartSlots {
+    static let shared = StartSlots(limit: max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    private let limit: Int
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Runs `body` once a slot is free; the slot is free again when it returns or throws.
+    nonisolated func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        await acquire()
+        do {
+            let value = try await body()
+            await release()
+            return value
+        } catch {
+            await release()
+            throw error
+        }
+    }
+
+    private func acquire() async {
+        guard running >= limit else {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    /// Hands the slot to the next waiter, or frees it.
+    private func release() {
+        if waiting.isEmpty { running -= 1 } else { waiting.removeFirst().resume() }
+    }
 }
 
 /// Where end-to-end tests write the logs of the processes they start, and the secrets they used

@@ -54,7 +54,7 @@ public final class SoftHSM: @unchecked Sendable {  // immutable after init
     private static func writeConfiguration(tokens: String, at path: String) -> String {
         try? FileManager.default.createDirectory(atPath: tokens, withIntermediateDirectories: true)
         let configuration = "directories.tokendir = \(tokens)\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
-        FileManager.default.createFile(atPath: path, contents: Data(configuration.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(configuration.utf8))
         return path
     }
 

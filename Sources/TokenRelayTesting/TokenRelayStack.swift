@@ -156,6 +156,18 @@ public final class TokenRelayStack: Sendable {
         return TestResponse(response)
     }
 
+    /// Sends `raw` as the body, byte for byte (a body JSON encoding cannot make: nested past a
+    /// parser's depth, or not JSON at all); `headers` give its `Content-Type`.
+    public func request(
+        _ method: String, _ path: String, headers extra: [String: String] = [:], raw bytes: [UInt8], authenticated: Bool = true
+    ) async throws -> TestResponse {
+        var headers = HTTPHeaders()
+        if authenticated { headers.add("Authorization", "Bearer \(apiKey)") }
+        for (name, value) in extra { headers.set(name, value) }
+        let response = try await http.execute(HTTPClientRequest(method: method, url: baseURL + path, headers: headers, body: bytes, timeout: 30))
+        return TestResponse(response)
+    }
+
     /// Signs `username` in through the emulator's authorize endpoint and TokenRelay's callback,
     /// as a browser would (``TokenRelayTestClient/signInThroughBrowser(_:scopes:authority:on:)``).
     /// Returns the callback's JSON (`{"account": {...}}`).

@@ -154,7 +154,7 @@ struct TenantSuspensionTests {
         #expect(dataKey?["kind"] as? String == "tenant", "\(tenants.text)")
         let dataKeyId = try #require(dataKey?["data_key_id"] as? String)
         #expect(dataKeyId.hasPrefix("dk."))
-        #expect((dataKey?["kek_id"] as? String ?? "").hasPrefix("ring:"))
+        #expect((dataKey?["kek_id"] as? String)?.hasPrefix("ring:") == true)
         #expect(dataKey?["key_ids"] as? [String] == [dataKeyId], "\(tenants.text)")
         let fabrikamKey = (byId[Self.fabrikam]?["data_key"] as? [String: Any])?["data_key_id"] as? String
         #expect(fabrikamKey != nil && fabrikamKey != dataKeyId, "\(tenants.text)")
