@@ -1,15 +1,18 @@
 # TokenRelay developer commands. `make run` then `make test` on a fresh Debian machine.
 SHELL := /bin/bash
-.PHONY: run stop deps build test test-only test-api-random lint fmt bench clean
+.PHONY: run stop deps deps-run build test test-only test-api-random lint fmt bench clean
 
-run: deps build            ## install, build, start PostgreSQL + emulator + service, print curl lines
+run: deps-run build        ## install what running needs, build, start PostgreSQL + emulator + service, print curl lines
 	@scripts/dev-up
 
 stop:                      ## stop the service and the emulator started by `make run`
 	@scripts/dev-down
 
-deps:                      ## install the Debian packages (idempotent)
+deps:                      ## install the Debian packages for building, running and testing (idempotent)
 	@scripts/install-deps
+
+deps-run:                  ## install the Debian packages for building and running only (idempotent)
+	@scripts/install-deps --run
 
 build:                     ## the commit for releaseId (scripts/release-id), then the package and its tests
 	@scripts/release-id

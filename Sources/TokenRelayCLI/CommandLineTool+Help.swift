@@ -2,7 +2,7 @@ import Foundation
 import TokenRelayBase
 
 /// `--help` on every command and sub-command (usage on standard output, exit 0), and unknown
-/// options refused before a command runs (usage on standard error, exit 2).
+/// options and arguments refused before a command runs (usage on standard error, exit 2).
 extension CommandLineTool {
     package struct CommandHelp: Sendable {
         /// The command words, e.g. `["accounts", "list"]`.
@@ -12,12 +12,16 @@ extension CommandLineTool {
         package let options: Set<String>?
         /// The options among `options` that take a value.
         package let valued: Set<String>
+        /// How many arguments besides options it takes (`accounts show ACCOUNT_ID`: one); nil
+        /// for a group whose next word is its sub-command, which the dispatcher reads.
+        package let arguments: Int?
 
-        package init(_ path: [String], _ usage: String, options: Set<String>? = [], valued: Set<String> = []) {
+        package init(_ path: [String], _ usage: String, options: Set<String>? = [], valued: Set<String> = [], arguments: Int? = 0) {
             self.path = path
             self.usage = usage
             self.options = options.map { $0.union(valued) }
             self.valued = valued
+            self.arguments = arguments
         }
     }
 
@@ -28,14 +32,15 @@ extension CommandLineTool {
             ["check-config"], "usage: token-relay check-config\n  Validates the configuration; prints {\"status\":\"ok\"} or names the bad setting (exit 2)."),
         CommandHelp(["healthcheck"], "usage: token-relay healthcheck\n  Exits 0 when the local /healthz passes, else 1."),
         CommandHelp(
-            ["api-keys"], "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2] | list | revoke KEY_ID"),
+            ["api-keys"], "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2] | list | revoke KEY_ID",
+            arguments: nil),
         CommandHelp(
             ["api-keys", "create"],
             "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes \"User.*,https://vault.azure.net/*\"]\n"
                 + "  Prints the new key once, as JSON (api_key). --tenants and --scopes limit what the key may touch.",
             valued: ["--name", "--permissions", "--tenants", "--scopes"]),
         CommandHelp(["api-keys", "list"], "usage: token-relay api-keys list\n  Prints one JSON object per key (never the secret)."),
-        CommandHelp(["api-keys", "revoke"], "usage: token-relay api-keys revoke KEY_ID"),
+        CommandHelp(["api-keys", "revoke"], "usage: token-relay api-keys revoke KEY_ID", arguments: 1),
         CommandHelp(
             ["encryption"], "usage: token-relay encryption generate-key [--id ID] | rotate [--batch-size N] | rewrap [--batch-size N] | create-kek",
             options: nil),
@@ -62,7 +67,7 @@ extension CommandLineTool {
             "usage: token-relay encryption create-kek\n  Makes the AES key TOKENRELAY_PKCS11_KEY_LABEL names inside the HSM token (TOKENRELAY_PKCS11_*)."),
         CommandHelp(
             ["accounts"],
-            "usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T] | show ACCOUNT_ID | delete ACCOUNT_ID"),
+            "usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T] | show ACCOUNT_ID | delete ACCOUNT_ID", arguments: nil),
         CommandHelp(
             ["accounts", "list"],
             """
@@ -77,16 +82,19 @@ extension CommandLineTool {
               Prints the account object with its token issuance counts and refresh_token: generation, rotated_at,
               family_id, lease ({"state": "held", "expires_at"} or null) and lineage, the chain's last links newest
               first (fingerprints, never a token); refresh_token is null without one. Exit 1 when there is no account.
-            """),
+            """,
+            arguments: 1),
         CommandHelp(
             ["accounts", "delete"],
             """
             usage: token-relay accounts delete ACCOUNT_ID
               Signs the account out of TokenRelay (nothing is revoked at Microsoft): deletes it and its tokens,
               writes an audit row and an account.deleted event; prints {"account_id", "deleted"}.
-            """),
+            """,
+            arguments: 1),
         CommandHelp(
-            ["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | forget TENANT_ID --yes|--dry-run | list [--limit N] [--cursor C]"),
+            ["tenants"], "usage: token-relay tenants suspend TENANT_ID | resume TENANT_ID | forget TENANT_ID --yes|--dry-run | list [--limit N] [--cursor C]",
+            arguments: nil),
         CommandHelp(
             ["tenants", "suspend"],
             """
@@ -94,14 +102,16 @@ extension CommandLineTool {
               Suspends the tenant (a GUID): its accounts, app and on-behalf-of tokens are refused with 403
               tenant_suspended on every replica within 2 s; nothing is deleted. Audited (actor cli). Prints the
               tenant as GET /v1/tenants shows it, with "changed" (false when it already was suspended).
-            """),
+            """,
+            arguments: 1),
         CommandHelp(
             ["tenants", "resume"],
             """
             usage: token-relay tenants resume TENANT_ID
               Resumes the tenant: served again with the refresh tokens it had, no sign-in needed. Audited (actor cli).
               Prints the tenant with "changed" (false when it was not suspended).
-            """),
+            """,
+            arguments: 1),
         CommandHelp(
             ["tenants", "forget"],
             """
@@ -116,7 +126,7 @@ extension CommandLineTool {
               --dry-run deletes nothing and prints what would go: {"dry_run": true, "tenant_id",
               "accounts_to_delete", "account_ids", "token_rows_to_delete", "token_rows", "data_key_to_destroy"}.
             """,
-            options: ["--yes", "--dry-run"]),
+            options: ["--yes", "--dry-run"], arguments: 1),
         CommandHelp(
             ["tenants", "list"],
             """
@@ -164,9 +174,14 @@ extension CommandLineTool {
         guard let options = help.options else { return nil }
         var index = help.path.count
         var seen: Set<String> = []
+        var taken = 0
         while index < arguments.count {
             let argument = arguments[index]
-            if argument.hasPrefix("-") {
+            if !argument.hasPrefix("-") {
+                // An argument no command reads was ignored: `accounts list foo` listed every account.
+                taken += 1
+                if let allowed = help.arguments, taken > allowed { return usageError("unexpected argument '\(argument.prefix(80))'", help: help.path) }
+            } else {
                 guard options.contains(argument) else { return usageError("unknown option '\(argument)'", help: help.path) }
                 guard seen.insert(argument).inserted else { return usageError("'\(argument)' is given twice; give it once", help: help.path) }
                 if help.valued.contains(argument) {

@@ -111,7 +111,7 @@ package struct HealthChecks: Sendable {
             "status": .string("pass"), "observedValue": .number(Double(ring.keys.count)), "componentId": .string(ring.primary.id), "time": .string(time),
         ]
         if let usage = try? await ciphertexts?.usage() {
-            let (keyId, used) = usage ?? (ring.primary.id, 0)
+            let (keyId, used) = usage
             keyCheck["componentId"] = .string(keyId)
             keyCheck["observedValue"] = .number(Double(used))
             keyCheck["observedUnit"] = .string("encryptions")

@@ -201,7 +201,7 @@ package struct CiphertextStore: Sendable {
         let counts = cipher.takeUnflushedCounts().sorted { $0.key < $1.key }
         guard !counts.isEmpty else { return }
         do {
-            try await database.run { connection in
+            _ = try await database.run { connection in
                 try connection.query(
                     """
                     INSERT INTO encryption_key_usage (key_id, encryptions) SELECT * FROM unnest($1::text[], $2::bigint[])

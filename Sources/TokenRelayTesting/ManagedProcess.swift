@@ -15,9 +15,23 @@ public final class ManagedProcess: Sendable {
         public let description: String
     }
 
-    /// Starts `executable` and waits up to `timeout` seconds for it to report its port.
-    public convenience init(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) throws {
-        try self.init(executable: executable, arguments: arguments, environment: environment, knownPort: nil, timeout: timeout)
+    /// Starts `executable` and waits up to `timeout` seconds for it to report its port, on a
+    /// thread of its own (``onOwnThread(_:)``): a relay's start-up (its migrations) takes seconds
+    /// on a loaded machine, and a wait on one of the two task-pool threads stalls every other
+    /// test's async work in the process meanwhile.
+    ///
+    /// At most as many start at once as the machine has cores (``StartSlots``): while each start
+    /// held a pool thread, the pool's size bounded them; unbounded, dozens of suites started
+    /// their relays and emulators together, and on a loaded machine some reported no port
+    /// within the timeout.
+    public static func start(executable: String, arguments: [String], environment: [String: String], timeout: Double = 20) async throws
+        -> ManagedProcess
+    {
+        try await StartSlots.shared.run {
+            try await onOwnThread {
+                try ManagedProcess(executable: executable, arguments: arguments, environment: environment, knownPort: nil, timeout: timeout)
+            }
+        }
     }
 
     /// Starts a program that prints no `listening` line (e.g. pgbouncer) on a `port` it was told,
@@ -94,24 +108,48 @@ public final class ManagedProcess: Sendable {
         try process.runRetryingDescriptorRace()
     }
 
-    /// Sends SIGTERM and waits for the exit; a child still running after `graceSeconds` is
-    /// killed (SIGKILL) and reported on standard error, so a shutdown bug cannot hang the suite
-    /// (tests of graceful shutdown assert the exit themselves).
+    /// Sends SIGTERM and returns at once; a thread of its own waits for the exit and kills
+    /// (SIGKILL) a child still running after `graceSeconds`, reporting it on standard error, so a
+    /// shutdown bug cannot hang the suite. For a test's `defer`, which runs on a task-pool thread
+    /// and cannot await: a blocking wait there (a relay's graceful shutdown) stalled other tests'
+    /// async work. A test that needs the child gone first awaits ``stopAndWait(graceSeconds:)``.
     public func stop(graceSeconds: Double = 20) {
+        guard let pid = signalTermination() else { return }
+        let logPath = logPath
+        Thread.detachNewThread { Self.reap(pid, graceSeconds: graceSeconds, logPath: logPath) }
+    }
+
+    /// Sends SIGTERM and returns once the child exited (killed after `graceSeconds`, as
+    /// ``stop(graceSeconds:)`` does), waiting on a thread of its own. Tests of graceful shutdown
+    /// assert the exit themselves (``waitForExit()``).
+    public func stopAndWait(graceSeconds: Double = 20) async {
+        guard let pid = signalTermination() else { return }
+        let logPath = logPath
+        await onOwnThread { Self.reap(pid, graceSeconds: graceSeconds, logPath: logPath) }
+    }
+
+    /// Takes the child out (later stops do nothing) and sends it SIGTERM; nil when it no longer runs.
+    private func signalTermination() -> pid_t? {
         guard
             let process = self.process.withLock({ current -> Process? in
                 defer { current = nil }
                 return current
             })
-        else { return }
+        else { return nil }
         let pid = process.processIdentifier
-        guard Self.runs(pid) else { return }
+        guard Self.runs(pid) else { return nil }
         kill(pid, SIGTERM)
-        guard !Self.exits(pid, within: graceSeconds) else { return }
+        return pid
+    }
+
+    /// Waits for `pid` to exit after SIGTERM; kills it after `graceSeconds`. Blocks: call it on a
+    /// thread of its own.
+    private static func reap(_ pid: pid_t, graceSeconds: Double, logPath: String) {
+        guard !exits(pid, within: graceSeconds) else { return }
         FileHandle.standardError.write(
             Data("ManagedProcess: pid \(pid) did not exit within \(graceSeconds) s of SIGTERM; killed (log: \(logPath))\n".utf8))
         kill(pid, SIGKILL)
-        _ = Self.exits(pid, within: 10)
+        _ = exits(pid, within: 10)
     }
 
     /// Whether `pid` exits within `seconds` (polled every 20 ms with ``runs(_:)``).
@@ -157,18 +195,21 @@ public final class ManagedProcess: Sendable {
     /// Kills the child with SIGKILL (a crash: no handler runs, nothing is drained or released)
     /// and waits for it to be gone. Returns false when it was not running.
     @discardableResult
-    public func killAbruptly() -> Bool {
+    public func killAbruptly() async -> Bool {
         guard let pid = process.withLock({ $0?.processIdentifier }), Self.runs(pid) else { return false }
         kill(pid, SIGKILL)
-        _ = Self.exits(pid, within: 10)
+        _ = await onOwnThread { Self.exits(pid, within: 10) }
         return true
     }
 
-    /// Waits for the child to exit and returns its exit status (nil when already collected by ``stop()``).
-    public func waitForExit() -> Int32? {
+    /// Waits for the child to exit, on a thread of its own, and returns its exit status (nil when
+    /// already collected by ``stop()``).
+    public func waitForExit() async -> Int32? {
         guard let process = process.withLock({ $0 }) else { return nil }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return await onOwnThread {
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
     }
 
     /// The child's log so far (for assertions that nothing secret was written).
@@ -177,6 +218,44 @@ public final class ManagedProcess: Sendable {
     }
 
     deinit { stop() }
+}
+
+/// Bounds how many child processes start at once in this test process (one per core), without
+/// holding a thread while a start waits its turn.
+actor StartSlots {
+    static let shared = StartSlots(limit: max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    private let limit: Int
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Runs `body` once a slot is free; the slot is free again when it returns or throws.
+    nonisolated func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        await acquire()
+        do {
+            let value = try await body()
+            await release()
+            return value
+        } catch {
+            await release()
+            throw error
+        }
+    }
+
+    private func acquire() async {
+        guard running >= limit else {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    /// Hands the slot to the next waiter, or frees it.
+    private func release() {
+        if waiting.isEmpty { running -= 1 } else { waiting.removeFirst().resume() }
+    }
 }
 
 /// Where end-to-end tests write the logs of the processes they start, and the secrets they used

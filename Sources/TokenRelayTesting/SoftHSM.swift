@@ -7,7 +7,10 @@ import Foundation
 /// process: ``shared`` sets it and initialises ``processToken`` before any test loads the
 /// module, and tests in this process use that token with key labels of their own. A token
 /// made later with ``initToken(label:pin:)`` is for processes a test starts afterwards
-/// (`token-relay`), which get the configuration through ``environment``.
+/// (`token-relay`), which get the configuration through ``environment``: a directory and
+/// configuration apart from the process's own. In one directory, the process's module scanned
+/// the token directory (every `C_GetSlotList`) while `softhsm2-util` made or deleted another
+/// test's token in it, and a PKCS#11 test failed with CKR_GENERAL_ERROR in a full run.
 public final class SoftHSM: @unchecked Sendable {  // immutable after init
     /// Debian's module path.
     public static let modulePath = "/usr/lib/softhsm/libsofthsm2.so"
@@ -15,9 +18,12 @@ public final class SoftHSM: @unchecked Sendable {  // immutable after init
     /// The process's SoftHSM directory and configuration, made on first use.
     public static let shared = SoftHSM()
 
-    /// The directory holding `softhsm2.conf` and the tokens.
+    /// The directory holding `softhsm2.conf` and the tokens of this process's module.
     public let directory: String
     public let configurationPath: String
+    /// The configuration of the tokens for other processes (``initToken(label:pin:)``), in a
+    /// directory of its own beside ``directory``.
+    public let childConfigurationPath: String
     /// The token this test process's own module sees: label and user PIN. Nil when SoftHSM2 is
     /// not installed or `softhsm2-util` failed (``processTokenError`` says why).
     public let processToken: (label: String, pin: String)?
@@ -29,10 +35,8 @@ public final class SoftHSM: @unchecked Sendable {  // immutable after init
 
     private init() {
         directory = NSTemporaryDirectory() + "tokenrelay-softhsm-" + UUID().uuidString.prefix(8).lowercased()
-        configurationPath = directory + "/softhsm2.conf"
-        try? FileManager.default.createDirectory(atPath: directory + "/tokens", withIntermediateDirectories: true)
-        let configuration = "directories.tokendir = \(directory)/tokens\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
-        FileManager.default.createFile(atPath: configurationPath, contents: Data(configuration.utf8))
+        configurationPath = Self.writeConfiguration(tokens: directory + "/tokens", at: directory + "/softhsm2.conf")
+        childConfigurationPath = Self.writeConfiguration(tokens: directory + "/child-tokens", at: directory + "/softhsm2-child.conf")
         setenv("SOFTHSM2_CONF", configurationPath, 1)
         let token = (label: "tokenrelay-tests", pin: "pin-" + UUID().uuidString.prefix(8))
         do {
@@ -46,19 +50,30 @@ public final class SoftHSM: @unchecked Sendable {  // immutable after init
         }
     }
 
-    /// Environment for a process that loads the module (`SOFTHSM2_CONF`).
-    public var environment: [String: String] { ["SOFTHSM2_CONF": configurationPath] }
+    /// Writes a configuration whose tokens are in `tokens` (created) and returns its path.
+    private static func writeConfiguration(tokens: String, at path: String) -> String {
+        try? FileManager.default.createDirectory(atPath: tokens, withIntermediateDirectories: true)
+        let configuration = "directories.tokendir = \(tokens)\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(configuration.utf8))
+        return path
+    }
+
+    /// Environment for a process that loads the module and uses the tokens ``initToken(label:pin:)``
+    /// made (`SOFTHSM2_CONF`).
+    public var environment: [String: String] { ["SOFTHSM2_CONF": childConfigurationPath] }
 
     /// Whether Debian's SoftHSM2 is installed (`scripts/install-deps` installs it).
     public static var isInstalled: Bool { FileManager.default.fileExists(atPath: modulePath) }
 
-    /// Initialises a new token in the first free slot.
+    /// Initialises a new token in the first free slot of the tokens for other processes
+    /// (``environment``), running `softhsm2-util` on a thread of its own.
     /// - Parameters:
     ///   - label: the token label (at most 32 bytes).
     ///   - pin: the user PIN; the security officer PIN is made up and not kept.
     /// - Throws: when `softhsm2-util` fails (its standard error is in the message).
-    public func initToken(label: String, pin: String) throws {
-        try Self.initToken(label: label, pin: pin, configurationPath: configurationPath)
+    public func initToken(label: String, pin: String) async throws {
+        let path = childConfigurationPath
+        try await onOwnThread { try Self.initToken(label: label, pin: pin, configurationPath: path) }
     }
 
     private static func initToken(label: String, pin: String, configurationPath: String) throws {

@@ -12,7 +12,14 @@ public struct TestCertificate: Sendable {
     /// Private key and certificate in one PEM file (what `TOKENRELAY_CLIENT_CERTIFICATE` names).
     public let combinedPath: String
 
-    /// Makes a fresh 2048-bit key and a certificate valid for `days`.
+    /// ``init(commonName:days:)`` on a thread of its own: the key generation takes up to a second
+    /// on a loaded machine, a stall of one of the two task-pool threads every other test shares.
+    public static func make(commonName: String = "tokenrelay-test", days: Int = 2) async throws -> TestCertificate {
+        try await onOwnThread { try TestCertificate(commonName: commonName, days: days) }
+    }
+
+    /// Makes a fresh 2048-bit key and a certificate valid for `days`. Blocks while `openssl`
+    /// runs: from async code use ``make(commonName:days:)``.
     /// - Throws: `TestFailure` when `openssl` fails.
     public init(commonName: String = "tokenrelay-test", days: Int = 2) throws {
         directory = NSTemporaryDirectory() + "tokenrelay-cert-" + UUID().uuidString

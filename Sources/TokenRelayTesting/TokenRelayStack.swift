@@ -40,7 +40,7 @@ public final class TokenRelayStack: Sendable {
         }
         secretsFile = "\(name)-\(UUID().uuidString.prefix(8))"
         let recording = TestLogs.recordsSecrets ? ["--record-issued", TestLogs.directory + "/" + secretsFile + ".issued"] : []
-        emulator = try ManagedProcess(
+        emulator = try await ManagedProcess.start(
             executable: BuiltProducts.path("sts-emulator"),
             arguments: ["--host", "127.0.0.1", "--port", "0", "--client-id", Self.clientId, "--client-secret", clientSecret] + recording
                 + emulatorArguments,
@@ -63,7 +63,8 @@ public final class TokenRelayStack: Sendable {
         environment["TOKENRELAY_LOG_LEVEL"] = "debug"
         for (key, value) in extra { environment[key] = value }
         Self.recordSecrets(of: environment, in: secretsFile)
-        relayState = Mutex((try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment), environment))
+        let relay = try await ManagedProcess.start(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+        relayState = Mutex((relay, environment))
     }
 
     /// The `token-relay serve` environment now in use (`TOKENRELAY_*` and the inherited rest).
@@ -71,12 +72,12 @@ public final class TokenRelayStack: Sendable {
 
     /// Stops `token-relay serve` and starts it again with `environment` changed (e.g. another
     /// key ring), on a new port; the database and the emulator stay.
-    public func restartRelay(environment changes: [String: String]) throws {
+    public func restartRelay(environment changes: [String: String]) async throws {
         var environment = relayEnvironment
         for (key, value) in changes { environment[key] = value }
         Self.recordSecrets(of: environment, in: secretsFile)
-        relay.stop()
-        let started = try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+        await relay.stopAndWait()
+        let started = try await ManagedProcess.start(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
         relayState.withLock { $0 = (started, environment) }
     }
 
@@ -131,11 +132,11 @@ public final class TokenRelayStack: Sendable {
 
     /// Starts one more `token-relay serve` on the same database, emulator and settings (another
     /// replica), with `extra` settings on top. The caller stops it.
-    public func startReplica(environment extra: [String: String] = [:]) throws -> ManagedProcess {
+    public func startReplica(environment extra: [String: String] = [:]) async throws -> ManagedProcess {
         var environment = relayEnvironment
         environment["TOKENRELAY_MIGRATE_ON_START"] = "false"
         for (key, value) in extra { environment[key] = value }
-        return try ManagedProcess(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
+        return try await ManagedProcess.start(executable: BuiltProducts.path("token-relay"), arguments: ["serve"], environment: environment)
     }
 
     /// Sends a request to TokenRelay. `body` is JSON-encoded when given; the API key is sent unless `authenticated` is false.
@@ -152,6 +153,18 @@ public final class TokenRelayStack: Sendable {
         for (name, value) in extra { headers.set(name, value) }
         let url = path.hasPrefix("http") ? path : baseURL + path
         let response = try await http.execute(HTTPClientRequest(method: method, url: url, headers: headers, body: bytes, timeout: 30))
+        return TestResponse(response)
+    }
+
+    /// Sends `raw` as the body, byte for byte (a body JSON encoding cannot make: nested past a
+    /// parser's depth, or not JSON at all); `headers` give its `Content-Type`.
+    public func request(
+        _ method: String, _ path: String, headers extra: [String: String] = [:], raw bytes: [UInt8], authenticated: Bool = true
+    ) async throws -> TestResponse {
+        var headers = HTTPHeaders()
+        if authenticated { headers.add("Authorization", "Bearer \(apiKey)") }
+        for (name, value) in extra { headers.set(name, value) }
+        let response = try await http.execute(HTTPClientRequest(method: method, url: baseURL + path, headers: headers, body: bytes, timeout: 30))
         return TestResponse(response)
     }
 
@@ -203,6 +216,8 @@ public final class TokenRelayStack: Sendable {
         return TestResponse(response)
     }
 
+    /// Stops the relay and the emulator without waiting for them to exit (see
+    /// ``ManagedProcess/stop(graceSeconds:)``: a test's `defer` cannot await).
     public func stop() {
         relay.stop()
         emulator.stop()

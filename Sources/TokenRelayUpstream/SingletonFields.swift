@@ -50,6 +50,14 @@ package enum IntegerText {
     /// The value of `text` within `range`.
     /// - Throws: `RelayError` 400 `invalid_request` naming `field`.
     package static func parse(_ text: String, field: String, in range: ClosedRange<Int>, unit: String = "") throws(RelayError) -> Int {
+        // An invisible character is named: `limit=1%00` reads as `1` wherever the value is shown.
+        if let control = text.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+            let code = "U+" + String(control.value, radix: 16, uppercase: true).leftPadded(to: 4)
+            throw RelayError.invalidRequest(
+                field: field,
+                "'\(field)' may not contain control characters (here \(code)); it must be an integer from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)."
+            )
+        }
         // An optional minus, then digits without a leading zero (`0` itself aside, never `-0`).
         let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
         guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
@@ -77,4 +85,9 @@ extension RelayError {
     package static func headerSentTwice(_ name: String) -> RelayError {
         .invalidRequest(field: name, "Send the header '\(name)' once.")
     }
+}
+
+extension String {
+    /// The text with `0`s before it up to `width` characters (`"0"` → `"0000"`).
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

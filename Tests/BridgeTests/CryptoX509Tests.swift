@@ -6,8 +6,8 @@ import TokenRelayTesting
 @Suite("Crypto: X.509 certificates and thumbprints")
 struct CryptoX509Tests {
     @Test("A PEM with key and certificate gives the key, the DER certificate and its thumbprints")
-    func certificateAndKeyFromOnePEM() throws {
-        let files = try TestCertificate(days: 3)
+    func certificateAndKeyFromOnePEM() async throws {
+        let files = try await TestCertificate.make(days: 3)
         defer { files.remove() }
         let combined = try String(contentsOfFile: files.combinedPath, encoding: .utf8)
         let certificate = try X509Certificate(pem: combined)

@@ -105,7 +105,7 @@ struct AppAndOnBehalfOfTests {
 
     @Test("Certificate credential: sign-in, silent refresh and app token authenticate with a signed client assertion", arguments: ["PS256", "RS256"])
     func certificateCredential(algorithm: String) async throws {
-        let certificate = try TestCertificate()
+        let certificate = try await TestCertificate.make()
         defer { certificate.remove() }
         let stack = try await TokenRelayStack(
             name: "e2e_app_cert_\(algorithm.lowercased())",
@@ -138,8 +138,8 @@ struct AppAndOnBehalfOfTests {
 
     @Test("A certificate the identity provider does not know is 502 upstream_error with AADSTS700027")
     func unknownCertificate() async throws {
-        let used = try TestCertificate()
-        let registered = try TestCertificate()
+        let used = try await TestCertificate.make()
+        let registered = try await TestCertificate.make()
         defer {
             used.remove()
             registered.remove()
@@ -156,7 +156,7 @@ struct AppAndOnBehalfOfTests {
 
     @Test("A federated assertion file is read for every request: a rotated file is used at once")
     func assertionFile() async throws {
-        let certificate = try TestCertificate()
+        let certificate = try await TestCertificate.make()
         defer { certificate.remove() }
         let path = certificate.directory + "/federated-token"
         try "placeholder".write(toFile: path, atomically: true, encoding: .utf8)

@@ -300,6 +300,26 @@ struct CommandLineTests {
         #expect(try await KeepAliveAndEventsTests.tokenRelay(["keepalive"], environment: [:]).status == 2)
     }
 
+    /// Each used to ignore the word: `accounts list foo` listed every account (new-user try).
+    @Test("An argument no command takes is usage on stderr and exit 2 naming it, for every command and sub-command, before anything runs")
+    func unexpectedArguments() async throws {
+        let commands: [[String]] = [
+            ["serve"], ["migrate"], ["check-config"], ["healthcheck"], ["api-keys", "create", "--name", "n", "--permissions", "admin"],
+            ["api-keys", "list"], ["api-keys", "revoke", "trk_x"], ["encryption", "generate-key"], ["encryption", "rotate"],
+            ["encryption", "rewrap"], ["encryption", "create-kek"], ["accounts", "list"], ["accounts", "show", "acc_x"],
+            ["accounts", "delete", "acc_x"], ["tenants", "suspend", "t"], ["tenants", "resume", "t"], ["tenants", "forget", "t", "--dry-run"],
+            ["tenants", "list"], ["audit", "export", "--since", "2026-12-01T00:00:00Z"], ["keepalive", "--once"], ["bench-seed", "--accounts", "1"],
+        ]
+        for command in commands {
+            let (status, output, error) = try await KeepAliveAndEventsTests.tokenRelay(command + ["foo"], environment: [:])
+            #expect(status == 2, "\(command): \(error)")
+            // Not the output itself in a failure: `encryption generate-key` prints a fresh key.
+            let printed = !output.isEmpty
+            #expect(!printed, "\(command) printed to standard output")
+            #expect(error.hasPrefix("token-relay: unexpected argument 'foo'\nusage: token-relay"), "\(command): \(error)")
+        }
+    }
+
     @Test("check-config names the bad setting and exits 2")
     func checkConfig() async throws {
         let (status, _) = try await Self.run(["check-config"], environment: ["TOKENRELAY_CLIENT_ID": "x"])

@@ -7,8 +7,11 @@ import TokenRelayTesting
 /// inactivity timeout that cuts off a client that stops sending.
 @Suite("Connection limits", .serialized, .timingGroup(.measuring))
 struct ConnectionLimitsTests {
-    /// One blocking TCP connection with a receive timeout, to send partial requests.
-    final class RawSocket {
+    /// One TCP connection with a receive timeout, to send partial requests. Its blocking reads
+    /// run on a thread of their own (``onOwnThread(_:)``): a read waiting seconds for a timeout on
+    /// one of the two task-pool threads stalled other tests' async work in the same process.
+    /// `@unchecked Sendable`: a test uses it from one task at a time.
+    final class RawSocket: @unchecked Sendable {
         let fd: Int32
 
         init(port: Int) throws {
@@ -36,7 +39,11 @@ struct ConnectionLimitsTests {
         }
 
         /// What arrives within `seconds`: bytes, the server closing (EOF or reset), or nothing.
-        func receive(within seconds: Double) -> Received {
+        func receive(within seconds: Double) async -> Received {
+            await onOwnThread { self.receiveBlocking(within: seconds) }
+        }
+
+        private func receiveBlocking(within seconds: Double) -> Received {
             var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1e6))
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var buffer = [UInt8](repeating: 0, count: 65536)
@@ -66,7 +73,7 @@ struct ConnectionLimitsTests {
         // Headers past the connection's memory: the HTTP layer's own 431, and the server goes on.
         let socket = try RawSocket(port: try Self.port(stack))
         socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 40000))\r\n\r\n")
-        guard case .bytes(let answer) = socket.receive(within: 5) else {
+        guard case .bytes(let answer) = await socket.receive(within: 5) else {
             Issue.record("no answer to oversized headers")
             return
         }
@@ -77,10 +84,10 @@ struct ConnectionLimitsTests {
 
     /// The status line and the value of `Content-Type` and of the problem's `field`, of the answer
     /// to `head` on a new connection; nil when the connection closed without an answer.
-    static func answer(port: Int, _ head: String) throws -> (status: String, contentType: String?, field: String?)? {
+    static func answer(port: Int, _ head: String) async throws -> (status: String, contentType: String?, field: String?)? {
         let socket = try RawSocket(port: port)
         socket.send(head)
-        guard case .bytes(let text) = socket.receive(within: 5) else { return nil }
+        guard case .bytes(let text) = await socket.receive(within: 5) else { return nil }
         let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
         let contentType = lines.first { $0.lowercased().hasPrefix("content-type:") }.map { $0.dropFirst(13).trimmingCharacters(in: .whitespaces) }
         let field = text.range(of: #""field":""#).map { String(text[$0.upperBound...].prefix { $0 != "\"" }) }
@@ -94,31 +101,31 @@ struct ConnectionLimitsTests {
         let port = try Self.port(stack)
         // "/v1/events?x=" is 13 bytes of target with "?" and "=" counted: 8192 in all is the last that passes.
         for (length, expected) in [(8192 - 13, "HTTP/1.1 401"), (8192 - 12, "HTTP/1.1 414")] {
-            let answer = try Self.answer(port: port, "GET /v1/events?x=\(String(repeating: "q", count: length)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try await Self.answer(port: port, "GET /v1/events?x=\(String(repeating: "q", count: length)) HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(answer?.status == expected, "target \(length)")
         }
         // "Host: x" counts 9 bytes with ": " and CRLF, "X-Big: …" 9 plus its value: 12288 in all is the last that passes.
         for (length, expected) in [(12288 - 18, "HTTP/1.1 200"), (12288 - 17, "HTTP/1.1 431")] {
-            let answer = try Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: length))\r\n\r\n")
+            let answer = try await Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: length))\r\n\r\n")
             #expect(answer?.status == expected, "headers \(length)")
         }
         // Past the limits, every size up to 23 KiB of head gets TokenRelay's own answer: never a
         // bare page, never a closed connection (libmicrohttpd closed heads within ~400 bytes of its 16 KiB).
         for length in stride(from: 8500, through: 23_400, by: 200) {
-            let answer = try Self.answer(port: port, "GET /v1/events?x=\(String(repeating: "q", count: length)) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try await Self.answer(port: port, "GET /v1/events?x=\(String(repeating: "q", count: length)) HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(answer?.status == "HTTP/1.1 414" && answer?.contentType == "application/problem+json", "target \(length): \(String(describing: answer))")
         }
         for length in stride(from: 12_500, through: 23_400, by: 200) {
-            let answer = try Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: length))\r\n\r\n")
+            let answer = try await Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "h", count: length))\r\n\r\n")
             #expect(answer?.status == "HTTP/1.1 431" && answer?.contentType == "application/problem+json", "headers \(length): \(String(describing: answer))")
             #expect(answer?.field == "X-Big", "headers \(length)")
         }
         // Content-Length fields that disagree: 400 naming the field, the connection closed (it
         // was answered by the first, a request-smuggling risk behind a proxy that used the other).
-        let conflicting = try Self.answer(
+        let conflicting = try await Self.answer(
             port: port, "POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}   ")
         #expect(conflicting?.status == "HTTP/1.1 400" && conflicting?.field == "Content-Length", "\(String(describing: conflicting))")
-        let repeated = try Self.answer(
+        let repeated = try await Self.answer(
             port: port, "POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}")
         #expect(repeated?.status == "HTTP/1.1 401", "the same value twice is one length: \(String(describing: repeated))")
         let text = try await stack.request("GET", "/v1/events?x=" + String(repeating: "q", count: 9000))
@@ -134,23 +141,23 @@ struct ConnectionLimitsTests {
         defer { stack.stop() }
         let port = try Self.port(stack)
         for head in ["GET /healthz HTTP/1.1\r\n\r\n", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"] {
-            let answer = try Self.answer(port: port, head)
+            let answer = try await Self.answer(port: port, head)
             #expect(
                 answer?.status == "HTTP/1.1 400" && answer?.contentType == "application/problem+json" && answer?.field == "Host",
                 "\(head): \(String(describing: answer))")
         }
         // Whitespace between a field name and its colon (RFC 9112 §5.1: MUST be 400); it was read as
         // another field, so `Authorization : Bearer …` answered 401.
-        let spaced = try Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Test : 1\r\n\r\n")
+        let spaced = try await Self.answer(port: port, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Test : 1\r\n\r\n")
         #expect(spaced?.status == "HTTP/1.1 400" && spaced?.field == "X-Test", "\(String(describing: spaced))")
         // HTTP/1.0 has no Host requirement.
-        #expect(try Self.answer(port: port, "GET /healthz HTTP/1.0\r\n\r\n")?.status == "HTTP/1.1 200")
+        #expect(try await Self.answer(port: port, "GET /healthz HTTP/1.0\r\n\r\n")?.status == "HTTP/1.1 200")
         // It was 404 "No route matches GET http://…/healthz"; a server must accept the absolute form (§3.2.2).
         for target in ["http://127.0.0.1:\(port)/healthz", "HTTPS://relay.example/healthz"] {
-            let answer = try Self.answer(port: port, "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try await Self.answer(port: port, "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(answer?.status == "HTTP/1.1 200", "\(target): \(String(describing: answer))")
         }
-        #expect(try Self.answer(port: port, "GET http://relay.example HTTP/1.1\r\nHost: x\r\n\r\n")?.status == "HTTP/1.1 404")
+        #expect(try await Self.answer(port: port, "GET http://relay.example HTTP/1.1\r\nHost: x\r\n\r\n")?.status == "HTTP/1.1 404")
         let options = try await stack.request("OPTIONS", "/healthz", authenticated: false)
         #expect(options.status == 405 && options.headers["Allow"] == "GET, HEAD", "\(options.headers)")
     }
@@ -162,39 +169,39 @@ struct ConnectionLimitsTests {
         let socket = try RawSocket(port: try Self.port(stack))
         socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Partial: ")
         let started = ContinuousClock.now
-        #expect(socket.receive(within: 0.4) == .nothing, "cut off before the timeout")
-        #expect(socket.receive(within: 5) == .closed)
+        #expect(await socket.receive(within: 0.4) == .nothing, "cut off before the timeout")
+        #expect(await socket.receive(within: 5) == .closed)
         #expect(started.duration(to: .now) < .seconds(4))
         // An idle keep-alive connection is closed the same way.
         let idle = try RawSocket(port: try Self.port(stack))
         idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        guard case .bytes(let answer) = idle.receive(within: 5) else {
+        guard case .bytes(let answer) = await idle.receive(within: 5) else {
             Issue.record("no answer")
             return
         }
         #expect(answer.hasPrefix("HTTP/1.1 200"))
-        #expect(idle.receive(within: 5) == .closed)
+        #expect(await idle.receive(within: 5) == .closed)
 
         // Sends `start`, then a piece every 0.3 s (never silent for a whole second) until the
         // server closes; returns what it saw last and how long the trickle lasted.
-        func trickle(_ start: String, _ piece: (Int) -> String) throws -> (RawSocket.Received, Duration) {
+        func trickle(_ start: String, _ piece: (Int) -> String) async throws -> (RawSocket.Received, Duration) {
             let socket = try RawSocket(port: try Self.port(stack))
             socket.send(start)
             let started = ContinuousClock.now
             var outcome = RawSocket.Received.nothing
             for index in 0..<40 where outcome == .nothing {
                 socket.send(piece(index))
-                outcome = socket.receive(within: 0.3)
+                outcome = await socket.receive(within: 0.3)
             }
             return (outcome, started.duration(to: .now))
         }
         // A client trickling its headers is cut off too.
-        let (outcome, elapsed) = try trickle("GET /healthz HTTP/1.1\r\nHost: x\r\n") { "X-Slow-\($0): y\r\n" }
+        let (outcome, elapsed) = try await trickle("GET /healthz HTTP/1.1\r\nHost: x\r\n") { "X-Slow-\($0): y\r\n" }
         #expect(outcome == .closed, "a trickling client kept its connection: \(outcome)")
         #expect(elapsed > .milliseconds(900) && elapsed < .seconds(4), "\(elapsed)")
         // So is one trickling its body: it used to be answered after the last byte, 138 s for 70
         // bytes one every 2 s (only silence and the head had a deadline).
-        let (bodyOutcome, bodyElapsed) = try trickle(
+        let (bodyOutcome, bodyElapsed) = try await trickle(
             "POST /v1/tokens/silent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
         ) { _ in "{" }
         #expect(bodyOutcome == .closed, "a client trickling its body kept its connection: \(bodyOutcome)")
@@ -212,7 +219,7 @@ struct ConnectionLimitsTests {
         for _ in 0..<3 {
             let socket = try RawSocket(port: port)
             socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            guard case .bytes(let answer) = socket.receive(within: 5), answer.hasPrefix("HTTP/1.1 200") else {
+            guard case .bytes(let answer) = await socket.receive(within: 5), answer.hasPrefix("HTTP/1.1 200") else {
                 Issue.record("a connection under the limit was not served")
                 return
             }
@@ -220,11 +227,11 @@ struct ConnectionLimitsTests {
         }
         let extra = try RawSocket(port: port)
         extra.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        let refused = extra.receive(within: 1)
+        let refused = await extra.receive(within: 1)
         #expect(refused == .nothing || refused == .closed, "a fourth connection was served: \(refused)")
         held.removeAll()
         if refused == .nothing {
-            guard case .bytes(let answer) = extra.receive(within: 5) else {
+            guard case .bytes(let answer) = await extra.receive(within: 5) else {
                 Issue.record("the waiting connection was not served after others closed")
                 return
             }
@@ -232,7 +239,7 @@ struct ConnectionLimitsTests {
         }
         let after = try RawSocket(port: port)
         after.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        guard case .bytes(let answer) = after.receive(within: 5) else {
+        guard case .bytes(let answer) = await after.receive(within: 5) else {
             Issue.record("not served after the held connections closed")
             return
         }

@@ -13,7 +13,7 @@ struct CredentialReloadTests {
         let stack = try await TokenRelayStack(name: "e2e_credential_reload")
         defer { stack.stop() }
         try Data(stack.clientSecret.utf8).write(to: URL(fileURLWithPath: file))
-        try stack.restartRelay(environment: ["TOKENRELAY_CLIENT_SECRET": "", "TOKENRELAY_CLIENT_SECRET_FILE": file])
+        try await stack.restartRelay(environment: ["TOKENRELAY_CLIENT_SECRET": "", "TOKENRELAY_CLIENT_SECRET_FILE": file])
         let alice = try await stack.signInAccountId("alice@contoso.example")
         func refresh() async throws -> TestResponse {
             try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"], "force_refresh": true])

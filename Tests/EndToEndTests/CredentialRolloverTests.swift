@@ -23,8 +23,8 @@ struct CredentialRolloverTests {
 
     @Test("A certificate the identity provider rejects rolls to the next within the request (200), which stays in use; readiness warns and the metric names it")
     func rejectedCertificateRollsToTheNext() async throws {
-        let retired = try TestCertificate()
-        let registered = try TestCertificate()
+        let retired = try await TestCertificate.make()
+        let registered = try await TestCertificate.make()
         defer {
             retired.remove()
             registered.remove()
@@ -73,7 +73,7 @@ struct CredentialRolloverTests {
         let stack = try await TokenRelayStack(name: "e2e_credential_rollover_secret")
         defer { stack.stop() }
         let id = try await stack.signInAccountId()
-        try stack.restartRelay(environment: [
+        try await stack.restartRelay(environment: [
             "TOKENRELAY_CLIENT_SECRET": "",
             "TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["secret": "retired-secret-\(UUID().uuidString)"], ["secret": stack.clientSecret]]),
         ])
@@ -97,7 +97,7 @@ struct CredentialRolloverTests {
 
     @Test("One federated assertion file: readiness fails once the assertion's exp has passed, warns within 5 minutes of it, passes otherwise")
     func federatedAssertionExpiry() async throws {
-        let certificate = try TestCertificate()
+        let certificate = try await TestCertificate.make()
         defer { certificate.remove() }
         let path = certificate.directory + "/federated-token"
         func write(lifetime: Int) throws {

@@ -80,7 +80,7 @@ struct DownstreamChallengeAgainTests {
         let stack = try await TokenRelayStack(
             name: "e2e_downstream_evict_replicas", environment: ["TOKENRELAY_CLIENT_CAPABILITIES": "cp1", "TOKENRELAY_CACHE_TTL_S": "600"])
         defer { stack.stop() }
-        let replica = try stack.startReplica()
+        let replica = try await stack.startReplica()
         defer { replica.stop() }
         let id = try await stack.signInAccountId()
         // Replica B holds the token in its memory.

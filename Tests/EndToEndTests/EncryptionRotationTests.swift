@@ -70,7 +70,7 @@ struct EncryptionRotationTests {
         #expect(dataKeys >= 1)
         #expect(try await Self.notUnder("new", in: stack) == dataKeys + 1)
 
-        try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": "\(new),\(old)"])
+        try await stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": "\(new),\(old)"])
         let running = Flag()
         let outcomes = Tally()
         let load = Task {
@@ -117,7 +117,7 @@ struct EncryptionRotationTests {
 
         // The old key is no longer needed: every account still yields tokens, from the cache and
         // by redeeming its (re-encrypted) refresh token.
-        try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": new])
+        try await stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": new])
         for id in ids {
             let cached = try await Self.silent(stack, id)
             #expect(cached.status == 200, "\(cached.text)")
@@ -180,7 +180,7 @@ struct EncryptionRotationTests {
         let newRing = "new:\(Self.key()),\(stack.relayEnvironment["TOKENRELAY_ENCRYPTION_KEYS"] ?? "")"
         let rotated = try await stack.runCommand(["encryption", "rotate"], environment: ["TOKENRELAY_ENCRYPTION_KEYS": newRing])
         #expect(rotated.status == 0, "\(rotated.output)")
-        try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": newRing])
+        try await stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": newRing])
         #expect(try await Self.silent(stack, alice).status == 500)
         #expect(try await Self.silent(stack, bob).status == 200)
 
@@ -239,7 +239,7 @@ struct EncryptionRotationTests {
 
         // A new first key: the tenant's data key is still wrapped by k1 until `rewrap`.
         let ring = "k2:\(Self.key()),\(k1)"
-        try stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": ring])
+        try await stack.restartRelay(environment: ["TOKENRELAY_ENCRYPTION_KEYS": ring])
         let pending = try await readiness()
         #expect(pending.kek["componentId"] as? String == "ring:k2")
         #expect(pending.kek["observedValue"] as? Int == 1)

@@ -47,7 +47,7 @@ struct EventRetentionTests {
         let fresh = Array(ids[4...])
         // The service's own keep-alive job (its first pass 10–70 s after start) would prune the
         // same events: stopped, so the passes measured are only the command line's.
-        stack.relay.stop()
+        await stack.relay.stopAndWait()
         try await Self.age(stack, Array(ids[0..<4]), days: 31)
         // 2,500 more aged events: several DELETE statements of at most 1,000 rows each.
         _ = try await stack.withDatabase { connection in
@@ -63,9 +63,9 @@ struct EventRetentionTests {
         #expect(summary["ran"] as? Bool == true)
         #expect(summary["pruned_events"] as? Int == 2_504, "\(summary)")
         #expect(try await Self.storedIds(stack) == fresh)
-        try stack.restartRelay(environment: [:])
+        try await stack.restartRelay(environment: [:])
         #expect(try await KeepAliveAndEventsTests.events(stack).compactMap { $0["id"] as? String } == fresh)
-        stack.relay.stop()
+        await stack.relay.stopAndWait()
 
         // A longer retention keeps what the default would drop; a shorter one drops it.
         try await Self.age(stack, fresh, days: 5)
@@ -124,7 +124,7 @@ struct EventRetentionTests {
         let old = try await Self.deletionEvents(stack, ["alice@contoso.example", "bob@contoso.example"])
         #expect(old.count == 4)
 
-        try stack.restartRelay(environment: [
+        try await stack.restartRelay(environment: [
             "TOKENRELAY_WEBHOOK_URL": "http://127.0.0.1:\(server.port)/hooks", "TOKENRELAY_WEBHOOK_SECRET": "whsec-start",
         ])
         let new = try await Self.deletionEvents(stack, ["erin@contoso.example"])
@@ -134,7 +134,7 @@ struct EventRetentionTests {
         #expect(receiver.requests.map(\.eventId) == new, "delivered \(receiver.requests.map(\.eventId)); old \(old)")
 
         // A second start (a restart, another replica) keeps the first point.
-        try stack.restartRelay(environment: [:])
+        try await stack.restartRelay(environment: [:])
         let newer = try await Self.deletionEvents(stack, ["alice@contoso.example"])
         #expect(try await eventually(within: 10) { receiver.accepted.count >= 4 })
         try await Task.sleep(for: .seconds(2))

@@ -161,7 +161,7 @@ struct FailoverTests {
         // No lost rotation: a replica started now holds nothing in memory and redeems exactly the
         // refresh token stored on the new primary, which under grace 0 works only if it is the
         // chain's head.
-        let fresh = try stack.startReplica()
+        let fresh = try await stack.startReplica()
         defer { fresh.stop() }
         let finals = try await withThrowingTaskGroup(of: TestResponse.self) { group in
             for account in load {

@@ -11,17 +11,17 @@ struct FramingTests {
     typealias RawSocket = ConnectionLimitsTests.RawSocket
 
     /// Everything the server sends on a fresh connection for `bytes`, until it closes or `seconds` pass.
-    static func exchange(_ port: Int, _ bytes: String, within seconds: Double = 3) throws -> (text: String, closed: Bool) {
+    static func exchange(_ port: Int, _ bytes: String, within seconds: Double = 3) async throws -> (text: String, closed: Bool) {
         let socket = try RawSocket(port: port)
         socket.send(bytes)
-        return collect(socket, within: seconds)
+        return await collect(socket, within: seconds)
     }
 
-    static func collect(_ socket: RawSocket, within seconds: Double) -> (text: String, closed: Bool) {
+    static func collect(_ socket: RawSocket, within seconds: Double) async -> (text: String, closed: Bool) {
         var text = ""
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
-            switch socket.receive(within: 0.3) {
+            switch await socket.receive(within: 0.3) {
             case .bytes(let more): text += more
             case .closed: return (text, true)
             case .nothing: continue
@@ -110,7 +110,7 @@ struct FramingTests {
             ("GET /healthz HTTP/1.1\r\nHost: x\r\nPrefer: a\u{0}b\r\n\r\n" + next, "HTTP/1.1 400", "Prefer", "invalid_request"),
         ]
         for (bytes, status, field, error) in cases {
-            let (text, closed) = try Self.exchange(port, bytes)
+            let (text, closed) = try await Self.exchange(port, bytes)
             #expect(Self.statuses(text) == [status], "\(bytes.debugDescription): \(text)")
             #expect(Self.field(text) == field, "\(bytes.debugDescription): \(text)")
             #expect(Self.error(text) == error, "\(bytes.debugDescription): \(text)")
@@ -118,7 +118,7 @@ struct FramingTests {
             #expect(closed, "the connection stayed open: \(bytes.debugDescription)")
         }
         // Well-framed requests on one connection are still two answers, kept alive.
-        let (text, _) = try Self.exchange(port, post + "Transfer-Encoding: chunked\r\n\r\n" + chunked + next, within: 2)
+        let (text, _) = try await Self.exchange(port, post + "Transfer-Encoding: chunked\r\n\r\n" + chunked + next, within: 2)
         #expect(Self.statuses(text).count == 2, "\(text)")
         #expect(Self.statuses(text).allSatisfy { $0 != "HTTP/1.1 400" }, "\(text)")
         #expect(try await stack.request("GET", "/healthz", authenticated: false).status == 200)
@@ -137,15 +137,15 @@ struct FramingTests {
         // No key, a malformed key, a well-formed key id nobody created (asked of the store): 401
         // at once, never `100 Continue` (observed: 100 before the key was checked).
         for authorization in [nil, "nonsense", "trk_zzzzzzzzzzzz_secret"] {
-            let (text, closed) = try Self.exchange(port, head(authorization))
+            let (text, closed) = try await Self.exchange(port, head(authorization))
             #expect(Self.statuses(text) == ["HTTP/1.1 401"], "\(String(describing: authorization)): \(text)")
             #expect(closed, "\(String(describing: authorization))")
         }
         // A declared body over the limit: 413 without 100.
-        let (large, _) = try Self.exchange(port, head(stack.apiKey, length: 5000))
+        let (large, _) = try await Self.exchange(port, head(stack.apiKey, length: 5000))
         #expect(Self.statuses(large) == ["HTTP/1.1 413"], "\(large)")
         // Another expectation: 417 (observed: ignored).
-        let (other, otherClosed) = try Self.exchange(port, head(stack.apiKey, expect: "foo"))
+        let (other, otherClosed) = try await Self.exchange(port, head(stack.apiKey, expect: "foo"))
         #expect(Self.statuses(other) == ["HTTP/1.1 417"], "\(other)")
         #expect(Self.field(other) == "Expect" && Self.error(other) == "expectation_failed", "\(other)")
         #expect(otherClosed)
@@ -155,18 +155,18 @@ struct FramingTests {
         for key in [stack.apiKey, stored] {
             let socket = try RawSocket(port: port)
             socket.send(head(key))
-            guard case .bytes(let interim) = socket.receive(within: 5) else {
+            guard case .bytes(let interim) = await socket.receive(within: 5) else {
                 Issue.record("no 100 Continue for a good key")
                 continue
             }
             #expect(interim.hasPrefix("HTTP/1.1 100"), "\(interim)")
             socket.send(body)
-            let (text, _) = Self.collect(socket, within: 2)
+            let (text, _) = await Self.collect(socket, within: 2)
             #expect(Self.statuses(text) == ["HTTP/1.1 404"], "the request itself is answered: \(text)")
         }
         // A key without the route's permission: 403, no 100.
         let readerKey = try await Self.createdKey(stack, "reader", permissions: "accounts:read")
-        let (forbidden, _) = try Self.exchange(port, head(readerKey))
+        let (forbidden, _) = try await Self.exchange(port, head(readerKey))
         #expect(Self.statuses(forbidden) == ["HTTP/1.1 403"], "\(forbidden)")
     }
 
@@ -184,7 +184,7 @@ struct FramingTests {
             ("GET", "/v1/downstream/graph/me?$select=display%4Name", "$select"), ("DELETE", "/v1/accounts/\(alice)?x=%zz", "x"),
             ("GET", "/healthz?probe=%", "probe"),
         ] {
-            let (text, _) = try Self.exchange(
+            let (text, _) = try await Self.exchange(
                 port, "\(method) \(target) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(stack.apiKey)\r\nX-Account-Id: \(alice)\r\n\r\n", within: 1)
             #expect(Self.statuses(text) == ["HTTP/1.1 400"], "\(target): \(text)")
             #expect(Self.error(text) == "invalid_request" && Self.field(text) == field, "\(target): \(text)")
@@ -203,13 +203,13 @@ struct FramingTests {
         let port = try ConnectionLimitsTests.port(stack)
         func target(_ count: Int) -> String { "/v1/accounts?" + (0..<count).map { "p\($0)=1" }.joined(separator: "&") }
         for count in [101, 250, 350, 400, 1000] {
-            let (text, closed) = try Self.exchange(port, "GET \(target(count)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(stack.apiKey)\r\n\r\n")
+            let (text, closed) = try await Self.exchange(port, "GET \(target(count)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(stack.apiKey)\r\n\r\n")
             #expect(Self.statuses(text) == ["HTTP/1.1 414"], "\(count): \(text)")
             #expect(Self.error(text) == "uri_too_long", "\(count)")
             #expect(closed, "\(count)")
         }
         // At the limit the route reads them, and names the first it does not take.
-        let (text, _) = try Self.exchange(port, "GET \(target(100)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(stack.apiKey)\r\n\r\n", within: 1)
+        let (text, _) = try await Self.exchange(port, "GET \(target(100)) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(stack.apiKey)\r\n\r\n", within: 1)
         #expect(Self.statuses(text) == ["HTTP/1.1 400"], "\(text)")
         #expect(Self.field(text) == "p0", "\(text)")
         #expect(try await stack.request("GET", "/v1/accounts?limit=1").status == 200)

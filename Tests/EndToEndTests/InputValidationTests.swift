@@ -24,6 +24,53 @@ struct InputValidationTests {
         #expect(longHint.json["field"] as? String == "login_hint")
     }
 
+    /// Each was answered otherwise before (found by a new-user try): the nested body as "not
+    /// valid JSON", the body on a bodiless route ignored (the tenant suspended), `limit=1%00` as
+    /// an integer problem hiding the NUL, `?&&&` as 400 naming the field "", an empty
+    /// `login_hint` accepted, and `/v1/downstream/graph/` as 404 "no route" where `//me` is 400.
+    @Test(
+        "Edges a new user found: nesting past 512 levels names its member, a body on a route that takes none is 400 naming body, empty query pieces are ignored, an empty login_hint or downstream path is 400 naming it"
+    )
+    func newUserEdges() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_new_user_edges")
+        defer { stack.stop() }
+        let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        let nested = try await stack.request(
+            "POST", "/v1/sign-ins", headers: ["Content-Type": "application/json"], raw: Array(#"{"scopes":["User.Read"],"claims":\#(deep)}"#.utf8))
+        #expect(nested.status == 400 && nested.json["field"] as? String == "claims", "\(nested.text)")
+        #expect(nested.json["detail"] as? String == "'claims' is nested deeper than 512 levels of objects and arrays.", "\(nested.text)")
+        let nestedArray = try await stack.request("POST", "/v1/sign-ins", headers: ["Content-Type": "application/json"], raw: Array(deep.utf8))
+        #expect(nestedArray.status == 400 && nestedArray.json["field"] as? String == "body", "\(nestedArray.text)")
+
+        // A body where the route takes none: refused before anything is done.
+        let suspend = try await stack.request("POST", "/v1/tenants/\(stack.tenantId)/suspend", json: ["reason": "x"])
+        #expect(suspend.status == 400 && suspend.json["field"] as? String == "body", "\(suspend.text)")
+        #expect(suspend.json["detail"] as? String == "This route takes no request body; send none.", "\(suspend.text)")
+        let tenants = try await stack.request("GET", "/v1/tenants")
+        #expect(!tenants.text.contains(#""suspended":true"#), "the refused suspend suspended: \(tenants.text)")
+        #expect(try await stack.request("GET", "/v1/events", headers: ["Content-Type": "text/plain"], raw: Array("x".utf8)).json["field"] as? String == "body")
+        #expect(try await stack.request("POST", "/v1/tenants/\(stack.tenantId)/resume").status == 200)
+
+        // Query pieces with neither name nor value carry nothing; a value without a name is refused.
+        let pieces = try await stack.request("GET", "/v1/events?&&&limit=1&&")
+        #expect(pieces.status == 200, "\(pieces.text)")
+        let nameless = try await stack.request("GET", "/v1/events?=1")
+        #expect(nameless.status == 400 && nameless.json["field"] as? String == "query", "\(nameless.text)")
+        let nul = try await stack.request("GET", "/v1/events?limit=1%00")
+        #expect(nul.status == 400 && nul.json["field"] as? String == "limit", "\(nul.text)")
+        #expect(
+            nul.json["detail"] as? String == "'limit' may not contain control characters (here U+0000); it must be an integer from 1 to 200.", "\(nul.text)")
+
+        let hint = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": ""])
+        #expect(hint.status == 400 && hint.json["field"] as? String == "login_hint", "\(hint.text)")
+
+        let id = try await stack.signInAccountId()
+        for path in ["/v1/downstream/graph/", "/v1/downstream/graph", "/v1/downstream/graph//me", "/v1/downstream-encoded/graph/"] {
+            let answer = try await stack.request("GET", path, headers: ["X-Account-Id": id])
+            #expect(answer.status == 400 && answer.json["field"] as? String == "path", "\(path): \(answer.status) \(answer.text)")
+        }
+    }
+
     @Test("%00 in a path does not cut it short: no account or Graph resource is reached through it")
     func percentZeroInPaths() async throws {
         let stack = try await TokenRelayStack(name: "e2e_percent_zero")

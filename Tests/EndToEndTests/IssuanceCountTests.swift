@@ -47,7 +47,7 @@ struct IssuanceCountTests {
             #expect(try await stack.request("POST", "/v1/tokens/app", json: ["scopes": ["https://graph.microsoft.com/.default"]]).status == 200)
         }
 
-        stack.relay.stop()
+        await stack.relay.stopAndWait()
         #expect(try await Self.stored(stack, id) == [stack.apiKeyId: 6, other.keyId: 3])
         #expect(try await Self.stored(stack, "app:\(stack.tenantId)") == [stack.apiKeyId: 2])
         let (status, output) = try await CommandLineTests.run(["accounts", "show", id], environment: StackHelpers.cliEnvironment(stack))

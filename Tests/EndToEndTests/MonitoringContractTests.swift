@@ -240,7 +240,7 @@ struct MonitoringContractTests {
                 ]))
         }
         // At warn, none.
-        try stack.restartRelay(environment: ["TOKENRELAY_LOG_LEVEL": "warn"])
+        try await stack.restartRelay(environment: ["TOKENRELAY_LOG_LEVEL": "warn"])
         #expect(try await stack.request("GET", "/v1/accounts/\(account)", headers: ["client-request-id": "access-4"]).status == 200)
         try await Task.sleep(for: .milliseconds(100))
         #expect(!stack.relay.log().contains("access-4"))

@@ -142,7 +142,7 @@ struct OwnerKeyedQueryTests {
         expectStatus(try await stack.request("GET", "/v1/accounts/\(alice)"), 200, "account")
         expectStatus(try await stack.request("GET", "/v1/accounts?username=alice@contoso.example"), 200, "lookup")
         // A restart empties memory: the next silent request reads the stored access token.
-        try stack.restartRelay(environment: [:])
+        try await stack.restartRelay(environment: [:])
         expectStatus(try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": bob, "scopes": ["User.Read"]]), 200, "silent after restart")
         // Keep-alive: alice's refresh token idle for 80 days (aged by the superuser, not the service).
         try await admin.withConnection { connection in

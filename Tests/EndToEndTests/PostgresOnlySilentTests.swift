@@ -25,7 +25,7 @@ struct PostgresOnlySilentTests {
         let cached = try await stack.request("POST", "/v1/tokens/silent", json: body)
         #expect(cached.status == 200 && cached.json["source"] as? String == "cache", "\(cached.text)")
 
-        try stack.restartRelay(environment: [:])
+        try await stack.restartRelay(environment: [:])
         // The first request of a tenant after a start also loads the tenant's data key (a read
         // of its own, and the token read again once the key is in memory): another account's.
         let first = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]])

@@ -50,7 +50,7 @@ struct ReadinessReadsOnlyTests {
         #expect(reads >= 20, "the probes read the database (\(reads) reads)")
 
         // The counts still reach the table: at shutdown (and every flush interval).
-        stack.relay.stop()
+        await stack.relay.stopAndWait()
         let stored = try await stack.withDatabase { connection in
             try connection.query("SELECT coalesce(sum(encryptions), 0)::bigint AS n FROM encryption_key_usage").rows.first?.int("n") ?? 0
         }

@@ -29,7 +29,7 @@ struct RefreshLeaseTests {
         // the takeover must come within seconds, not after the grace.
         let stack = try await TokenRelayStack(name: "e2e_lease_takeover", emulatorArguments: ["--rotation-grace-seconds", "30"])
         defer { stack.stop() }
-        let holder = try stack.startReplica()
+        let holder = try await stack.startReplica()
         defer { holder.stop() }
         let user = "alice@contoso.example"
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
@@ -48,7 +48,7 @@ struct RefreshLeaseTests {
             try await ReplicaTests.chain(stack, user)["redeemed", default: 0] == before["redeemed", default: 0] + 1
         }
         try #require(reached != nil, "the holder's redemption never reached the STS")
-        holder.killAbruptly()
+        await holder.killAbruptly()
         let killedAt = Date()
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 2000])
         #expect(await doomed.value == nil, "the killed replica answered")
@@ -126,7 +126,7 @@ struct RefreshLeaseTests {
         let stack = try await TokenRelayStack(name: "e2e_lease_outage", emulatorArguments: ["--rotation-grace-seconds", "1"], databaseURL: postgres.url)
         defer { stack.stop() }
         let holder = stack.relay
-        let other = try stack.startReplica()
+        let other = try await stack.startReplica()
         defer { other.stop() }
         let user = "alice@contoso.example"
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
@@ -211,7 +211,7 @@ struct RefreshLeaseTests {
         let environment = ["TOKENRELAY_REFRESH_LEASE_S": "4"]
         let stack = try await TokenRelayStack(name: "e2e_lease_keep_alive", environment: environment)
         defer { stack.stop() }
-        let other = try stack.startReplica(environment: environment)
+        let other = try await stack.startReplica(environment: environment)
         defer { other.stop() }
         let user = "alice@contoso.example"
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
@@ -248,7 +248,7 @@ struct RefreshLeaseTests {
     func shutdownReleasesLease() async throws {
         let stack = try await TokenRelayStack(name: "e2e_lease_shutdown", emulatorArguments: ["--rotation-grace-seconds", "30"])
         defer { stack.stop() }
-        let draining = try stack.startReplica(environment: ["TOKENRELAY_SHUTDOWN_TIMEOUT_S": "1"])
+        let draining = try await stack.startReplica(environment: ["TOKENRELAY_SHUTDOWN_TIMEOUT_S": "1"])
         defer { draining.stop() }
         let user = "alice@contoso.example"
         _ = try await stack.control("POST", "/_control/users/\(user)", json: ["expires_in": 120])
@@ -264,7 +264,7 @@ struct RefreshLeaseTests {
         try #require(reached != nil, "the redemption never reached the STS")
         #expect(try await Self.lease(stack, id) != nil)
         draining.terminate()
-        let status = await onOwnThread { draining.waitForExit() }
+        let status = await draining.waitForExit()
         let exitedAt = Date()
         _ = await inFlight.value
         #expect(status == 0)
@@ -362,7 +362,7 @@ struct RefreshLeaseTests {
 
         // A replica started now has no rotation pending in memory: it redeems exactly what is
         // stored, which with grace 0 works only if no rotation was lost.
-        let fresh = try stack.startReplica()
+        let fresh = try await stack.startReplica()
         defer { fresh.stop() }
         let finals = try await withThrowingTaskGroup(of: TestResponse.self) { group in
             for id in accounts {

@@ -83,7 +83,7 @@ struct ReplicaTests {
         let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_invalidate", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
         defer { bouncer.stop() }
         defer { stack.stop() }
-        let other = try stack.startReplica()
+        let other = try await stack.startReplica()
         defer { other.stop() }
         let (status, output) = try await Self.cli(
             ["api-keys", "create", "--name", "replica", "--permissions", "tokens:acquire,accounts:read"], databaseURL: stack.databaseURL)
@@ -141,7 +141,7 @@ struct ReplicaTests {
         let (stack, bouncer) = try await Self.stackBehindPgBouncer(name: "e2e_key_memo", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
         defer { bouncer.stop() }
         defer { stack.stop() }
-        let other = try stack.startReplica()
+        let other = try await stack.startReplica()
         defer { other.stop() }
         let (status, output) = try await Self.cli(["api-keys", "create", "--name", "memo", "--permissions", "tokens:acquire"], databaseURL: stack.databaseURL)
         #expect(status == 0)
@@ -200,7 +200,7 @@ struct ReplicaTests {
         defer { bouncer.stop() }
         defer { stack.stop() }
         // This replica never hears a notification: only TOKENRELAY_CACHE_TTL_S can bring it news.
-        let deaf = try stack.startReplica(environment: [
+        let deaf = try await stack.startReplica(environment: [
             "TOKENRELAY_DATABASE_LISTEN_URL": "postgresql://nobody@/none?host=/nonexistent", "TOKENRELAY_CACHE_TTL_S": "5",
         ])
         defer { deaf.stop() }
@@ -555,7 +555,7 @@ struct ReplicaTests {
         #expect(refusedAfter != nil, "new connections were still accepted after SIGTERM")
         let answer = try await inFlight.value
         #expect(answer.status == 200, "\(answer.text)")
-        let status = await onOwnThread { stack.relay.waitForExit() }
+        let status = await stack.relay.waitForExit()
         #expect(status == 0)
         #expect(stack.relay.log().contains(#""drained":"true""#))
     }

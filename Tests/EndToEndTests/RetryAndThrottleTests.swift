@@ -138,7 +138,7 @@ struct RetryAndThrottleTests {
     func signInElsewhereClearsThrottleMemory() async throws {
         let stack = try await TokenRelayStack(name: "e2e_throttle_replica")
         defer { stack.stop() }
-        let other = try stack.startReplica()
+        let other = try await stack.startReplica()
         defer { other.stop() }
         let id = try await stack.signInAccountId(Self.alice)
         try await Self.throttleRemembered(stack, id)

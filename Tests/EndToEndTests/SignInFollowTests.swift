@@ -31,7 +31,7 @@ struct SignInFollowTests {
     func waitAcrossReplicas() async throws {
         let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_replicas")
         defer { stack.stop() }
-        let replica = try stack.startReplica()
+        let replica = try await stack.startReplica()
         defer { replica.stop() }
         let (id, authorize) = try await Self.start(stack)
 

@@ -123,10 +123,10 @@ struct TenantDataKeyTests {
     }
 
     /// `TOKENRELAY_PKCS11_*` for a new SoftHSM2 token of its own (and `SOFTHSM2_CONF`).
-    static func hsmEnvironment(keyLabel: String = "tokenrelay-kek") throws -> [String: String] {
+    static func hsmEnvironment(keyLabel: String = "tokenrelay-kek") async throws -> [String: String] {
         let label = "relay-" + UUID().uuidString.prefix(8).lowercased()
         let pin = "pin-" + UUID().uuidString.prefix(8)
-        try SoftHSM.shared.initToken(label: label, pin: pin)
+        try await SoftHSM.shared.initToken(label: label, pin: pin)
         return SoftHSM.shared.environment.merging([
             "TOKENRELAY_PKCS11_MODULE": SoftHSM.modulePath, "TOKENRELAY_PKCS11_TOKEN_LABEL": label, "TOKENRELAY_PKCS11_PIN": pin,
             "TOKENRELAY_PKCS11_KEY_LABEL": keyLabel,
@@ -144,7 +144,7 @@ struct TenantDataKeyTests {
         "With the key-encryption key in SoftHSM2: data keys are wrapped in the token; when the HSM fails while running, cached tenants serve, a new tenant gets 503, readiness warns",
         .enabled(if: SoftHSM.isInstalled, "softhsm2 is not installed (scripts/install-deps)"))
     func keyEncryptionKeyInSoftHSM() async throws {
-        let hsm = try Self.hsmEnvironment()
+        let hsm = try await Self.hsmEnvironment()
         let created = try await BuiltProducts.run("token-relay", ["encryption", "create-kek"], environment: hsm.merging(["PATH": "/usr/bin:/bin"]) { $1 })
         #expect(created.status == 0, "\(created.error)")
         #expect(created.output.contains(#""created":true"#), "\(created.output)")
@@ -162,7 +162,7 @@ struct TenantDataKeyTests {
         #expect(ready.check["status"] as? String == "pass")
 
         // A restart unwraps contoso's data key in the token again; the refresh opens her token.
-        try stack.restartRelay(environment: [:])
+        try await stack.restartRelay(environment: [:])
         let refreshed = try await Self.silent(stack, alice, force: true)
         #expect(refreshed.status == 200, "\(refreshed.text)")
 
@@ -193,7 +193,7 @@ struct TenantDataKeyTests {
         "The HSM unavailable, a wrong PIN, an unknown token or key label stop start-up with one line naming the setting, never the PIN",
         .enabled(if: SoftHSM.isInstalled, "softhsm2 is not installed (scripts/install-deps)"))
     func badHSMSettingsStopStartUp() async throws {
-        let hsm = try Self.hsmEnvironment()
+        let hsm = try await Self.hsmEnvironment()
         let pin = hsm["TOKENRELAY_PKCS11_PIN"] ?? ""
         var base = hsm.merging([
             "TOKENRELAY_LISTEN": "127.0.0.1:0", "TOKENRELAY_DATABASE_URL": try await TestPostgres.freshDatabase(named: "e2e_hsm_start"),

@@ -154,7 +154,7 @@ struct TenantSuspensionTests {
         #expect(dataKey?["kind"] as? String == "tenant", "\(tenants.text)")
         let dataKeyId = try #require(dataKey?["data_key_id"] as? String)
         #expect(dataKeyId.hasPrefix("dk."))
-        #expect((dataKey?["kek_id"] as? String ?? "").hasPrefix("ring:"))
+        #expect((dataKey?["kek_id"] as? String)?.hasPrefix("ring:") == true)
         #expect(dataKey?["key_ids"] as? [String] == [dataKeyId], "\(tenants.text)")
         let fabrikamKey = (byId[Self.fabrikam]?["data_key"] as? [String: Any])?["data_key_id"] as? String
         #expect(fabrikamKey != nil && fabrikamKey != dataKeyId, "\(tenants.text)")
@@ -166,7 +166,7 @@ struct TenantSuspensionTests {
         let (stack, bouncer) = try await ReplicaTests.stackBehindPgBouncer(name: "e2e_tenant_replicas", environment: ["TOKENRELAY_CACHE_TTL_S": "600"])
         defer { bouncer.stop() }
         defer { stack.stop() }
-        let other = try stack.startReplica()
+        let other = try await stack.startReplica()
         defer { other.stop() }
         let alice = try await stack.signInAccountId("alice@contoso.example")
         // The other replica holds alice and her token in memory (answered on its server thread).

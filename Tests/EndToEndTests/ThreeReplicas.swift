@@ -18,9 +18,9 @@ struct ThreeReplicas {
         let (stack, bouncer) = try await ReplicaTests.stackBehindPgBouncer(
             name: name, poolSize: poolSize, environment: environment, emulatorArguments: emulatorArguments)
         do {
-            let second = try stack.startReplica()
+            let second = try await stack.startReplica()
             do {
-                return ThreeReplicas(stack: stack, bouncer: bouncer, second: second, third: try stack.startReplica())
+                return ThreeReplicas(stack: stack, bouncer: bouncer, second: second, third: try await stack.startReplica())
             } catch {
                 second.stop()
                 throw error

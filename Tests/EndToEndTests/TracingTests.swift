@@ -15,12 +15,12 @@ struct TracingTests {
         let process: ManagedProcess
         let record: String
 
-        init() throws {
+        init() async throws {
             let bin = try #require(
                 ProcessInfo.processInfo.environment["TOKENRELAY_TEST_PYTHON_BIN"],
                 "set TOKENRELAY_TEST_PYTHON_BIN to the bin directory printed by scripts/python-tools (make test does)")
             record = NSTemporaryDirectory() + "/tokenrelay-otlp-\(UUID().uuidString).jsonl"
-            process = try ManagedProcess(
+            process = try await ManagedProcess.start(
                 executable: bin + "/python", arguments: [BuiltProducts.packageRoot() + "/Tests/OTLP/otlp_receiver.py", record],
                 environment: ProcessInfo.processInfo.environment)
         }
@@ -88,7 +88,7 @@ struct TracingTests {
 
     @Test("One refresh: the request span is the parent of its statement spans and of the token-endpoint span, whose id the token endpoint receives")
     func refreshTrace() async throws {
-        let receiver = try Receiver()
+        let receiver = try await Receiver()
         let stack = try await TokenRelayStack(
             name: "e2e_tracing_refresh", environment: ["TOKENRELAY_OTLP_ENDPOINT": receiver.process.baseURL, "TOKENRELAY_OTLP_INTERVAL_MS": "100"])
         defer { stack.stop() }
@@ -136,7 +136,7 @@ struct TracingTests {
 
     @Test("A token-endpoint call longer than a third of the lease: its lease renewals are statement spans of the request's trace")
     func renewalsInTheRequestsTrace() async throws {
-        let receiver = try Receiver()
+        let receiver = try await Receiver()
         // A lease of 2 s is renewed every 0.67 s: a 1.6 s call renews it twice.
         let stack = try await TokenRelayStack(
             name: "e2e_tracing_renewal",
@@ -165,7 +165,7 @@ struct TracingTests {
         "A downstream call with the caller's traceparent: same trace, the caller's span is the request's parent, the API receives our own span's id and the tracestate; flushed on SIGTERM"
     )
     func downstreamWithCallersTraceparent() async throws {
-        let receiver = try Receiver()
+        let receiver = try await Receiver()
         // An interval longer than the test: what arrives was sent by the shutdown's flush.
         let stack = try await TokenRelayStack(
             name: "e2e_tracing_downstream", environment: ["TOKENRELAY_OTLP_ENDPOINT": receiver.process.baseURL, "TOKENRELAY_OTLP_INTERVAL_MS": "60000"])
@@ -178,7 +178,7 @@ struct TracingTests {
         #expect(me.status == 200, "\(me.text)")
         #expect(receiver.spans.filter { $0["traceId"] as? String == traceId }.isEmpty, "nothing exported before the interval")
 
-        stack.relay.stop()
+        await stack.relay.stopAndWait()
         let spans = receiver.spans.filter { $0["traceId"] as? String == traceId }
         #expect(receiver.errors.isEmpty, "the receiver refused an export: \(receiver.errors)")
         let request = try #require(spans.first { $0["kind"] as? Int == 2 }, "the shutdown flushed the request's spans: \(spans)")

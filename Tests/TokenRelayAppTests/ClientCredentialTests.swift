@@ -42,8 +42,8 @@ struct ClientCredentialTests {
 
     @Test(
         "A certificate signs a fresh client assertion per request (RFC 7523): header thumbprint, aud, iss, sub, jti, 10 minutes", arguments: ["PS256", "RS256"])
-    func certificateAssertion(algorithm: String) throws {
-        let files = try TestCertificate()
+    func certificateAssertion(algorithm: String) async throws {
+        let files = try await TestCertificate.make()
         defer { files.remove() }
         let credential = try Self.credential([
             "TOKENRELAY_CLIENT_CERTIFICATE": files.combinedPath, "TOKENRELAY_CLIENT_ASSERTION_ALGORITHM": algorithm.lowercased(),
@@ -73,8 +73,8 @@ struct ClientCredentialTests {
     }
 
     @Test("The assertion file is read for every request; an unreadable file falls back to the last good content")
-    func assertionFile() throws {
-        let files = try TestCertificate()
+    func assertionFile() async throws {
+        let files = try await TestCertificate.make()
         defer { files.remove() }
         let path = files.directory + "/token"
         try "first.assertion.value".write(toFile: path, atomically: true, encoding: .utf8)
@@ -89,9 +89,9 @@ struct ClientCredentialTests {
     }
 
     @Test("Start-up refuses two credentials, an unknown algorithm, a key that is not the certificate's, and an unreadable file")
-    func configurationErrors() throws {
-        let files = try TestCertificate()
-        let other = try TestCertificate()
+    func configurationErrors() async throws {
+        let files = try await TestCertificate.make()
+        let other = try await TestCertificate.make()
         defer {
             files.remove()
             other.remove()
@@ -138,8 +138,8 @@ struct ClientCredentialTests {
     }
 
     @Test("TOKENRELAY_CLIENT_CREDENTIALS: an empty entry, an unreadable file, two fields, a list beside a single setting: start-up errors naming it")
-    func credentialListErrors() throws {
-        let files = try TestCertificate()
+    func credentialListErrors() async throws {
+        let files = try await TestCertificate.make()
         defer { files.remove() }
         let cases: [([String: String], String)] = [
             (["TOKENRELAY_CLIENT_CREDENTIALS": try Self.list([["certificate": files.combinedPath], [:]])], "entry 2 is empty"),
@@ -167,8 +167,8 @@ struct ClientCredentialTests {
     }
 
     @Test("A credential list is tried in order; one that served after a rejection stays first for the fallback hold, then the first is tried again")
-    func credentialListOrder() throws {
-        let files = try TestCertificate()
+    func credentialListOrder() async throws {
+        let files = try await TestCertificate.make()
         defer { files.remove() }
         let secretFile = files.directory + "/secret"
         try "from-file\n".write(toFile: secretFile, atomically: true, encoding: .utf8)

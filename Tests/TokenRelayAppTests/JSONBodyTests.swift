@@ -138,6 +138,24 @@ struct JSONBodyTests {
         #expect(problem(Array(#"{"a":[1,2],"b":{}}"#.utf8)) == nil)
     }
 
+    /// A body nested past `JSONSerialization`'s depth was "not valid JSON" (new-user try).
+    @Test("Nesting past 512 levels is 400 naming the top-level member it is in (body when the body is no object); 512 levels are read")
+    func nestingDepth() throws {
+        func problem(_ text: String) -> RelayError? {
+            do {
+                _ = try JSONBody(bytes: Array(text.utf8))
+                return nil
+            } catch { return error }
+        }
+        func nested(_ levels: Int) -> String { String(repeating: "[", count: levels) + String(repeating: "]", count: levels) }
+        #expect(problem(#"{"a":1,"claims":\#(nested(511))}"#) == nil)
+        let deep = try #require(problem(#"{"a":{"b":"{[["},"claims":\#(nested(512)),"z":1}"#))
+        #expect(deep.extensions["field"] == .string("claims"))
+        #expect(deep.detail == "'claims' is nested deeper than 512 levels of objects and arrays.")
+        #expect(try #require(problem(nested(513))).extensions["field"] == .string("body"))
+        #expect(try #require(problem(#"{"a\u0062":\#(nested(600))}"#)).extensions["field"] == .string("body"))
+    }
+
     @Test(
         "Each malformed body is 400 naming its field",
         arguments: [

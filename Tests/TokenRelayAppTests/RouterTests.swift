@@ -38,6 +38,12 @@ struct RouterTests {
         #expect(field([("limit", "1"), ("username", "a"), ("cursor", "")], list) == nil)
         // The downstream relay and the sign-in callback pass their query on or judge it themselves.
         #expect(field([("x", "1"), ("x", "2")], .any) == nil)
+        // `?&&limit=1&`: pieces with neither name nor value are nothing (they were named "").
+        #expect(field([("", ""), ("limit", "1"), ("", "")], list) == nil)
+        #expect(field([("", ""), ("", "")], .none) == nil)
+        #expect(field([("", "1")], .none) == "query")
+        #expect(field([("limit", "1"), ("", "x")], list) == "query")
+        #expect(field([("", "1")], .any) == nil)
     }
 
     @Test("Path parameters bind to their names")
@@ -131,11 +137,25 @@ struct RouterTests {
 
     @Test("Unknown paths and extra segments are 404")
     func notFound() {
-        for path in ["/v1/account", "/v1/accounts/a/b", "/", "/v1/downstream/graph"] {
+        for path in ["/v1/account", "/v1/accounts/a/b", "/", "/v1/downstream"] {
             guard case .notFound = Self.router().match(method: "GET", path: path) else {
                 Issue.record("expected 404 for \(path)")
                 continue
             }
+        }
+    }
+
+    /// `/v1/downstream/graph/` was 404 "no route" where `/v1/downstream/graph//me` reached the
+    /// relay and was 400 naming `path` (new-user try): an empty remainder is the route's to refuse.
+    @Test("A remainder may be empty: /v1/downstream/graph and /v1/downstream/graph/ reach the relay with the path empty")
+    func emptyRemainder() {
+        for path in ["/v1/downstream/graph", "/v1/downstream/graph/"] {
+            guard case .found(let route, let parameters) = Self.router().match(method: "GET", path: path) else {
+                Issue.record("expected the relay for \(path)")
+                continue
+            }
+            #expect(route.template == "/v1/downstream/{api}/{path...}", "\(path)")
+            #expect(parameters == ["api": "graph", "path": ""], "\(path)")
         }
     }
 

@@ -208,11 +208,11 @@ package final class AppHTTPHandler: HTTPHandler {
         context.access = caller.access
     }
 
-    /// The route's query parameters (400 naming one it does not take), its JSON body and its own
-    /// preparation, run exactly once per request.
+    /// The route's query parameters (400 naming one it does not take), its JSON body (400 naming
+    /// `body` when it takes none) and its own preparation, run exactly once per request.
     private static func prepareRoute(_ route: Router.Route, _ request: inout RouteRequest) throws -> HTTPResponse? {
         try route.query.check(request.http.query)
-        if route.body == .json { request.body = try JSONBody(request.http) }
+        if route.body == .json { request.body = try JSONBody(request.http) } else { try route.body.check(request.http.body) }
         guard let prepare = route.prepare else { return nil }
         return try prepare(&request)
     }

@@ -61,10 +61,17 @@ package struct JSONBody: Sendable {
         self.members = members
     }
 
+    /// The deepest nesting of objects and arrays a body may have, the outermost counted: the
+    /// depth `JSONSerialization` itself reads (it refuses 513 levels, and that refusal was
+    /// answered "not valid JSON"). No route's body nests more than a few levels.
+    package static let maxNestingDepth = 512
+
     /// What `JSONSerialization` accepts and RFC 8259 does not: text in UTF-16 or UTF-32 (it
     /// detects the encoding; §8.1 requires UTF-8, and the duplicate-member check reads UTF-8),
-    /// and a comma before `}` or `]` (§4, §5). One pass outside string literals.
-    /// - Throws: `RelayError` 400 naming `body`.
+    /// and a comma before `}` or `]` (§4, §5); and nesting deeper than ``maxNestingDepth``
+    /// (RFC 8259 §9 lets a parser limit it), named by the top-level member it is in. One pass
+    /// outside string literals.
+    /// - Throws: `RelayError` 400 naming `body`, or the member nested too deep.
     package static func requireStrictText(_ bytes: [UInt8]) throws(RelayError) {
         guard String(validating: bytes, as: UTF8.self) != nil, !bytes.contains(0) else {
             throw RelayError.invalidRequest(field: "body", "The request body must be JSON text in UTF-8 (RFC 8259 §8.1).")
@@ -72,7 +79,13 @@ package struct JSONBody: Sendable {
         var inString = false
         var escaped = false
         var afterComma = false
-        for byte in bytes {
+        var depth = 0
+        // The last string that started at the top object's level, and the member name it became
+        // once a colon followed: the top-level member being read (byte offsets in `bytes`).
+        var stringStart = 0
+        var lastTopString: Range<Int>?
+        var topMember: Range<Int>?
+        for (index, byte) in bytes.enumerated() {
             if inString {
                 if escaped {
                     escaped = false
@@ -80,23 +93,42 @@ package struct JSONBody: Sendable {
                     escaped = true
                 } else if byte == UInt8(ascii: "\"") {
                     inString = false
+                    if depth == 1 { lastTopString = stringStart..<index }
                 }
                 continue
             }
             switch byte {
             case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
                 continue
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                if depth > maxNestingDepth { throw nestedTooDeep(bytes, member: topMember) }
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
                 if afterComma {
                     throw RelayError.invalidRequest(field: "body", "The request body is not valid JSON: a comma before '}' or ']' (RFC 8259 §4).")
                 }
+                depth -= 1
+            case UInt8(ascii: ":") where depth == 1:
+                topMember = lastTopString
             case UInt8(ascii: "\""):
                 inString = true
+                stringStart = index + 1
             default:
                 break
             }
             afterComma = byte == UInt8(ascii: ",")
         }
+    }
+
+    /// 400 for a body nested deeper than ``maxNestingDepth``, naming the top-level member it is
+    /// in when the body is an object and the member's name is written without escapes.
+    private static func nestedTooDeep(_ bytes: [UInt8], member: Range<Int>?) -> RelayError {
+        if bytes.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) == UInt8(ascii: "{"), let member,
+            !bytes[member].contains(UInt8(ascii: "\\")), let name = String(validating: bytes[member], as: UTF8.self)
+        {
+            return RelayError.invalidRequest(field: name, "'\(name)' is nested deeper than \(maxNestingDepth) levels of objects and arrays.")
+        }
+        return RelayError.invalidRequest(field: "body", "The request body is nested deeper than \(maxNestingDepth) levels of objects and arrays.")
     }
 
     /// What the parsed value holds, to tell from the raw text whether `JSONSerialization`

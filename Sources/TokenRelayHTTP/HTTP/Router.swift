@@ -93,14 +93,15 @@ package struct Router: Sendable {
     /// with the same result.
     private var exact: [(path: String, method: String, index: Int)] = []
     /// Indices into ``routes``, in registration order, of the templates a path of `n` segments can
-    /// fit by its length (`n` segments, or a remainder starting at or before segment `n`); the
-    /// last entry serves every longer path. An unknown path (404) tests these few instead of
-    /// every template.
+    /// fit by its length (`n` segments, or a remainder starting at or before segment `n + 1`: it
+    /// may be empty); the last entry serves every longer path. An unknown path (404) tests these
+    /// few instead of every template.
     private var candidatesBySegmentCount: [[Int]] = [[]]
 
     /// Registers `handler` for `method` on `template`.
     /// - Parameters:
-    ///   - body: `.json` to have the pipeline read the body once (415/400 before the handler runs).
+    ///   - body: `.json` to have the pipeline read the body once (415/400 before the handler runs),
+    ///     `.raw` for a handler that reads it itself; with `.none` a body is 400 naming `body`.
     ///   - query: the query parameters the route takes (none unless given); the pipeline answers
     ///     any other with 400 naming it before the handler runs.
     ///   - prepare: memory-only work run before the handler, on the server thread when the
@@ -125,14 +126,17 @@ package struct Router: Sendable {
         candidatesBySegmentCount = (0...longest + 1).map { count in
             routes.indices.filter { index in
                 let segments = routes[index].segments
-                return segments.count == count || (Self.endsInRemainder(segments) && count >= segments.count)
+                return segments.count == count || (Self.endsInRemainder(segments) && count >= segments.count - 1)
             }
         }
     }
 
     /// The same handler for several methods (e.g. every method a relay passes through).
-    package mutating func add(_ methods: [String], _ template: String, access: RouteAccess, query: RouteQuery = .none, _ handler: @escaping RouteHandler) {
-        for method in methods { add(method, template, access: access, query: query, handler) }
+    package mutating func add(
+        _ methods: [String], _ template: String, access: RouteAccess, body: RouteBody = .none, query: RouteQuery = .none,
+        _ handler: @escaping RouteHandler
+    ) {
+        for method in methods { add(method, template, access: access, body: body, query: query, handler) }
     }
 
     package func match(method: String, path: String) -> Match {
@@ -223,12 +227,13 @@ package struct Router: Sendable {
     }
 
     /// Whether `segments` match `parts`: literals equal, parameters non-empty, a remainder takes
-    /// one segment or more.
+    /// what is left, none included: the route judges an empty one (`/v1/downstream/graph/` is
+    /// 400 naming `path`, as `/v1/downstream/graph//me` is, where it was 404 "no route").
     private static func fits(_ matchers: [Matcher], _ parts: [Range<Int>], in bytes: Span<UInt8>) -> Bool {
         let endsInRemainder = if case .some(.remainder) = matchers.last { true } else { false }
         guard matchers.count == parts.count || endsInRemainder else { return false }
         for index in matchers.indices {
-            guard index < parts.count else { return false }
+            guard index < parts.count else { return endsInRemainder && index == matchers.count - 1 }
             switch matchers[index] {
             case .literal(let text):
                 // Bytes, as RFC 3986 compares paths (a String comparison is canonical equivalence,
@@ -276,10 +281,22 @@ package struct Router: Sendable {
 
 /// What the request pipeline reads for a route before its handler runs.
 package enum RouteBody: Sendable, Equatable {
-    /// Nothing: the handler reads the request itself (query, raw body to relay).
+    /// None: a request with a body (one byte or more) is 400 naming `body`, as a query parameter
+    /// the route does not take is (behaviour §7.4); it was ignored, so a caller sending options
+    /// to a route that takes none never learnt they did nothing.
     case none
     /// A JSON object body, read once by ``JSONBody`` (415, 400 `field: body`).
     case json
+    /// The raw bytes, for the handler to read (the silent route's body memo) or pass on (the
+    /// downstream relay).
+    case raw
+
+    /// - Throws: `RelayError` 400 `invalid_request` naming `body` when the route takes none and
+    ///   `body` holds a byte.
+    package func check(_ body: [UInt8]) throws(RelayError) {
+        guard self == .none, !body.isEmpty else { return }
+        throw RelayError.invalidRequest(field: "body", "This route takes no request body; send none.")
+    }
 }
 
 /// Which query parameters a route takes (behaviour §7.4): one rule for every route, checked by
@@ -297,22 +314,30 @@ package enum RouteQuery: Sendable, Equatable {
     /// RFC 6749 §4.1.2: a client ignores unrecognized response parameters).
     case any
 
-    /// - Throws: `RelayError` 400 `invalid_request` naming the first parameter the route does not
-    ///   take, or else the first of its own given twice.
+    /// Pieces of the query with neither name nor value (`?&&limit=1&`) carry nothing and are
+    /// ignored, as URL parsers read them (WHATWG URL's `application/x-www-form-urlencoded`
+    /// parser, ASP.NET Core's `QueryHelpers`); they were refused naming the field "".
+    /// - Throws: `RelayError` 400 `invalid_request` naming `query` for a value without a name
+    ///   (`?=1`), else the first parameter the route does not take, or else the first of its own
+    ///   given twice.
     package func check(_ query: [(name: String, value: String)]) throws(RelayError) {
+        if case .any = self { return }
+        for item in query where item.name.isEmpty && !item.value.isEmpty {
+            throw RelayError.invalidRequest(field: "query", "A query parameter has a value but no name ('=…'); name it or leave it out.")
+        }
         switch self {
         case .any:
             return
         case .none:
-            guard let item = query.first else { return }
+            guard let item = query.first(where: { !$0.name.isEmpty }) else { return }
             throw RelayError.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; this route takes none.")
         case .only(let names):
-            for item in query where !names.contains(item.name) {
+            for item in query where !item.name.isEmpty && !names.contains(item.name) {
                 let choices = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
                 throw RelayError.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use \(choices).")
             }
             // At most 100 parameters reach a route (`maxQueryParameters`): comparing pairs needs no set.
-            for (index, item) in query.enumerated() where query[..<index].contains(where: { $0.name == item.name }) {
+            for (index, item) in query.enumerated() where !item.name.isEmpty && query[..<index].contains(where: { $0.name == item.name }) {
                 throw RelayError.invalidRequest(field: item.name, "Send the query parameter '\(item.name)' once.")
             }
         }

@@ -10,13 +10,15 @@ import TokenRelayDownstream
 package enum DownstreamRoutes {
     package static func register(on router: inout Router, _ services: AppServices) {
         // The query is the downstream API's: passed on as sent (behaviour §6.2).
-        router.add(DownstreamService.relayedMethods, "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall), query: .any) { request in
+        router.add(DownstreamService.relayedMethods, "/v1/downstream/{api}/{path...}", access: .requires(.downstreamCall), body: .raw, query: .any) { request in
             try await relay(request, path: request.parameter("path"), services)
         }
         // A generated client percent-encodes a path parameter, `/` included (openapi-python-client
         // since 0.28): `me/messages` arrives as `me%2Fmessages`, and an encoded `/` inside a Graph
         // id as `%252F`. Decoding each segment once gives the path the route above takes as sent.
-        router.add(DownstreamService.relayedMethods, "/v1/downstream-encoded/{api}/{path...}", access: .requires(.downstreamCall), query: .any) {
+        router.add(
+            DownstreamService.relayedMethods, "/v1/downstream-encoded/{api}/{path...}", access: .requires(.downstreamCall), body: .raw, query: .any
+        ) {
             request in
             try await relay(request, path: decodedOnce(request.parameter("path")), services)
         }

@@ -44,8 +44,11 @@ package enum SignInRoutes {
                 throw RelayError.invalidRequest(field: "prompt", "'prompt' must be one of select_account, login, consent, none.")
             }
             let loginHint = try body.string("login_hint") ?? account?.username
-            if let loginHint, loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
-                throw RelayError.invalidRequest(field: "login_hint", "'login_hint' must be at most 256 bytes without control characters.")
+            // An empty hint names no user, as an empty identifier names no account: refused, not
+            // sent to the authority as `login_hint=` (found by a new-user try).
+            if let loginHint, loginHint.isEmpty || loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
+                throw RelayError.invalidRequest(
+                    field: "login_hint", "'login_hint' must be 1 to 256 bytes without control characters; leave it out to name no user.")
             }
             let externalId = try body.externalId(owner: request.context.owner)
             let started = try await services.signIns.start(

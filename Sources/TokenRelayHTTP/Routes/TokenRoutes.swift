@@ -13,7 +13,7 @@ package enum TokenRoutes {
 
     package static func register(on router: inout Router, _ services: AppServices) {
         router.add(
-            "POST", "/v1/tokens/silent", access: .requires(.tokensAcquire),
+            "POST", "/v1/tokens/silent", access: .requires(.tokensAcquire), body: .raw,
             prepare: { request throws(RelayError) in try prepare(&request, services: services) }
         ) { request in
             // The pipeline ran `prepare` first: the body is read, the scopes canonical, and the
