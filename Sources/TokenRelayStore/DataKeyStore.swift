@@ -73,8 +73,14 @@ package struct DataKeyStore: Sendable {
                 """,
                 [.text(key.dataKeyId), .text(key.tenantId), .text(key.kekId), .bytes(key.wrapped)]
             ).rows.first
-            guard let stored else { throw RelayError(.internal, "The tenant's data key was neither stored nor found.") }
-            return WrappedDataKey(row: stored)
+            if let stored { return WrappedDataKey(row: stored) }
+            // Another insert won while this one waited for its row: this statement's snapshot was
+            // taken before the winner committed, so it sees neither row. A new statement (READ
+            // COMMITTED: a new snapshot) sees the winner's.
+            guard
+                let winner = try connection.query("SELECT \(Self.columns) FROM data_keys WHERE tenant_id = $1", [.text(key.tenantId)]).rows.first
+            else { throw RelayError(.internal, "The tenant's data key was neither stored nor found.") }
+            return WrappedDataKey(row: winner)
         }
     }
 
