@@ -94,7 +94,11 @@ struct TokenResponseReadingTests {
     static func reading(_ parse: @autoclosure () throws -> TokenResponse) -> String {
         do {
             let r = try parse()
-            return "tokens \([r.accessToken, r.tokenType, String(r.expiresIn), r.extExpiresIn.map(String.init), r.refreshIn.map(String.init), r.scope, r.refreshToken, r.idToken, r.clientInfo, r.foci].map { $0 ?? "nil" })"
+            let fields: [String?] = [
+                r.accessToken, r.tokenType, String(r.expiresIn), r.extExpiresIn.map(String.init), r.refreshIn.map(String.init), r.scope, r.refreshToken,
+                r.idToken, r.clientInfo, r.foci,
+            ]
+            return "tokens \(fields.map { $0 ?? "nil" })"
         } catch {
             return "refused \(error)"
         }
