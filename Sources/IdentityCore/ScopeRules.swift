@@ -97,16 +97,24 @@ public enum ScopeRules {
     ///   - requested: the request's set.
     /// - Returns: the normalised granted set.
     public static func granted(_ scopeString: String?, requested: ScopeSet) -> ScopeSet {
-        guard let scopeString, !scopeString.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return requested }
+        guard let scopeString, !isBlank(scopeString) else { return requested }
         var items = scopeString.split(separator: " ").map(String.init)
         let resource = requested.resource ?? Scope.graph
         // Unprefixed response scopes belong to the requested resource.
         items = items.map { item in
-            if item.contains("/") || reserved.contains(item.lowercased()) || resource == Scope.graph { return item }
+            if item.utf8.contains(UInt8(ascii: "/")) || reserved.contains(item.lowercased()) || resource == Scope.graph { return item }
             return resource.hasSuffix("/") ? resource + item : resource + "/" + item
         }
         items += requested.scopes.filter(\.isDefault).map(\.fullURI)
         return ScopeSet(normalizing: items)
+    }
+
+    /// Whether `text` is empty or white space alone (`CharacterSet.whitespacesAndNewlines`):
+    /// Foundation's trimming only when no byte is visible ASCII, which a granted scope always has
+    /// (every forced refresh reads one; the trimming showed in its profile, issue 30).
+    private static func isBlank(_ text: String) -> Bool {
+        if text.utf8.contains(where: { $0 > 0x20 && $0 < 0x7F }) { return false }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
     }
 
     /// Requested scopes the STS did not grant, in canonical form.

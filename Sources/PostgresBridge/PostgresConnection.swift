@@ -42,7 +42,9 @@ public final class PostgresConnection {
     ///   connection was lost.
     @discardableResult
     public func query(_ sql: String, _ parameters: [PostgresParameter] = []) throws -> PostgresResult {
-        for case .text(let text) in parameters where text.utf8.contains(0) {
+        // On the text's contiguous bytes where it has them: walking the UTF-8 view byte by byte
+        // was 20k instructions of a forced refresh's two statements (callgrind, issue 30).
+        for case .text(let text) in parameters where text.utf8.withContiguousStorageIfAvailable({ $0.contains(0) }) ?? text.utf8.contains(0) {
             // libpq reads text parameters up to the first NUL: the value would be cut silently.
             throw PostgresError(code: .invalidParameter, function: "PQexecParams")
         }

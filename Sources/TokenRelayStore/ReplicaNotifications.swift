@@ -74,15 +74,31 @@ package enum ReplicaNotifications {
 
         /// The origin named by `payload`, nil when it names none.
         package static func origin(of payload: String) -> String? {
-            let parts = payload.split(separator: " ", maxSplits: 1)
-            return parts.count == 2 ? String(parts[1]) : nil
+            split(payload).origin.map(String.init)
+        }
+
+        /// Whether `payload` names `origin` as its sender, compared on the bytes: a refresh's
+        /// write notifies, so this replica's listener reads its own message once per refresh,
+        /// and splitting it into `String`s cost 20k instructions there (issue 30).
+        package static func isFrom(_ origin: String, _ payload: String) -> Bool {
+            split(payload).origin?.utf8.elementsEqual(origin.utf8) ?? false
+        }
+
+        /// The body and the origin of `payload`, as `split(separator: " ", maxSplits: 1)` cut
+        /// them: leading spaces skipped, the body up to the next space, the origin all after it
+        /// (nil when nothing is).
+        private static func split(_ payload: String) -> (body: Substring, origin: Substring?) {
+            let text = Substring(payload).drop { $0 == " " }
+            guard let space = text.utf8.firstIndex(of: UInt8(ascii: " ")) else { return (text, nil) }
+            let origin = text[text.utf8.index(after: space)...]
+            return (text[..<space], origin.isEmpty ? nil : origin)
         }
 
         /// Parses a payload (its origin dropped); nil for one this version does not know (a newer replica's).
         package init?(payload: String) {
-            let payload = payload.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
-            guard let colon = payload.firstIndex(of: ":") else { return nil }
-            let id = String(payload[payload.index(after: colon)...])
+            let payload = Self.split(payload).body
+            guard let colon = payload.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            let id = String(payload[payload.utf8.index(after: colon)...])
             guard !id.isEmpty else { return nil }
             switch payload[..<colon] {
             case "account.deleted": self = .accountDeleted(id)

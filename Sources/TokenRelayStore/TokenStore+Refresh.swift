@@ -166,10 +166,7 @@ extension TokenStore: RefreshTokenStore {
     /// The first 16 hex digits of SHA-256 of `token`: names a link of the chain without
     /// revealing anything usable of the token.
     package static func lineageDigest(_ token: String) -> String {
-        SHA256.hash(Array(token.utf8)).prefix(8).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        SealedSecret.hex(Array(SHA256.hash(Array(token.utf8)).prefix(8)))
     }
 }
 

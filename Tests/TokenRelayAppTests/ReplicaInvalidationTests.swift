@@ -23,6 +23,8 @@ struct ReplicaInvalidationTests {
     func roundTrip(_ message: ReplicaInvalidation.Message) {
         #expect(ReplicaInvalidation.Message(payload: message.payload) == message)
         #expect(ReplicaInvalidation.Message.origin(of: message.payload) == ReplicaInvalidation.origin)
+        #expect(ReplicaInvalidation.Message.isFrom(ReplicaInvalidation.origin, message.payload))
+        #expect(!ReplicaInvalidation.Message.isFrom("other", message.payload))
         #expect(message.payload.utf8.count < 8000)
     }
 
@@ -31,6 +33,16 @@ struct ReplicaInvalidationTests {
         let deleted = ReplicaInvalidation.Message.accountDeletedPrefix + "acc_x " + "other"
         #expect(ReplicaInvalidation.Message(payload: deleted) == .accountDeleted("acc_x"))
         #expect(ReplicaInvalidation.Message.origin(of: deleted) == "other")
+        #expect(ReplicaInvalidation.Message.isFrom("other", deleted))
+        #expect(!ReplicaInvalidation.Message.isFrom(ReplicaInvalidation.origin, deleted))
+        #expect(!ReplicaInvalidation.Message.isFrom("othe", deleted) && !ReplicaInvalidation.Message.isFrom("other2", deleted))
+        // Cut as `split(separator: " ", maxSplits: 1)` cut them before: spaces before the body skipped,
+        // the origin all after the first space after it, none when nothing follows.
+        #expect(ReplicaInvalidation.Message(payload: "  refresh.released:acc_y o") == .refreshReleased("acc_y"))
+        #expect(ReplicaInvalidation.Message(payload: "refresh.released:acc_y ") == .refreshReleased("acc_y"))
+        #expect(ReplicaInvalidation.Message.origin(of: "refresh.released:acc_y ") == nil)
+        #expect(ReplicaInvalidation.Message.origin(of: "refresh.released:acc_y  o") == " o")
+        #expect(ReplicaInvalidation.Message.origin(of: "refresh.released:acc_y") == nil)
         #expect(ReplicaInvalidation.Message(payload: "account.renamed:acc_x o") == nil)
         #expect(ReplicaInvalidation.Message(payload: "account.deleted: o") == nil)
         #expect(ReplicaInvalidation.Message(payload: "nonsense") == nil)

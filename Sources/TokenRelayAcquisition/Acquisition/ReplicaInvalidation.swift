@@ -124,7 +124,7 @@ package final class ReplicaInvalidation: Sendable {
             // This process applies its own changes as it makes them, except a key's creation,
             // which the creating call (the CLI's, a test's) does not hand to the key directory.
             guard channel == ReplicaNotifications.channel, let message = Message(payload: payload) else { return }
-            if Message.origin(of: payload) == Self.origin, !message.reachesItsOrigin { return }
+            if Message.isFrom(Self.origin, payload), !message.reachesItsOrigin { return }
             apply(message)
         case .listening(let afterGap):
             lossLogged.withLock { $0 = false }
