@@ -27,12 +27,14 @@ extension CommandLineTool {
                 }
                 after = decoded
             }
-            if let tenantId = option("--tenant-id", in: arguments), !TenantName.isTenant(tenantId) {
+            // An empty value is the filter not given, as `username=` and `tenant_id=` are to
+            // GET /v1/accounts (behaviour §7.4); `--username ''` matched no one.
+            let username = option("--username", in: arguments).flatMap { $0.isEmpty ? nil : $0 }
+            let tenantId = option("--tenant-id", in: arguments).flatMap { $0.isEmpty ? nil : $0 }
+            if let tenantId, !TenantName.isTenant(tenantId) {
                 return usageError("accounts list: --tenant-id must be a tenant id (a GUID) or a domain name", help: ["accounts", "list"])
             }
-            var page = try await store.list(
-                username: option("--username", in: arguments), tenantId: option("--tenant-id", in: arguments), afterAccountId: after,
-                limit: limit + 1)
+            var page = try await store.list(username: username, tenantId: tenantId, afterAccountId: after, limit: limit + 1)
             var next: JSONValue = .null
             if page.count > limit {
                 page.removeLast()

@@ -55,7 +55,7 @@ extension CommandLineTool {
         } catch {
             throw ConfigurationError(setting: "TOKENRELAY_AUTHORITY", reason: error.detail)
         }
-        let requestedScopes = listOption("--scopes", in: arguments)
+        let requestedScopes = try listOption("--scopes", in: arguments)
         let scopes = ScopeSet(normalizing: requestedScopes.isEmpty ? ["https://graph.microsoft.com/User.Read"] : requestedScopes)
         let pool = PostgresPool(url: configuration.database.url, size: 1)
         defer { pool.close() }

@@ -37,7 +37,8 @@ extension CommandLineTool {
         CommandHelp(
             ["api-keys", "create"],
             "usage: token-relay api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes \"User.*,https://vault.azure.net/*\"]\n"
-                + "  Prints the new key once, as JSON (api_key). --tenants and --scopes limit what the key may touch.",
+                + "  Prints the new key once, as JSON (api_key). --tenants and --scopes limit what the key may touch.\n"
+                + "  --permissions, --tenants and --scopes list each value once, separated by single commas.",
             valued: ["--name", "--permissions", "--tenants", "--scopes"]),
         CommandHelp(["api-keys", "list"], "usage: token-relay api-keys list\n  Prints one JSON object per key (never the secret)."),
         CommandHelp(["api-keys", "revoke"], "usage: token-relay api-keys revoke KEY_ID", arguments: 1),
@@ -45,7 +46,9 @@ extension CommandLineTool {
             ["encryption"], "usage: token-relay encryption generate-key [--id ID] | rotate [--batch-size N] | rewrap [--batch-size N] | create-kek",
             options: nil),
         CommandHelp(
-            ["encryption", "generate-key"], "usage: token-relay encryption generate-key [--id ID]\n  Prints a key ring entry id:base64key.", valued: ["--id"]),
+            ["encryption", "generate-key"],
+            "usage: token-relay encryption generate-key [--id ID]\n  Prints a key ring entry id:base64key; ID is 1-32 characters of [A-Za-z0-9_-].",
+            valued: ["--id"]),
         CommandHelp(
             ["encryption", "rotate"],
             """
@@ -72,7 +75,8 @@ extension CommandLineTool {
             ["accounts", "list"],
             """
             usage: token-relay accounts list [--limit N] [--cursor C] [--username U] [--tenant-id T]
-              Prints {"accounts": [...], "next_cursor": ...} as GET /v1/accounts does (limit 1-200, default 50).
+              Prints {"accounts": [...], "next_cursor": ...} as GET /v1/accounts does (limit 1-200, default 50;
+              an empty --username or --tenant-id is the filter not given).
             """,
             valued: ["--limit", "--cursor", "--username", "--tenant-id"]),
         CommandHelp(
@@ -125,6 +129,7 @@ extension CommandLineTool {
               destroy the old one to make them unreadable too (ADR 0017).
               --dry-run deletes nothing and prints what would go: {"dry_run": true, "tenant_id",
               "accounts_to_delete", "account_ids", "token_rows_to_delete", "token_rows", "data_key_to_destroy"}.
+              Give one of --yes and --dry-run, not both.
             """,
             options: ["--yes", "--dry-run"], arguments: 1),
         CommandHelp(

@@ -42,6 +42,10 @@ extension CommandLineTool {
             do { tenantId = try TenantRoutes.tenantId(text) } catch {
                 return usageError("tenants forget: TENANT_ID must be a tenant id (a GUID)", help: ["tenants", "forget"])
             }
+            // Each says the opposite of the other: neither is taken for the caller (both made a dry run).
+            if arguments.contains("--dry-run") && arguments.contains("--yes") {
+                return usageError("tenants forget takes --yes or --dry-run, not both", help: ["tenants", "forget"])
+            }
             if arguments.contains("--dry-run") {
                 // What would go, read in one snapshot; nothing is deleted, locked or audited.
                 guard case .object(var shown) = try await store.forgetPlan(tenantId: tenantId).json else { return 1 }

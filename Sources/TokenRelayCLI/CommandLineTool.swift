@@ -33,6 +33,10 @@ public enum CommandLineTool {
                 switch arguments.dropFirst().first {
                 case "generate-key":
                     let id = option("--id", in: arguments) ?? "k" + String(Int(Date().timeIntervalSince1970))
+                    // The ring's own rule: an entry `check-config` would refuse is no entry to print.
+                    guard KeyRing.isKeyId(id) else {
+                        return usageError("--id: \(KeyRing.keyIdRule)", help: ["encryption", "generate-key"])
+                    }
                     print(KeyRing.generateEntry(id: id))
                     return 0
                 case "rotate":
@@ -60,6 +64,8 @@ public enum CommandLineTool {
             default:
                 return usage("unknown command '\(arguments[0])'")
             }
+        } catch let error as CommandLineUsageError {
+            return usage(error.message)
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("token-relay: \(error.description)\n".utf8))
             return 2
@@ -134,16 +140,14 @@ public enum CommandLineTool {
         let store = APIKeyStore(database: Database(pool: pool))
         switch arguments.first {
         case "create":
-            guard let name = option("--name", in: arguments), !name.isEmpty else {
-                return usage("api-keys create --name NAME --permissions p1,p2 [--tenants t1,t2] [--scopes p1,p2]")
-            }
+            guard let name = option("--name", in: arguments) else { return usageError("api-keys create needs --name", help: ["api-keys", "create"]) }
             // The name is the key's owner (behaviour §3.6, §3.7: its unconfirmed imports and external
             // ids are that name's), shown by `api-keys list`: printable and bounded like the other values.
             // Blanks alone name no one (`--name "   "` was taken, found by a new-user try).
             guard name.utf8.count <= 256, !name.containsControlCharacter, name.contains(where: { !$0.isWhitespace }) else {
                 return usage("--name must be 1 to 256 characters without control characters, not only blanks")
             }
-            let requested = (option("--permissions", in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let requested = try listOption("--permissions", in: arguments)
             var permissions: [Permission] = []
             for text in requested {
                 guard let permission = Permission(rawValue: text) else {
@@ -152,12 +156,10 @@ public enum CommandLineTool {
                 permissions.append(permission)
             }
             guard !permissions.isEmpty else { return usage("api-keys create needs --permissions") }
-            let tenants = listOption("--tenants", in: arguments)
-            let scopePatterns = listOption("--scopes", in: arguments)
-            // An empty list means "no limit": `--tenants "$UNSET"` must not create an unrestricted key.
-            for (flag, values) in [("--tenants", tenants), ("--scopes", scopePatterns)] where arguments.contains(flag) && values.isEmpty {
-                return usage("\(flag) names no value; leave the option out for a key without that limit")
-            }
+            // Both limits are compared in any case (``KeyAccess``): `A,a` is one value twice.
+            let noLimit = "; leave the option out for a key without that limit"
+            let tenants = try listOption("--tenants", in: arguments, ignoringCase: true, whenNone: noLimit)
+            let scopePatterns = try listOption("--scopes", in: arguments, ignoringCase: true, whenNone: noLimit)
             // A tenant the identity platform never names would make a key that sees nothing.
             if let bad = tenants.first(where: { !TenantName.isTenant($0) }) {
                 return usage(
@@ -210,9 +212,34 @@ public enum CommandLineTool {
         return arguments[index + 1]
     }
 
-    /// A comma-separated option as trimmed, non-empty items; empty when absent.
-    package static func listOption(_ name: String, in arguments: [String]) -> [String] {
-        (option(name, in: arguments) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    /// A comma-separated option's values (`--permissions a,b`), each trimmed of blanks; empty
+    /// when the option is absent.
+    /// - Throws: `CommandLineUsageError` naming the option when it names no value (an empty list
+    ///   would mean "no limit": `--tenants "$UNSET"` must not make an unrestricted key), when a
+    ///   value is empty (`a,,b`, `a,`: a value lost to a typo or an unset variable), or when a
+    ///   value is given twice (compared in any case with `ignoringCase`), which was stored twice.
+    package static func listOption(
+        _ name: String, in arguments: [String], ignoringCase: Bool = false, whenNone hint: String = ""
+    ) throws(CommandLineUsageError) -> [String] {
+        guard let text = option(name, in: arguments) else { return [] }
+        let values = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard values.contains(where: { !$0.isEmpty }) else {
+            throw CommandLineUsageError("\(name) names no value\(hint)")
+        }
+        guard !values.contains(where: \.isEmpty) else {
+            throw CommandLineUsageError("\(name) holds an empty value (two commas, or one at either end); separate the values with single commas")
+        }
+        var seen: Set<String> = []
+        for value in values where !seen.insert(ignoringCase ? value.lowercased() : value).inserted {
+            throw CommandLineUsageError("\(name): '\(value.prefix(40))' is given twice; give each value once")
+        }
+        return values
+    }
+
+    /// A command's arguments that cannot be used: exit 2 with `message` on standard error.
+    package struct CommandLineUsageError: Error {
+        package let message: String
+        package init(_ message: String) { self.message = message }
     }
 
     package static func usage(_ message: String) -> Int32 {

@@ -122,6 +122,16 @@ struct CommandLineTests {
             let listed = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["accounts"] as? [[String: Any]] ?? []
             #expect(listed.compactMap { $0["account_id"] as? String } == apiIds, "the CLI lists the API's rows for \(tenant)")
         }
+        // An empty value is the filter not given, as `username=` and `tenant_id=` are to the API; `--username ''` listed no one.
+        let api = try await stack.request("GET", "/v1/accounts?username=&tenant_id=")
+        let apiIds = (api.json["accounts"] as? [[String: Any]] ?? []).compactMap { $0["account_id"] as? String }
+        #expect(apiIds.count == 2)
+        for arguments in [["--username", ""], ["--tenant-id", ""], ["--username", "", "--tenant-id", ""]] {
+            let (status, text) = try await Self.run(["accounts", "list"] + arguments, environment: environment)
+            #expect(status == 0, "\(arguments)")
+            let listed = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["accounts"] as? [[String: Any]] ?? []
+            #expect(listed.compactMap { $0["account_id"] as? String } == apiIds, "\(arguments): \(text)")
+        }
     }
 
     @Test("accounts show with a merged import's id prints the survivor, as GET /v1/accounts/{id} does")
@@ -317,6 +327,44 @@ struct CommandLineTests {
             let printed = !output.isEmpty
             #expect(!printed, "\(command) printed to standard output")
             #expect(error.hasPrefix("token-relay: unexpected argument 'foo'\nusage: token-relay"), "\(command): \(error)")
+        }
+    }
+
+    /// Each was taken before (found by a new-user try): `generate-key --id 'bad id!'` printed an
+    /// entry `check-config` refuses, a permission listed twice was stored twice, `a,` dropped
+    /// the empty value, `--name ''` printed only the generic usage, `--yes --dry-run` made a dry run.
+    @Test("Option values are checked before anything runs: exit 2 naming the option (and the value given twice)")
+    func optionValues() async throws {
+        // Nothing is reached: every value is refused before the database is asked.
+        let environment = ["TOKENRELAY_DATABASE_URL": "postgresql://127.0.0.1:1/none"]
+        for id in ["bad id!", "a,b:c", "", String(repeating: "k", count: 33)] {
+            let (status, output, error) = try await KeepAliveAndEventsTests.tokenRelay(["encryption", "generate-key", "--id", id], environment: [:])
+            #expect(status == 2 && output.isEmpty, "--id '\(id)': \(status)")
+            #expect(error.hasPrefix("token-relay: --id: key id must be 1-32 characters of [A-Za-z0-9_-]"), "\(error)")
+        }
+        let (status, output, _) = try await KeepAliveAndEventsTests.tokenRelay(["encryption", "generate-key", "--id", "k-2026_12"], environment: [:])
+        #expect(status == 0 && output.hasPrefix("k-2026_12:"))
+
+        let create = ["api-keys", "create", "--name", "x"]
+        let refused: [([String], String)] = [
+            (["api-keys", "create", "--name", "", "--permissions", "tokens:acquire"], "--name must be"),
+            (["api-keys", "create", "--permissions", "tokens:acquire"], "api-keys create needs --name"),
+            (create + ["--permissions", "tokens:acquire,tokens:acquire"], "--permissions: 'tokens:acquire' is given twice"),
+            (create + ["--permissions", "tokens:acquire,"], "--permissions holds an empty value"),
+            (create + ["--permissions", "tokens:acquire,,accounts:read"], "--permissions holds an empty value"),
+            (create + ["--permissions", ","], "--permissions names no value"),
+            (create + ["--permissions", "tokens:acquire", "--scopes", "User.*,User.*"], "--scopes: 'User.*' is given twice"),
+            (create + ["--permissions", "tokens:acquire", "--scopes", "User.*, user.*"], "--scopes: 'user.*' is given twice"),
+            (create + ["--permissions", "tokens:acquire", "--scopes", "User.*,"], "--scopes holds an empty value"),
+            (create + ["--permissions", "tokens:acquire", "--tenants", "contoso.example,Contoso.example"], "--tenants: 'Contoso.example' is given twice"),
+            (create + ["--permissions", "tokens:acquire", "--tenants", ",contoso.example"], "--tenants holds an empty value"),
+            (create + ["--permissions", "tokens:acquire", "--tenants", " "], "--tenants names no value"),
+            (["tenants", "forget", "72f988bf-86f1-41af-91ab-2d7cd011db47", "--yes", "--dry-run"], "tenants forget takes --yes or --dry-run, not both"),
+        ]
+        for (arguments, message) in refused {
+            let (status, output, error) = try await KeepAliveAndEventsTests.tokenRelay(arguments, environment: environment)
+            #expect(status == 2 && output.isEmpty, "\(arguments): \(status) \(error)")
+            #expect(error.hasPrefix("token-relay: \(message)"), "\(arguments): \(error)")
         }
     }
 

@@ -25,9 +25,7 @@ public struct KeyRing: Sendable {
                 throw KeyRingError(description: "each entry must be id:base64key")
             }
             let id = String(entry[..<colon])
-            guard !id.isEmpty, id.count <= 32, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
-                throw KeyRingError(description: "key id must be 1-32 characters of [A-Za-z0-9_-]")
-            }
+            guard Self.isKeyId(id) else { throw KeyRingError(description: Self.keyIdRule) }
             guard !keys.contains(where: { $0.id == id }) else {
                 throw KeyRingError(description: "key id '\(id)' appears twice")
             }
@@ -41,12 +39,22 @@ public struct KeyRing: Sendable {
         self.keys = keys
     }
 
+    /// What a key id must be, as the errors say it.
+    public static let keyIdRule = "key id must be 1-32 characters of [A-Za-z0-9_-]"
+
+    /// Whether `id` may name a ring key: 1-32 characters of `[A-Za-z0-9_-]` (it is stored beside
+    /// each ciphertext, and `,` and `:` separate the ring's entries).
+    public static func isKeyId(_ id: String) -> Bool {
+        !id.isEmpty && id.count <= 32 && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+    }
+
     /// The key that encrypts.
     public var primary: Key { keys[0] }
 
     public func key(id: String) -> Key? { keys.first { $0.id == id } }
 
-    /// A new random key ring entry, `id:base64key`, for development set-up.
+    /// A new random key ring entry, `id:base64key`, for development set-up; `id` is one
+    /// ``isKeyId(_:)`` accepts (the caller checks it).
     public static func generateEntry(id: String) -> String {
         "\(id):" + Data(SecureRandom.bytes(32)).base64EncodedString()
     }
