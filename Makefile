@@ -5,7 +5,7 @@ SHELL := /bin/bash
 run: deps-run build        ## install what running needs, build, start PostgreSQL + emulator + service, print curl lines
 	@scripts/dev-up
 
-stop:                      ## stop the service and the emulator started by `make run`
+stop:                      ## stop the service and the emulator started by `make run`; returns once they have exited (at most 15 s)
 	@scripts/dev-down
 
 deps:                      ## install the Debian packages for building, running and testing (idempotent)
