@@ -76,6 +76,17 @@ struct GraphPagingMailBatchTests {
         #expect(await send("POST", "/v1.0/me/sendMail", body: sdkShape).status == 202)
         #expect(await stats()?["sent_mail"]?.intValue == 2)
         #expect(await send("POST", "/v1.0/me/sendMail", body: ["saveToSentItems": true]).status == 400)
+        // The message says what the body is: a body that is not JSON was "Empty Payload".
+        var headers = HTTPHeaders()
+        headers.set("Authorization", "Bearer \(token)")
+        headers.set("Content-Type", "application/json")
+        for (body, expected) in [("not json", "is not JSON"), ("", "Empty Payload"), (#"{"saveToSentItems":true}"#, "'message' object")] {
+            let answer = await h.emulator.respond(
+                to: HTTPRequest(method: "POST", path: "/v1.0/me/sendMail", headers: headers, body: Array(body.utf8)))
+            let error = JSONValue.parse(answer.body)?["error"]
+            #expect(answer.status == 400 && error?["code"]?.stringValue == "RequestBodyRead", "\(body)")
+            #expect(error?["message"]?.stringValue?.contains(expected) == true, "\(body): \(String(decoding: answer.body, as: UTF8.self))")
+        }
         let noRecipient = await send("POST", "/v1.0/me/sendMail", body: ["message": ["subject": "Hi"]])
         #expect(noRecipient.status == 400 && JSONValue.parse(noRecipient.body)?["error"]?["code"]?.stringValue == "ErrorInvalidRecipients")
         #expect(await send("POST", "/v1.0/me/sendMail", token: "trk_notatoken_x", body: mail).status == 401)
