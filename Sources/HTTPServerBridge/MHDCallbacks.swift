@@ -24,9 +24,11 @@ func accessHandler(
     // malformed percent-escape): answered on this first call.
     let tooManyParameters = requestPointer.pointee == tooManyParametersMark
     let blankInTarget = requestPointer.pointee == blankInTargetMark
+    let fragmentInTarget = requestPointer.pointee == fragmentInTargetMark
+    let notASCIIInTarget = requestPointer.pointee == notASCIIInTargetMark
     let malformedEscape = requestPointer.pointee == malformedEscapeInPathMark || requestPointer.pointee == malformedEscapeInQueryMark
     let malformedInQuery = requestPointer.pointee == malformedEscapeInQueryMark
-    if tooManyParameters || blankInTarget || malformedEscape { requestPointer.pointee = nil }
+    if let mark = requestPointer.pointee, isMark(mark) { requestPointer.pointee = nil }
     guard let existing = requestPointer.pointee else {
         // First call: headers only. Queueing a response here makes MHD close the connection
         // afterwards, so attach our context and wait for the next call, unless the head is
@@ -46,6 +48,14 @@ func accessHandler(
             head.refusal
             ?? (blankInTarget
                 ? HTTPHeadRefusal(status: 400, field: nil, reason: "The request target holds a space or a control character (RFC 9112 §3.2).")
+                : nil)
+            ?? (fragmentInTarget
+                ? HTTPHeadRefusal(
+                    status: 400, field: nil, reason: "The request target holds a '#': a fragment is never sent to a server (RFC 9110 §7.1); send '#' as %23.")
+                : nil)
+            ?? (notASCIIInTarget
+                ? HTTPHeadRefusal(
+                    status: 400, field: nil, reason: "The request target holds a byte outside ASCII; send it percent-encoded (RFC 3986 §2.1, RFC 9112 §3.2).")
                 : nil)
             ?? (tooManyParameters
                 ? HTTPHeadRefusal(status: 414, field: nil, reason: "The request target holds more than \(core.maxQueryParameters) query parameters.")
@@ -125,7 +135,7 @@ private func dispatch(
     connectionSlot(connection)?.track?.requestStarted()
     let request = makeRequest(connection: connection, url: url, method: method, version: version, context: context)
     context.isHead = request.method == "HEAD"
-    if let parameter = context.queryParameterNotUTF8 {
+    if let parameter = context.queryParameterNotUTF8.map(QuotedText.shown) {
         // After percent-decoding, a value (or name) that is not UTF-8 would be read with U+FFFD in
         // place of its bytes, as if meant (`?username=%C3%28` listed nobody).
         let refusal = HTTPHeadRefusal(
@@ -160,6 +170,10 @@ private func closing(_ response: HTTPResponse) -> HTTPResponse {
 nonisolated(unsafe) private let tooManyParametersMark = UnsafeMutableRawPointer(bitPattern: 0x7F)!
 /// The `req_cls` ``readTarget`` gives a request whose target holds a space or a control byte.
 nonisolated(unsafe) private let blankInTargetMark = UnsafeMutableRawPointer(bitPattern: 0x7E)!
+/// The `req_cls` ``readTarget`` gives a request whose target holds a `#`.
+nonisolated(unsafe) private let fragmentInTargetMark = UnsafeMutableRawPointer(bitPattern: 0x7B)!
+/// The `req_cls` ``readTarget`` gives a request whose target holds a byte outside ASCII.
+nonisolated(unsafe) private let notASCIIInTargetMark = UnsafeMutableRawPointer(bitPattern: 0x7A)!
 /// The `req_cls` ``readTarget`` gives a request whose path holds a malformed percent-escape.
 nonisolated(unsafe) private let malformedEscapeInPathMark = UnsafeMutableRawPointer(bitPattern: 0x7D)!
 /// The `req_cls` ``readTarget`` gives a request whose query holds a malformed percent-escape.
@@ -167,13 +181,14 @@ nonisolated(unsafe) private let malformedEscapeInQueryMark = UnsafeMutableRawPoi
 
 private func isMark(_ pointer: UnsafeMutableRawPointer) -> Bool {
     pointer == tooManyParametersMark || pointer == blankInTargetMark || pointer == malformedEscapeInPathMark || pointer == malformedEscapeInQueryMark
+        || pointer == fragmentInTargetMark || pointer == notASCIIInTargetMark
 }
 
 /// 400 for a `%` not followed by two hexadecimal digits (RFC 3986 §2.1): naming the query
 /// parameter that holds it (`parameter`, its name as decoded), or the path when nil.
 private func malformedEscapeRefusal(parameter: String?) -> HTTPHeadRefusal {
     let escape = "a '%' not followed by two hexadecimal digits (RFC 3986 §2.1; a literal '%' is sent as %25)"
-    guard let parameter else { return HTTPHeadRefusal(status: 400, field: nil, reason: "The request path holds \(escape).") }
+    guard let parameter = parameter.map(QuotedText.shown) else { return HTTPHeadRefusal(status: 400, field: nil, reason: "The request path holds \(escape).") }
     return HTTPHeadRefusal(status: 400, field: parameter, reason: "The query parameter '\(parameter)' holds \(escape).")
 }
 
@@ -186,7 +201,11 @@ private func malformedEscapeRefusal(parameter: String?) -> HTTPHeadRefusal {
 ///
 /// A target holding a space (`GET /a b HTTP/1.1`, which libmicrohttpd reads as the target `/a b`;
 /// its strict mode closes the connection without an answer instead) or another control byte is
-/// marked for a 400 (RFC 9112 §3.2): its query is cut off the same way.
+/// marked for a 400 (RFC 9112 §3.2): its query is cut off the same way. So is one holding a `#`
+/// (a fragment is never sent to a server, RFC 9110 §7.1: `/healthz#x` was 404) or a byte outside
+/// ASCII (RFC 3986 §2: only percent-encoded; `/v1/accounts/é` was 404).
+///
+/// Query pieces that carry nothing are taken out (``keepingNamedPieces(_:limit:)``).
 ///
 /// A `%` not followed by two hexadecimal digits (RFC 3986 §2.1) is no escape: decoding leaves it
 /// as it is, so `?username=%zz` was read as the text `%zz` and answered as if it were meant. The
@@ -203,9 +222,9 @@ func readTarget(_ serverPointer: UnsafeMutableRawPointer?, _ uri: UnsafePointer<
     var malformedParameter: UnsafePointer<CChar>?  // where the query parameter holding it starts
     while scan.pointee != 0 {
         let byte = UInt8(bitPattern: scan.pointee)
-        if byte <= 0x20 || byte == 0x7F {
+        if byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "#") || byte >= 0x80 {
             if let question = strchr(uri, Int32(UInt8(ascii: "?"))) { UnsafeMutablePointer(mutating: question)[1] = 0 }
-            return blankInTargetMark
+            return byte == UInt8(ascii: "#") ? fragmentInTargetMark : byte >= 0x80 ? notASCIIInTargetMark : blankInTargetMark
         }
         switch byte {
         case UInt8(ascii: "?") where question == nil:
@@ -239,18 +258,42 @@ func readTarget(_ serverPointer: UnsafeMutableRawPointer?, _ uri: UnsafePointer<
     }
     guard let question else { return nil }
     let limit = Unmanaged<ServerCore>.fromOpaque(serverPointer).takeUnretainedValue().maxQueryParameters
-    var parameters = 1
-    var cursor = UnsafePointer(question) + 1
-    while let ampersand = strchr(cursor, Int32(UInt8(ascii: "&"))) {
-        parameters += 1
-        if parameters > limit {
-            // The buffer is libmicrohttpd's own, writable; the pointer is const only in its signature.
-            UnsafeMutablePointer(mutating: question)[1] = 0
-            return tooManyParametersMark
+    return keepingNamedPieces(UnsafeMutablePointer(mutating: question) + 1, limit: limit) ? nil : tooManyParametersMark
+}
+
+/// Takes the pieces of `query` (the bytes after the `?`, up to its terminator) that carry neither
+/// name nor value (empty, `&&`, or `=` alone) out of it, in place, and counts the others: they are
+/// ignored (behaviour §7.4), so they do not count toward `limit`, but libmicrohttpd records each
+/// piece it parses as a parameter in the connection's memory, so they cannot stay either
+/// (`?&&&…` with 300 pieces was 414). One pass; bytes move only after a piece was taken out.
+/// - Returns: false, with the query cut off, when more than `limit` pieces carry something.
+private func keepingNamedPieces(_ query: UnsafeMutablePointer<CChar>, limit: Int) -> Bool {
+    let ampersand = CChar(UInt8(ascii: "&"))
+    var read = query
+    var write = query
+    var pieces = 0
+    while read.pointee != 0 {
+        var end = read
+        while end.pointee != 0 && end.pointee != ampersand { end += 1 }
+        let length = end - read
+        if length > 1 || (length == 1 && read.pointee != CChar(UInt8(ascii: "="))) {
+            pieces += 1
+            guard pieces <= limit else {
+                // The buffer is libmicrohttpd's own, writable; the pointer is const only in its signature.
+                query[0] = 0
+                return false
+            }
+            if write != query {
+                write.pointee = ampersand
+                write += 1
+            }
+            if write != read { memmove(write, read, length) }
+            write += length
         }
-        cursor = UnsafePointer(ampersand) + 1
+        read = end.pointee == 0 ? end : end + 1
     }
-    return nil
+    write.pointee = 0
+    return true
 }
 
 /// MHD_RequestCompletedCallback: the request is over (answered, client gone, timeout or daemon

@@ -112,6 +112,8 @@ package struct DownstreamService: Sendable {
                 "The downstream path may not be empty or contain '.', '..' (also with ';' parameters or '\\'), empty segments or control characters.")
         }
         try Self.checkForwardedHeaders(call.headers)
+        // `Content-Encoding` is not passed on: the API would read coded bytes as plain ones.
+        if !call.body.isEmpty { try call.headers.requireIdentityCoding() }
         // An external id in `X-Account-Id` (behaviour §3.7) names its account from here on, in the
         // throttle memory too (whose entries go with the account's other memories).
         if case .account(let value) = call.identity, context.owner != nil, !ExternalId.looksLikeAccountId(value) {
@@ -169,13 +171,15 @@ package struct DownstreamService: Sendable {
         }
     }
 
-    /// The forwarded request headers hold no CR, LF or NUL (RFC 9110 §5.5): 400 naming the first
-    /// that does, before any call. libcurl would have refused a CR as a malformed request (and the
-    /// caller seen 503 after retries) and cut a value at a NUL.
+    /// The forwarded request headers hold no control character but HTAB (RFC 9110 §5.5: a field
+    /// value is visible characters, spaces and tabs): 400 naming the first that does, before any
+    /// call. libcurl would have refused a CR as a malformed request (and the caller seen 503 after
+    /// retries) and cut a value at a NUL; the other control bytes were passed on.
     package static func checkForwardedHeaders(_ headers: HTTPHeaders) throws(RelayError) {
         for name in forwardedRequestHeaders {
-            for value in headers.values(for: name) where value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
-                throw RelayError.invalidRequest(field: name, "The header '\(name)' holds a CR, LF or NUL; a field value may not (RFC 9110 §5.5).")
+            for value in headers.values(for: name) where value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
+                throw RelayError.invalidRequest(
+                    field: name, "The header '\(name)' holds a control character; a field value may hold none but HTAB (RFC 9110 §5.5).")
             }
         }
     }

@@ -36,7 +36,8 @@ extension HTTPRequest {
         var parameters: [String: String] = [:]
         for item in query {
             guard parameters.updateValue(item.value, forKey: item.name) == nil else {
-                throw RelayError.invalidRequest(field: item.name, "Send the query parameter '\(item.name)' once.")
+                let name = QuotedText.shown(item.name)
+                throw RelayError.invalidRequest(field: name, "Send the query parameter '\(name)' once.")
             }
         }
         return parameters

@@ -118,7 +118,7 @@ struct HTTPServerTests {
     /// answer them (behaviour.md, Known gaps). Pinned, so that a libmicrohttpd that changes it
     /// (or lets us answer) is seen.
     @Test(
-        "Requests libmicrohttpd refuses itself get its own page (400 for a Content-Length or chunk size not a number, 505 for HTTP/9.9); the handler never runs"
+        "Requests libmicrohttpd refuses itself get its own page (400 for a Content-Length or chunk size not a number or no HTTP version, 413 for a Content-Length past its count, 505 for HTTP/9.9 and HTTP/2.0); the handler never runs"
     )
     func libmicrohttpdRefusals() async throws {
         let log = RequestLog()
@@ -133,6 +133,10 @@ struct HTTPServerTests {
             "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
             "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
             "GET /x HTTP/9.9\r\nHost: x\r\n\r\n",
+            "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+            "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+            "GET /x\r\nHost: x\r\n\r\n",
+            "GET /x HTTP/2.0\r\nHost: x\r\n\r\n",
         ]
         let answers = try await onOwnThread {
             try heads.map { head in
@@ -141,7 +145,7 @@ struct HTTPServerTests {
                 return try connection.readResponse()
             }
         }
-        #expect(answers.map(\.status) == [400, 400, 505])
+        #expect(answers.map(\.status) == [400, 400, 505, 400, 413, 400, 505])
         for answer in answers {
             #expect(answer.header("content-type")?.hasPrefix("text/html") ?? true, "\(answer.header("content-type") ?? "none")")
             #expect(answer.text.contains("<html>"), "\(answer.text)")

@@ -289,17 +289,11 @@ package final class AppHTTPHandler: HTTPHandler {
         return value
     }
 
-    /// A request's path as a problem's detail quotes it: its first 200 characters, then `…` (a
-    /// 7,000-byte path made a 7,190-byte 404; the path's length is the client's to know).
-    static func shown(_ path: String) -> String {
-        path.utf8.count <= 200 ? path : String(path.prefix(200)) + "…"
-    }
-
-    /// A 404's detail, `No route matches <method> <path>.` (the path ``shown(_:)``), its bytes put
+    /// A 404's detail, `No route matches <method> <path>.` (the path ``QuotedText/shown(_:)``), its bytes put
     /// together once and made a `String` once: the interpolation appended and grew a string
     /// three times, a tenth of a 404's own cost (behaviour §10).
     static func noRouteDetail(method: String, path: String) -> String {
-        let path = shown(path)
+        let path = QuotedText.shown(path)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(noRoutePrefix.count + method.utf8.count + path.utf8.count + 2)
         bytes.append(contentsOf: noRoutePrefix)

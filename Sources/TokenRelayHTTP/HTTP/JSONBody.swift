@@ -38,9 +38,12 @@ package struct JSONBody: Sendable {
             // `JSONSerialization` refuses a whole text for one number a Double cannot hold, or
             // one string holding a lone surrogate escape.
             switch UnreadableMembers.first(in: bytes) {
+            // The client's names are quoted shortened (``QuotedText``), here and below.
             case (let member, .numberOutOfRange)?:
+                let member = QuotedText.shown(member)
                 throw RelayError.invalidRequest(field: member, "'\(member)' is a number out of range.")
             case (let member, .stringNotUnicode)?:
+                let member = QuotedText.shown(member)
                 throw RelayError.invalidRequest(
                     field: member, "'\(member)' is not Unicode text: a \\u escape names half of a surrogate pair (RFC 8259 §8.2).")
             case nil:
@@ -55,7 +58,7 @@ package struct JSONBody: Sendable {
         guard case .object(let members) = value else {
             throw RelayError.invalidRequest(field: "body", "The request body must be a JSON object.")
         }
-        if tally.mayHideDuplicates(rawQuotes: Self.quotationMarks(in: bytes)), let member = DuplicateMembers.first(in: bytes) {
+        if tally.mayHideDuplicates(rawQuotes: Self.quotationMarks(in: bytes)), let member = DuplicateMembers.first(in: bytes).map(QuotedText.shown) {
             throw RelayError.invalidRequest(field: member, "The member '\(member)' is given more than once.")
         }
         self.members = members
@@ -124,7 +127,7 @@ package struct JSONBody: Sendable {
     /// in when the body is an object and the member's name is written without escapes.
     private static func nestedTooDeep(_ bytes: [UInt8], member: Range<Int>?) -> RelayError {
         if bytes.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) == UInt8(ascii: "{"), let member,
-            !bytes[member].contains(UInt8(ascii: "\\")), let name = String(validating: bytes[member], as: UTF8.self)
+            !bytes[member].contains(UInt8(ascii: "\\")), let name = String(validating: bytes[member], as: UTF8.self).map(QuotedText.shown)
         {
             return RelayError.invalidRequest(field: name, "'\(name)' is nested deeper than \(maxNestingDepth) levels of objects and arrays.")
         }
@@ -167,8 +170,10 @@ package struct JSONBody: Sendable {
     /// parameter and other ones are ignored, but a `charset` other than `utf-8` (any case,
     /// quoted or not) says the body is in another encoding, which JSON between systems never is
     /// (RFC 8259 §8.1), and a parameter that is not `name=value` is no media type. 400 naming
-    /// `Content-Type` when it is sent twice.
+    /// `Content-Type` when it is sent twice. 415 naming `Content-Encoding` for a body in a coding
+    /// (``HTTPCommon/HTTPHeaders/requireIdentityCoding()``).
     package static func requireJSON(_ request: HTTPRequest) throws(RelayError) {
+        try request.headers.requireIdentityCoding()
         let declared = try request.headers.only("Content-Type")
         if let declared, isPlainJSON(declared) { return }
         var parts = (declared ?? "").split(separator: ";", omittingEmptySubsequences: false)
@@ -371,7 +376,7 @@ package struct JSONBody: Sendable {
     package func rejectUnknown(allowed: Set<String>) throws(RelayError) {
         guard !members.keys.allSatisfy(allowed.contains) else { return }
         // Several unknown members: name the first in sorted order, so the answer is stable.
-        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
+        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }).map(QuotedText.shown) {
             throw RelayError.invalidRequest(field: unknown, "Unknown field '\(unknown)'.")
         }
     }

@@ -1,6 +1,7 @@
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
+import TokenRelayUpstream
 
 /// TokenRelay's own rules and limits on a request's head, checked first for every request: field
 /// names are tokens, one `Host`, `Content-Length`s that agree (RFC 9112 §3.2, §5.1, §6.3), and a
@@ -23,8 +24,9 @@ package enum RequestHeadLimits {
     /// - Throws: `RelayError` 400 `invalid_request` naming a field whose name is not a token (e.g.
     ///   whitespace before the colon), naming `Host` when an HTTP/1.1 request has none or any
     ///   request has two (RFC 9112 §3.2), or naming `Content-Length` when two of them disagree
-    ///   (the connection is then closed); 414 `uri_too_long`, or 431 `header_fields_too_large`
-    ///   naming the largest header field in `field`.
+    ///   (the connection is then closed), or naming `client-request-id` or `X-Correlation-ID`
+    ///   when either is sent twice; 414 `uri_too_long`, or 431 `header_fields_too_large` naming
+    ///   the largest header field in `field`.
     package static func check(_ request: HTTPRequest) throws(RelayError) {
         let facts = request.fieldFacts ?? HeaderFieldFacts(counting: request.headers)
         // The server counted the fields as it read them: the fields are walked again only to
@@ -56,6 +58,12 @@ package enum RequestHeadLimits {
         // libmicrohttpd refuses two Host fields only in its strict mode, and a missing one never.
         if facts.hostFields > 1 || (facts.hostFields == 0 && request.version == "HTTP/1.1") {
             throw RelayError.invalidRequest(field: "Host", "An HTTP/1.1 request must carry one Host header, and no request two.")
+        }
+        // A correlation id names one request (behaviour §8): with two, the first was taken, and the
+        // logs, the answer and the identity platform saw one id while a proxy logged the other.
+        // Most requests carry neither: a length check per field settles that cheaply.
+        if request.headers.containsName(ofLength: 17) || request.headers.containsName(ofLength: 16) {
+            for name in ["client-request-id", "X-Correlation-ID"] { _ = try request.headers.only(name) }
         }
     }
 

@@ -329,12 +329,14 @@ package enum RouteQuery: Sendable, Equatable {
         case .any:
             return
         case .none:
-            guard let item = query.first(where: { !$0.name.isEmpty }) else { return }
-            throw RelayError.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; this route takes none.")
+            guard let name = query.first(where: { !$0.name.isEmpty }).map({ QuotedText.shown($0.name) }) else { return }
+            throw RelayError.invalidRequest(field: name, "Unknown query parameter '\(name)'; this route takes none.")
         case .only(let names):
             for item in query where !item.name.isEmpty && !names.contains(item.name) {
                 let choices = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
-                throw RelayError.invalidRequest(field: item.name, "Unknown query parameter '\(item.name)'; use \(choices).")
+                // The client's name, quoted shortened (``QuotedText``).
+                let name = QuotedText.shown(item.name)
+                throw RelayError.invalidRequest(field: name, "Unknown query parameter '\(name)'; use \(choices).")
             }
             // At most 100 parameters reach a route (`maxQueryParameters`): comparing pairs needs no set.
             for (index, item) in query.enumerated() where !item.name.isEmpty && query[..<index].contains(where: { $0.name == item.name }) {
