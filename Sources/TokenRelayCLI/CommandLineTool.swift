@@ -196,10 +196,20 @@ public enum CommandLineTool {
             return 0
         case "revoke":
             guard arguments.count >= 2 else { return usage("api-keys revoke KEY_ID") }
-            let revoked = try await store.revoke(arguments[1])
+            let keyId: String
+            switch Self.revocableKeyId(arguments[1]) {
+            case .keyId(let id): keyId = id
+            case .wholeKey(let id):
+                // A leaked key pasted whole: its secret is neither echoed nor written to the audit trail.
+                return usage("that is a whole API key; revoke it by its id: token-relay api-keys revoke \(id)")
+            case .invalid:
+                return usage("KEY_ID must be a key's id: the lower-case letters and digits between 'trk_' and the next '_' of the key")
+            }
+            let revoked = try await store.revoke(keyId)
             try await AuditStore(database: Database(pool: pool)).record(
-                .apiKeyRevoked, actor: "cli", accountId: nil, outcome: revoked ? "revoked" : "absent", detail: ["key_id": .string(arguments[1])])
-            printJSON(.object(["key_id": .string(arguments[1]), "revoked": .bool(revoked)]))
+                .apiKeyRevoked, actor: "cli", accountId: nil, outcome: revoked ? "revoked" : "absent", detail: ["key_id": .string(keyId)])
+            printJSON(.object(["key_id": .string(keyId), "revoked": .bool(revoked)]))
+            if !revoked { FileHandle.standardError.write(Data("token-relay: no key '\(keyId)' is in force (unknown or already revoked)\n".utf8)) }
             return revoked ? 0 : 1
         default:
             return usage("api-keys create|list|revoke")
@@ -240,6 +250,26 @@ public enum CommandLineTool {
     package struct CommandLineUsageError: Error {
         package let message: String
         package init(_ message: String) { self.message = message }
+    }
+
+    /// What `api-keys revoke` was given (behaviour §7.1 key ids): a key id (`[a-z0-9]`, 8–64
+    /// characters), a whole `trk_<keyid>_<secret>` key (its id, never its secret), or neither.
+    package enum RevokeArgument: Equatable {
+        case keyId(String)
+        case wholeKey(id: String)
+        case invalid
+    }
+
+    package static func revocableKeyId(_ argument: String) -> RevokeArgument {
+        func isKeyId(_ text: Substring) -> Bool {
+            (8...64).contains(text.utf8.count) && text.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }
+        }
+        if argument.hasPrefix("trk_") {
+            let rest = argument.dropFirst(4)
+            guard let underscore = rest.firstIndex(of: "_"), isKeyId(rest[..<underscore]) else { return .invalid }
+            return .wholeKey(id: String(rest[..<underscore]))
+        }
+        return isKeyId(Substring(argument)) ? .keyId(argument) : .invalid
     }
 
     package static func usage(_ message: String) -> Int32 {

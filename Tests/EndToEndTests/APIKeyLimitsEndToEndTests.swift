@@ -183,13 +183,47 @@ struct APIKeyLimitsEndToEndTests {
             #expect(run.error.contains("needs a value"), "\(arguments): \(run.error)")
             #expect(!run.output.contains("trk_"), "\(arguments) made a key")
         }
-        // `revoke` prints JSON whatever the id holds (it was built by interpolation).
+        // `revoke` takes a key id only: what is none is refused before it is printed or audited.
         let revoke = try await BuiltProducts.run("token-relay", ["api-keys", "revoke", #"a"b\"#], environment: environment)
-        let printed = try JSONSerialization.jsonObject(with: Data(revoke.output.utf8)) as? [String: Any]
-        #expect(printed?["key_id"] as? String == #"a"b\"#, "\(revoke.output)")
+        #expect(revoke.status == 2 && revoke.output.isEmpty && revoke.error.contains("KEY_ID"), "\(revoke.output)\(revoke.error)")
         // A tenant id in any case and a verified domain name are tenants.
         let good = try await BuiltProducts.run(
             "token-relay", create + ["--tenants", "\(stack.tenantId.uppercased()),contoso.onmicrosoft.com"], environment: environment)
         #expect(good.status == 0 && good.output.contains("trk_"), "\(good.error)")
+    }
+
+    /// A user revoking a leaked key pasted the whole key: it was printed, written to the audit
+    /// trail (kept 365 days, exported) and nothing was revoked (found by the new-user try).
+    @Test("api-keys revoke given a whole key names its id and neither prints nor audits the secret; an unknown id says so")
+    func revokeTakesAKeyIdNeverAKey() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_nu_revoke_whole_key")
+        defer { stack.stop() }
+        let environment = StackHelpers.cliEnvironment(stack)
+        let created = try await BuiltProducts.run(
+            "token-relay", ["api-keys", "create", "--name", "leaked", "--permissions", "tokens:acquire"], environment: environment)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: Any])
+        let key = try #require(object["api_key"] as? String)
+        let keyId = try #require(object["key_id"] as? String)
+        let secret = String(key.dropFirst("trk_\(keyId)_".count))
+
+        let whole = try await BuiltProducts.run("token-relay", ["api-keys", "revoke", key], environment: environment)
+        #expect(whole.status == 2, "exit \(whole.status)")  // its output may hold the secret: not quoted
+        #expect(whole.error.contains("api-keys revoke \(keyId)"), "\(whole.error)")
+        #expect(!whole.output.contains(secret) && !whole.error.contains(secret))
+        for id in [String(repeating: "a", count: 65), "'; drop table api_keys;--", "ABC"] {
+            let refused = try await BuiltProducts.run("token-relay", ["api-keys", "revoke", id], environment: environment)
+            #expect(refused.status == 2 && refused.output.isEmpty, "\(id): \(refused.output)\(refused.error)")
+        }
+        let audited = try await stack.withDatabase { connection in
+            try connection.query("SELECT detail::text AS d FROM audit_events WHERE action = 'api_key.revoked'").rows.compactMap { $0.string("d") }
+        }
+        #expect(audited.isEmpty, "\(audited.count) revocations audited")
+
+        let byId = try await BuiltProducts.run("token-relay", ["api-keys", "revoke", keyId], environment: environment)
+        #expect(byId.status == 0, "\(byId.error)")
+        let again = try await BuiltProducts.run("token-relay", ["api-keys", "revoke", keyId], environment: environment)
+        #expect(again.status == 1 && again.error.contains("no key '\(keyId)'"), "\(again.error)")
+        let refusedKey = try await stack.request("GET", "/v1/accounts", headers: ["Authorization": "Bearer \(key)"], authenticated: false)
+        #expect(refusedKey.status == 401)
     }
 }

@@ -42,6 +42,24 @@ struct AppAndOnBehalfOfTests {
         return value
     }
 
+    /// The silent answer had no `Cache-Control` (found by the new-user try); an answer holding an
+    /// access token must not be stored by a cache on the way (RFC 6749 §5.1).
+    @Test("Every token answer (silent from the STS and from cache, app from the STS and from cache) says Cache-Control: no-store")
+    func tokenAnswersAreNotCached() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_token_no_store")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        for force in [true, false] {
+            let silent = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["User.Read"], "force_refresh": force])
+            let cacheControl = silent.headers["Cache-Control"] ?? "none"
+            #expect(silent.status == 200 && cacheControl == "no-store", "force_refresh \(force): \(cacheControl)")
+        }
+        for _ in 0..<2 {
+            let app = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault]])
+            #expect(app.status == 200 && app.headers["Cache-Control"] == "no-store", "\(app.json["source"] ?? "")")
+        }
+    }
+
     @Test("App token with the client secret: one STS call, then the cache; stored encrypted under owner app:{tenant}")
     func appTokenWithSecret() async throws {
         let stack = try await TokenRelayStack(name: "e2e_app_secret")

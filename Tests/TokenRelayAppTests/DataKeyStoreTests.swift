@@ -20,8 +20,9 @@ struct DataKeyStoreTests {
             let results = try await withThrowingTaskGroup(of: WrappedDataKey.self) { group in
                 for racer in 0..<connections {
                     group.addTask {
-                        try await store.insert(
-                            WrappedDataKey(dataKeyId: "dk.race-\(round)-\(racer)", tenantId: tenant, kekId: "k1", wrapped: Array(repeating: UInt8(racer), count: 40)))
+                        let key = WrappedDataKey(
+                            dataKeyId: "dk.race-\(round)-\(racer)", tenantId: tenant, kekId: "k1", wrapped: Array(repeating: UInt8(racer), count: 40))
+                        return try await store.insert(key)
                     }
                 }
                 return try await group.reduce(into: [WrappedDataKey]()) { $0.append($1) }

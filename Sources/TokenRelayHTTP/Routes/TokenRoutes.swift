@@ -79,6 +79,8 @@ package enum TokenRoutes {
             200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial, owner: context.owner))
         // `json` gave it only `Content-Type`: nothing to replace.
         response.headers.add("client-request-id", context.correlationId)
+        // An answer holding an access token is never stored by a cache on the way (RFC 6749 §5.1).
+        response.headers.add("Cache-Control", "no-store")
         return response
     }
 
