@@ -58,6 +58,17 @@ private func startServer(
     return server
 }
 
+/// A server whose every request is answered 200 by the suspended step and recorded in the log.
+private func startRecordingServer() throws -> (HTTPServer, RequestLog) {
+    let log = RequestLog()
+    let server = try startServer(
+        ClosureHandler(async: { request in
+            log.record(request)
+            return HTTPResponse(status: 200)
+        }))
+    return (server, log)
+}
+
 @Suite("HTTPServer on libmicrohttpd", .serialized)
 struct HTTPServerTests {
     @Test("respondImmediately answers on the polling thread, with headers, Content-Length and HEAD")
@@ -121,12 +132,7 @@ struct HTTPServerTests {
         "Requests libmicrohttpd refuses itself get its own page (400 for a Content-Length or chunk size not a number or no HTTP version, 413 for a Content-Length past its count, 505 for HTTP/9.9 and HTTP/2.0); the handler never runs"
     )
     func libmicrohttpdRefusals() async throws {
-        let log = RequestLog()
-        let server = try startServer(
-            ClosureHandler(async: { request in
-                log.record(request)
-                return HTTPResponse(status: 200)
-            }))
+        let (server, log) = try startRecordingServer()
         defer { server.stop() }
         let port = server.port
         let heads = [
@@ -155,12 +161,7 @@ struct HTTPServerTests {
 
     @Test("method, path, query, headers, body and peer reach the handler intact")
     func requestReachesHandler() async throws {
-        let log = RequestLog()
-        let server = try startServer(
-            ClosureHandler(async: { request in
-                log.record(request)
-                return HTTPResponse(status: 200)
-            }))
+        let (server, log) = try startRecordingServer()
         defer { server.stop() }
         let port = server.port
         let body = "{\"a\":\"é\"}"
@@ -199,12 +200,7 @@ struct HTTPServerTests {
     /// The status of `GET target` answered by a handler that records the request, and the
     /// request as the server built it.
     private func served(_ target: String) async throws -> (status: Int, request: HTTPRequest?) {
-        let log = RequestLog()
-        let server = try startServer(
-            ClosureHandler(async: { request in
-                log.record(request)
-                return HTTPResponse(status: 200)
-            }))
+        let (server, log) = try startRecordingServer()
         defer { server.stop() }
         let port = server.port
         let response = try await onOwnThread {
