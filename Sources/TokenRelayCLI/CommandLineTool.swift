@@ -261,15 +261,10 @@ public enum CommandLineTool {
     }
 
     package static func revocableKeyId(_ argument: String) -> RevokeArgument {
-        func isKeyId(_ text: Substring) -> Bool {
-            (8...64).contains(text.utf8.count) && text.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }
-        }
-        if argument.hasPrefix("trk_") {
-            let rest = argument.dropFirst(4)
-            guard let underscore = rest.firstIndex(of: "_"), isKeyId(rest[..<underscore]) else { return .invalid }
-            return .wholeKey(id: String(rest[..<underscore]))
-        }
-        return isKeyId(Substring(argument)) ? .keyId(argument) : .invalid
+        // The keys' own grammar (``APIKeyAuthenticator/split(_:)``), not a second reading of it.
+        func isKeyId(_ text: Substring) -> Bool { text.utf8.count <= 64 && text.utf8.allSatisfy(APIKeyAuthenticator.isKeyIdByte) }
+        if let (id, _) = APIKeyAuthenticator.split(Substring(argument)) { return isKeyId(id) ? .wholeKey(id: String(id)) : .invalid }
+        return argument.utf8.count >= 8 && isKeyId(Substring(argument)) ? .keyId(argument) : .invalid
     }
 
     package static func usage(_ message: String) -> Int32 {

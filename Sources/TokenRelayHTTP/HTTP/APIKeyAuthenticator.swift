@@ -347,12 +347,16 @@ package final class APIKeyAuthenticator: Sendable {
         else { return nil }
         var underscore = 4
         while underscore < bytes.count, bytes[underscore] != UInt8(ascii: "_") {
-            let byte = bytes[underscore]
-            guard (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) else { return nil }
+            guard isKeyIdByte(bytes[underscore]) else { return nil }
             underscore += 1
         }
         guard underscore < bytes.count, underscore - 4 >= 8, underscore + 1 < bytes.count else { return nil }
         return (4..<underscore, underscore + 1..<bytes.count)
+    }
+
+    /// A byte of a key id: a lower-case letter or a digit (behaviour §7.1).
+    package static func isKeyIdByte(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
     }
 
     /// The two refusals of a presented key, made once: a 401 made per request (its challenge set

@@ -309,9 +309,8 @@ package final class AppHTTPHandler: HTTPHandler {
     /// `client-request-id`, else `X-Correlation-ID`, else a new UUID (behaviour §8, §12). The body's
     /// `correlation_id` takes precedence where a route reads one.
     package static func correlationId(_ headers: HTTPHeaders) -> String {
-        // Most requests carry neither header: a length check per field settles that cheaply.
-        guard headers.containsName(ofLength: 17) || headers.containsName(ofLength: 16) else { return newCorrelationId() }
-        for name in ["client-request-id", "X-Correlation-ID"] {
+        guard headers.mayCarryCorrelationId else { return newCorrelationId() }
+        for name in HTTPHeaders.correlationIdNames {
             // The body's rule (printable ASCII, at most 128): a header value's control characters
             // were echoed in `client-request-id` and written to the log.
             if let value = headers[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty, JSONBody.isUsableCorrelationId(value) {

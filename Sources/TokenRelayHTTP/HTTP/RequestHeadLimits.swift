@@ -61,9 +61,8 @@ package enum RequestHeadLimits {
         }
         // A correlation id names one request (behaviour §8): with two, the first was taken, and the
         // logs, the answer and the identity platform saw one id while a proxy logged the other.
-        // Most requests carry neither: a length check per field settles that cheaply.
-        if request.headers.containsName(ofLength: 17) || request.headers.containsName(ofLength: 16) {
-            for name in ["client-request-id", "X-Correlation-ID"] { _ = try request.headers.only(name) }
+        if request.headers.mayCarryCorrelationId {
+            for name in HTTPHeaders.correlationIdNames { _ = try request.headers.only(name) }
         }
     }
 
@@ -87,4 +86,13 @@ extension HeaderFieldFacts {
             }
         }
     }
+}
+
+extension HTTPHeaders {
+    /// The fields that name a request's correlation id, in the order they are taken (behaviour §8).
+    static let correlationIdNames = ["client-request-id", "X-Correlation-ID"]
+
+    /// Whether a field of either name may be present: most requests carry neither, and a length
+    /// check per field settles that without comparing names.
+    var mayCarryCorrelationId: Bool { containsName(ofLength: 17) || containsName(ofLength: 16) }
 }

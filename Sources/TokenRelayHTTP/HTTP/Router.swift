@@ -325,21 +325,23 @@ package enum RouteQuery: Sendable, Equatable {
         for item in query where item.name.isEmpty && !item.value.isEmpty {
             throw RelayError.invalidRequest(field: "query", "A query parameter has a value but no name ('=…'); name it or leave it out.")
         }
+        // What is left without a name has no value either: nothing to judge.
+        let query = query.filter { !$0.name.isEmpty }
         switch self {
         case .any:
             return
         case .none:
-            guard let name = query.first(where: { !$0.name.isEmpty }).map({ QuotedText.shown($0.name) }) else { return }
+            guard let name = query.first.map({ QuotedText.shown($0.name) }) else { return }
             throw RelayError.invalidRequest(field: name, "Unknown query parameter '\(name)'; this route takes none.")
         case .only(let names):
-            for item in query where !item.name.isEmpty && !names.contains(item.name) {
+            for item in query where !names.contains(item.name) {
                 let choices = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
                 // The client's name, quoted shortened (``QuotedText``).
                 let name = QuotedText.shown(item.name)
                 throw RelayError.invalidRequest(field: name, "Unknown query parameter '\(name)'; use \(choices).")
             }
             // At most 100 parameters reach a route (`maxQueryParameters`): comparing pairs needs no set.
-            for (index, item) in query.enumerated() where !item.name.isEmpty && query[..<index].contains(where: { $0.name == item.name }) {
+            for (index, item) in query.enumerated() where query[..<index].contains(where: { $0.name == item.name }) {
                 throw RelayError.invalidRequest(field: item.name, "Send the query parameter '\(item.name)' once.")
             }
         }
