@@ -29,7 +29,13 @@ package struct SilentTokenRequest: Sendable {
 
     private final class Storage: Sendable {
         let members: Members
-        init(_ members: Members) { self.members = members }
+        /// ``SilentTokenRequest/bypassesCache``, worked out once: the plan asks it at every step,
+        /// and `claims` are parsed to answer it.
+        let bypassesCache: Bool
+        init(_ members: Members) {
+            self.members = members
+            bypassesCache = members.forceRefresh || ClaimsRequest.bypassesCache(claims: members.claims)
+        }
     }
 
     private var storage: Storage
@@ -90,7 +96,7 @@ package struct SilentTokenRequest: Sendable {
 
     /// Whether the access-token cache is skipped: `force_refresh`, or claims that are more than
     /// capabilities (behaviour §1.7, §2.2 step 5).
-    package var bypassesCache: Bool { forceRefresh || ClaimsRequest.bypassesCache(claims: claims) }
+    package var bypassesCache: Bool { storage.bypassesCache }
 }
 
 /// A token handed to the caller (never a refresh token).

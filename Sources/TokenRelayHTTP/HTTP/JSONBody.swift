@@ -174,6 +174,9 @@ package struct JSONBody: Sendable {
     /// (``HTTPCommon/HTTPHeaders/requireIdentityCoding()``).
     package static func requireJSON(_ request: HTTPRequest) throws(RelayError) {
         try request.headers.requireIdentityCoding()
+        // The usual field, one of the exact plain values, settled on its bytes where they lie: a
+        // `String` of it and a second look-up for the repeat were most of this check.
+        if request.headers.withFirstValue("Content-Type", { value, repeated in !repeated && isPlainJSON(value) }) == true { return }
         let declared = try request.headers.only("Content-Type")
         if let declared, isPlainJSON(declared) { return }
         var parts = (declared ?? "").split(separator: ";", omittingEmptySubsequences: false)
@@ -259,9 +262,22 @@ package struct JSONBody: Sendable {
     /// without allocating; every other spelling (parameters, `+json`, odd case, spaces) is left
     /// to the full check of ``requireJSON(_:)``.
     package static func isPlainJSON(_ contentType: String) -> Bool {
-        // The usual exact values, compared whole (the generic prefix check showed on the cached path).
-        contentType == "application/json" || contentType == "application/json; charset=utf-8" || contentType == "application/json;charset=UTF-8"
+        isPlainJSON(contentType.utf8.span)
     }
+
+    /// The usual exact values, compared whole (the generic prefix check showed on the cached path).
+    private static func isPlainJSON(_ bytes: Span<UInt8>) -> Bool {
+        for plain in plainJSONValues where plain.count == bytes.count {
+            var differ: UInt8 = 0
+            for index in 0..<bytes.count { differ |= bytes[index] ^ plain[index] }
+            if differ == 0 { return true }
+        }
+        return false
+    }
+
+    private static let plainJSONValues: [[UInt8]] = [
+        Array("application/json".utf8), Array("application/json; charset=utf-8".utf8), Array("application/json;charset=UTF-8".utf8),
+    ]
 
     package func has(_ field: String) -> Bool {
         if let value = members[field], value != .null { return true }

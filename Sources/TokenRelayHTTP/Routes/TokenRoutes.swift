@@ -75,14 +75,18 @@ package enum TokenRoutes {
     /// The token answer, counted for the issuance audit.
     private static func answer(_ result: SilentTokenResult, _ silent: SilentTokenRequest, _ context: RequestContext, services: AppServices) -> HTTPResponse {
         services.issuance?.record(keyId: context.caller ?? "", accountId: result.account.accountId, uti: result.token.uti, utiHash: result.token.utiHash)
-        var response = HTTPResponse.json(
-            200, bytes: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial, owner: context.owner))
-        // `json` gave it only `Content-Type`: nothing to replace.
-        response.headers.add("client-request-id", context.correlationId)
-        // An answer holding an access token is never stored by a cache on the way (RFC 6749 §5.1).
-        response.headers.add("Cache-Control", "no-store")
-        return response
+        // The fixed fields are shared and the request's id appended to a copy of them: one
+        // allocation, where making the list and adding three fields cost about 1k instructions.
+        var headers = answerHeaders
+        headers.add("client-request-id", context.correlationId)
+        return HTTPResponse(
+            status: 200, headers: headers,
+            body: tokenBody(result, correlationId: context.correlationId, allowPartial: silent.allowPartial, owner: context.owner))
     }
+
+    /// A token answer's fixed fields. An answer holding an access token is never stored by a
+    /// cache on the way (RFC 6749 §5.1).
+    private static let answerHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
 
     /// The problem for `error`, named by the request's correlation id (the body's when it gave one).
     private static func named(_ error: any Error, _ context: RequestContext) -> RelayError {
