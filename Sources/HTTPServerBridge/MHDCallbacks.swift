@@ -523,6 +523,8 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
     if head, response.body.isEmpty, let length = declaredLength(response.headers), length > 0 {
         // MHD never reads a HEAD answer's content: the reader is there to give it a size.
         created = MHD_create_response_from_callback(length, 4096, unreadContent, nil, nil)
+    } else if response.body.count >= lentBodyBytes {
+        created = lend(response.body)
     } else {
         created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
@@ -537,6 +539,37 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
     guard added else { return queue(HTTPResponse(status: 500), on: connection, head: head) }
     guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection, head: head) }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+}
+
+/// Bodies of at least this many bytes are lent to libmicrohttpd rather than copied: a copy of a
+/// token answer (2 KB and more) was a large-chunk `malloc` (with its fastbin consolidation), a
+/// `memcpy` and a `free` per answer (behaviour §10). Smaller ones are cheaper to copy than to box.
+private let lentBodyBytes = 1024
+
+/// Holds a lent body's bytes until libmicrohttpd is done with them.
+private final class LentBody {
+    let bytes: [UInt8]
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+}
+
+/// A response whose data is `body`'s own storage, not a copy: the array is held by a retained
+/// ``LentBody`` that libmicrohttpd releases (``releaseLentBody``) when it destroys the response,
+/// after the last byte is sent. The box's `let` array is never mutated, so its storage stays
+/// where `withUnsafeBytes` found it for as long as the box lives.
+private func lend(_ body: [UInt8]) -> OpaquePointer? {
+    let box = Unmanaged.passRetained(LentBody(body))
+    let created = box.takeUnretainedValue().bytes.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer_with_free_callback_cls(
+            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), releaseLentBody, box.toOpaque())
+    }
+    if created == nil { box.release() }
+    return created
+}
+
+/// MHD_ContentReaderFreeCallback of a lent body: the box's reference goes.
+private func releaseLentBody(_ box: UnsafeMutableRawPointer?) {
+    guard let box else { return }
+    Unmanaged<LentBody>.fromOpaque(box).release()
 }
 
 /// A `Content-Length` of decimal digits only, as a byte count.

@@ -366,6 +366,40 @@ struct HTTPServerTests {
         #expect(texts == ["fast", "slow", "slow", "fast"])
     }
 
+    @Test("bodies small and large (copied or lent to libmicrohttpd) arrive byte for byte, immediate and async, one after another on a connection")
+    func bodiesOfEverySizeArriveIntact() async throws {
+        // Distinct bytes per size and position, so a body sent from freed or reused storage shows.
+        @Sendable func body(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ count) } }
+        let sizes = [0, 1, 1023, 1024, 2_500, 300_000]
+        let server = try startServer(
+            ClosureHandler(
+                immediate: { request in
+                    request.path.hasPrefix("/now/") ? HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(5))!)) : nil
+                },
+                async: { request in
+                    await Task.yield()
+                    return HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(7))!))
+                }))
+        defer { server.stop() }
+        let port = server.port
+        let paths = sizes.flatMap { ["/now/\($0)", "/later/\($0)"] }
+        let bodies = try await onOwnThread {
+            let connection = try RawHTTPConnection(port: port)
+            var bodies: [[UInt8]] = []
+            for path in paths + paths.reversed() {
+                try connection.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+                bodies.append(try connection.readResponse().body)
+            }
+            try connection.send("HEAD /now/300000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try connection.readResponse(hasBody: false)
+            return (bodies, head)
+        }
+        let expected = (sizes.flatMap { [$0, $0] } + sizes.flatMap { [$0, $0] }.reversed()).map(body)
+        #expect(bodies.0.count == expected.count)
+        for (got, want) in zip(bodies.0, expected) { #expect(got == want, "a body of \(want.count) bytes") }
+        #expect(bodies.1.status == 200 && bodies.1.body.isEmpty && bodies.1.header("content-length") == "300000")
+    }
+
     @Test("keep-alive: each request on a connection sees its own header fields and body, never the previous request's")
     func keepAliveRequestsAreSeparate() async throws {
         // A connection reuses its request context and buffers (ConnectionSlot): a field, a body
