@@ -544,32 +544,36 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
 /// Bodies of at least this many bytes are lent to libmicrohttpd rather than copied: a copy of a
 /// token answer (2 KB and more) was a large-chunk `malloc` (with its fastbin consolidation), a
 /// `memcpy` and a `free` per answer (behaviour §10). Smaller ones are cheaper to copy than to box.
-private let lentBodyBytes = 1024
+private let lentBodyBytes = BodyBuffers.smallestKept
 
 /// Holds a lent body's bytes until libmicrohttpd is done with them.
 private final class LentBody {
-    let bytes: [UInt8]
+    var bytes: [UInt8]
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 }
 
 /// A response whose data is `body`'s own storage, not a copy: the array is held by a retained
-/// ``LentBody`` that libmicrohttpd releases (``releaseLentBody``) when it destroys the response,
-/// after the last byte is sent. The box's `let` array is never mutated, so its storage stays
-/// where `withUnsafeBytes` found it for as long as the box lives.
+/// ``LentBody`` until libmicrohttpd destroys the response, after the last byte is sent
+/// (``returnLentBody``). Nothing changes the box's array meanwhile, so its storage stays where
+/// `withUnsafeBytes` found it.
 private func lend(_ body: [UInt8]) -> OpaquePointer? {
     let box = Unmanaged.passRetained(LentBody(body))
     let created = box.takeUnretainedValue().bytes.withUnsafeBytes { bytes in
         MHD_create_response_from_buffer_with_free_callback_cls(
-            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), releaseLentBody, box.toOpaque())
+            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), returnLentBody, box.toOpaque())
     }
     if created == nil { box.release() }
     return created
 }
 
-/// MHD_ContentReaderFreeCallback of a lent body: the box's reference goes.
-private func releaseLentBody(_ box: UnsafeMutableRawPointer?) {
-    guard let box else { return }
-    Unmanaged<LentBody>.fromOpaque(box).release()
+/// MHD_ContentReaderFreeCallback of a lent body: its buffer goes back to ``BodyBuffers`` for a
+/// later answer, and the box goes.
+private func returnLentBody(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    let box = Unmanaged<LentBody>.fromOpaque(context).takeRetainedValue()
+    var bytes: [UInt8] = []
+    swap(&bytes, &box.bytes)
+    BodyBuffers.shared.giveBack(bytes)
 }
 
 /// A `Content-Length` of decimal digits only, as a byte count.

@@ -400,6 +400,46 @@ struct HTTPServerTests {
         #expect(bodies.1.status == 200 && bodies.1.body.isEmpty && bodies.1.header("content-length") == "300000")
     }
 
+    @Test("answers written into reused body buffers on many connections at once each arrive with their own bytes")
+    func reusedBuffersCarryTheirOwnAnswer() async throws {
+        // Each answer is written into a buffer a sent answer gave back, as the token route does:
+        // one given back before its answer was sent would show here as another request's bytes.
+        @Sendable func body(_ id: Int) -> [UInt8] {
+            var out = BodyBuffers.shared.take()
+            for index in 0..<2_500 { out.append(UInt8(truncatingIfNeeded: index &* 7 &+ id)) }
+            return out
+        }
+        let server = try startServer(
+            ClosureHandler(
+                immediate: { request in
+                    request.path.hasPrefix("/now/") ? HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(5))!)) : nil
+                },
+                async: { request in
+                    await Task.yield()
+                    return HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(7))!))
+                }))
+        defer { server.stop() }
+        let port = server.port
+        let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
+            for connectionIndex in 0..<8 {
+                group.addTask {
+                    try await onOwnThread {
+                        let connection = try RawHTTPConnection(port: port)
+                        var mismatches = 0
+                        for request in 0..<40 {
+                            let id = connectionIndex * 1_000 + request
+                            try connection.send("GET \(request % 2 == 0 ? "/now" : "/later")/\(id) HTTP/1.1\r\nHost: x\r\n\r\n")
+                            if try connection.readResponse().body != body(id) { mismatches += 1 }
+                        }
+                        return mismatches
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+    }
+
     @Test("keep-alive: each request on a connection sees its own header fields and body, never the previous request's")
     func keepAliveRequestsAreSeparate() async throws {
         // A connection reuses its request context and buffers (ConnectionSlot): a field, a body

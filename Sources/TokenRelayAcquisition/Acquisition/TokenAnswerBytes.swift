@@ -63,8 +63,10 @@ package final class TokenAnswerBytes: Sendable {
 
     /// The whole answer: these parts around `account`'s JSON object (with `owner`'s external id,
     /// ``AccountRecord/writeJSON(owner:into:)``) and `correlationId`.
-    package func answer(account: AccountRecord, owner: String?, correlationId: String) -> [UInt8] {
-        var out: [UInt8] = []
+    /// - Parameter buffer: an empty buffer to write into, whose storage is used when it is large
+    ///   enough (the server's reused body buffers).
+    package func answer(account: AccountRecord, owner: String?, correlationId: String, into buffer: consuming [UInt8] = []) -> [UInt8] {
+        var out = buffer
         out.reserveCapacity(head.count + account.jsonBytes.count + correlationId.utf8.count + tail.count + 160)
         out.append(contentsOf: head)
         account.writeJSON(owner: owner, into: &out)

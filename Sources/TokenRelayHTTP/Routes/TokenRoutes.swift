@@ -149,6 +149,6 @@ package enum TokenRoutes {
             } else {
                 TokenAnswerBytes(token: result.token, source: result.source, declinedScopes: declined, extendedLifetime: result.extendedLifetime)
             }
-        return parts.answer(account: result.account, owner: owner, correlationId: correlationId)
+        return parts.answer(account: result.account, owner: owner, correlationId: correlationId, into: BodyBuffers.shared.take())
     }
 }
