@@ -32,9 +32,12 @@ package struct SilentTokenRequest: Sendable {
         /// ``SilentTokenRequest/bypassesCache``, worked out once: the plan asks it at every step,
         /// and `claims` are parsed to answer it.
         let bypassesCache: Bool
+        /// ``SilentTokenRequest/mayNameExternalId``, worked out once.
+        let mayNameExternalId: Bool
         init(_ members: Members) {
             self.members = members
             bypassesCache = members.forceRefresh || ClaimsRequest.bypassesCache(claims: members.claims)
+            if case .accountId(let value) = members.account { mayNameExternalId = !ExternalId.looksLikeAccountId(value) } else { mayNameExternalId = false }
         }
     }
 
@@ -97,6 +100,11 @@ package struct SilentTokenRequest: Sendable {
     /// Whether the access-token cache is skipped: `force_refresh`, or claims that are more than
     /// capabilities (behaviour §1.7, §2.2 step 5).
     package var bypassesCache: Bool { storage.bypassesCache }
+
+    /// Whether `account_id` may be an external id of the caller's (behaviour §3.7): a value not
+    /// shaped like an account id (``ExternalId/looksLikeAccountId(_:)``). The usual request names
+    /// an account id and asks memory for no external id.
+    package var mayNameExternalId: Bool { storage.mayNameExternalId }
 }
 
 /// A token handed to the caller (never a refresh token).

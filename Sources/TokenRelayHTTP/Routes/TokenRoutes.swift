@@ -46,7 +46,9 @@ package enum TokenRoutes {
         let context = request.context
         // An external id this replica resolved recently names its account for both steps
         // (behaviour §3.7; one resolution, ADR 0013); any other is left to the suspended step.
-        if let resolved = services.tokens.resolver.resolvedFromMemory(silent.account, owner: context.owner) { silent.account = resolved }
+        if silent.mayNameExternalId, let resolved = services.tokens.resolver.resolvedFromMemory(silent.account, owner: context.owner) {
+            silent.account = resolved
+        }
         var plan = services.tokens.plan(silent, access: context.access)
         do {
             guard let result = try services.tokens.answerFromMemory(&plan, owner: context.owner) else {
