@@ -167,8 +167,10 @@ package struct SignInService: Sendable {
     /// - Throws: `RelayError`: 400 `invalid_request` (unknown, used or expired state; missing code),
     ///   400 `user_canceled` (access_denied), 409 `interaction_required`, 409 `user_mismatch`
     ///   (another user than the one the sign-in is for, behaviour §3.8), 502 `upstream_error`
-    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable`. Every problem
-    ///   after the state is used up is recorded as the sign-in's outcome (§3.9).
+    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable` (the authority
+    ///   unreachable; PostgreSQL unreachable until the deadline), 500 `internal` (a store failure).
+    ///   Every problem after the state is used up, a store failure's too, is recorded as the
+    ///   sign-in's outcome (§3.9).
     package func complete(query: [String: String], context: RequestContext) async throws -> Completion {
         guard let state = query["state"], !state.isEmpty else {
             throw RelayError.invalidRequest(field: "state", "The callback carries no 'state'.")
@@ -184,8 +186,15 @@ package struct SignInService: Sendable {
         }
         do {
             return try await complete(pending, query: query, code: code, context: context)
-        } catch let problem as RelayError {
-            var problem = problem
+        } catch {
+            // A store failure is the sign-in's outcome too: its followers would otherwise read
+            // `pending` until it expired (behaviour §3.9).
+            var problem: RelayError
+            switch error {
+            case let relayError as RelayError: problem = relayError
+            case let storeError as StoreError: problem = RelayError(storeError)
+            default: throw error
+            }
             // No account is involved until the callback succeeds: no `account_state`, as for app
             // and on-behalf-of grants (a refused code, AADSTS70000, said the account's died).
             problem.extensions["account_state"] = nil
@@ -285,12 +294,14 @@ package struct SignInService: Sendable {
         let accessToken = StoredAccessToken(
             response, accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
             issuedAt: issuedAt, obtainedBy: pending.startedBy ?? Self.unknownActor)
-        let (account, created, assignment) = try await store.saveSignIn(
-            SignedInAccount(
-                environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
-                username: claims.username, name: claims.name, authority: authority, idTokenClaims: claims.publicJSON),
-            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor,
-            externalId: pending.externalId, signInId: pending.signInId)
+        let signedIn = SignedInAccount(
+            environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
+            username: claims.username, name: claims.name, authority: authority, idTokenClaims: claims.publicJSON)
+        let (account, created, assignment) = try await storeWhenReachable(pending, context: context) { [store] in
+            try await store.saveSignIn(
+                signedIn, refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken,
+                actor: pending.startedBy ?? Self.unknownActor, externalId: pending.externalId, signInId: pending.signInId)
+        }
         forgetInMemory(account.accountId)
         if assignment == .heldByAnother {
             // Another account of the owner took the external id while the user was at the
@@ -316,6 +327,38 @@ package struct SignInService: Sendable {
             return .redirect(location, account)
         }
         return .account(account, owner: pending.externalId?.owner, created: created)
+    }
+
+    /// Seconds between attempts of ``storeWhenReachable(_:context:_:)``.
+    package static let storeRetryPauseSeconds = 0.5
+
+    /// Runs `save`, the sign-in's one transaction, again while PostgreSQL is unreachable, until
+    /// the request's deadline (behaviour §3.2, §5.8). By now the code is redeemed and its tokens
+    /// exist only in this request: a callback answered 503 cannot be retried (its state is used
+    /// up), so a short outage (a restart, a failover) cost the user the sign-in. Running the
+    /// transaction twice is safe, also after a COMMIT whose answer was lost: it upserts the
+    /// account by `home_account_id`. No connection is held while waiting.
+    private func storeWhenReachable<T: Sendable>(
+        _ pending: PendingSignIn, context: RequestContext, _ save: @Sendable () async throws -> T
+    ) async throws -> T {
+        var attempts = 0
+        while true {
+            do {
+                let saved = try await save()
+                if attempts > 0 {
+                    logger.info(
+                        "sign_in.stored_on_retry",
+                        ["sign_in.id": pending.signInId, "attempts": String(attempts + 1), "correlation.id": context.correlationId])
+                }
+                return saved
+            } catch let error as StoreError where error.code == .unavailable && context.remainingSeconds > Self.storeRetryPauseSeconds {
+                if attempts == 0 {
+                    logger.warn("sign_in.store_waiting", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+                }
+                attempts += 1
+                try await Task.sleep(for: .seconds(Self.storeRetryPauseSeconds))
+            }
+        }
     }
 
     /// 409 `user_mismatch` naming the account the sign-in was for (behaviour §3.8; MSAL for iOS

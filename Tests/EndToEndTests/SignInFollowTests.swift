@@ -117,6 +117,30 @@ struct SignInFollowTests {
         #expect(try await stack.request("GET", "/v1/sign-ins/\(id)", authenticated: false).status == 401)
     }
 
+    @Test("A sign-in whose account cannot be stored is failed with the callback's problem, not pending until it expires")
+    func storeFailureIsTheOutcome() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_store_fail")
+        defer { stack.stop() }
+        let (id, authorize) = try await Self.start(stack)
+        // The account's row is refused after the code was redeemed (a constraint, a bug): a
+        // failure of the store, not a problem of the sign-in's own.
+        try await stack.withDatabase { connection in
+            try connection.execute(
+                """
+                CREATE FUNCTION refuse_account() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+                CREATE TRIGGER refuse_account BEFORE INSERT OR UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION refuse_account();
+                """)
+        }
+        let location = try await stack.authorize(authorize, as: Self.alice)
+        let callback = try await stack.request("GET", location, authenticated: false)
+        #expect(callback.status == 500, "\(callback.text)")
+        let followed = try await stack.request("GET", "/v1/sign-ins/\(id)?wait=2")
+        #expect(followed.json["status"] as? String == "failed", "\(followed.text)")
+        let problem = followed.json["problem"] as? [String: Any]
+        #expect(problem?["error"] as? String == "internal")
+        #expect(problem?["status"] as? Int == 500)
+    }
+
     @Test(
         "Only the key that started a sign-in, or one with accounts:read, reads it; a problem's sign_in_id reads pending before the link is opened, then follows it"
     )
