@@ -221,6 +221,10 @@ package struct DownstreamService: Sendable {
                     return .response(
                         status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now()),
                         nonRetryable: false)
+                case .failure(let error) where error.kind == .tooLarge:
+                    // The API answered, with more than the relay carries: the same answer would
+                    // come again, so it is final, not a network failure to retry.
+                    return .response(status: 502, retryAfterSeconds: nil, nonRetryable: true)
                 case .failure(let error):
                     return .init(error)
                 }
@@ -241,6 +245,10 @@ package struct DownstreamService: Sendable {
             return response
         case (.success(let response), _):
             return response
+        case (.failure(let error), _) where error.kind == .tooLarge:
+            throw RelayError(
+                .upstreamError, "'\(call.api)' answered with a body larger than \(http.http.maxResponseBytes) bytes, the most the relay carries.",
+                status: 502)
         case (.failure, .giveUp(let retryAfter)):
             throw RelayError.unavailable("The downstream API could not be reached.", retryAfterSeconds: max(1, retryAfter ?? 1))
         case (.failure, _):
