@@ -93,7 +93,17 @@ package struct DownstreamService: Sendable {
         }
     }
 
+    /// - Throws: `RelayError` naming what the call sent (``RelayError/nameDownstreamInput(identity:)``).
     package func relay(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
+        do {
+            return try await relayCall(call, context: context)
+        } catch var problem as RelayError {
+            problem.nameDownstreamInput(identity: call.identity)
+            throw problem
+        }
+    }
+
+    private func relayCall(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
         var call = call
         guard let api = apis[call.api] else {
             throw RelayError(.notFound, "No downstream API named '\(call.api)' is configured.", extensions: ["field": .string("api")])
@@ -277,6 +287,22 @@ package struct DownstreamService: Sendable {
         if response.body.isEmpty, let length = response.headers["Content-Length"] { headers.set("Content-Length", length) }
         headers.set("TokenRelay-Relayed", "true")
         return HTTPResponse(status: response.status, headers: headers, body: response.body)
+    }
+}
+
+extension RelayError {
+    /// A downstream call has no body: the token behind it is chosen by the API's configured scopes
+    /// and the identity header. A problem of that token names what the caller sent instead of a
+    /// token route's member (behaviour §6.1, §12.19): `scopes` → `api`; a tenant or authority
+    /// (the default authority, an assertion's `tid`, the account's own) or an assertion → the
+    /// identity header; an account not found → `X-Account-Id`.
+    package mutating func nameDownstreamInput(identity: DownstreamIdentity) {
+        switch extensions["field"] {
+        case .string("scopes")?: extensions["field"] = .string("api")
+        case .string("tenant_id")?, .string("authority")?, .string("assertion")?: extensions["field"] = .string(identity.headerName)
+        case nil where code == .accountNotFound: extensions["field"] = .string("X-Account-Id")
+        default: break
+        }
     }
 }
 
