@@ -186,6 +186,9 @@ package struct SignInService: Sendable {
         }
         do {
             return try await complete(pending, query: query, code: code, context: context)
+        } catch let retryable as RedemptionNotMade {
+            // The sign-in is pending again: the same callback may come back (its Retry-After).
+            throw retryable.problem
         } catch {
             // A store failure is the sign-in's outcome too: its followers would otherwise read
             // `pending` until it expired (behaviour §3.9).
@@ -263,9 +266,11 @@ package struct SignInService: Sendable {
                 grant: [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", urls.redirectURI), ("code_verifier", pending.codeVerifier)],
                 authority: authority, scopes: scopes, claims: redemptionClaims, context: context)
         } catch .rejected(let failure) {
-            throw RelayError(failure, requestedScopes: scopes)
+            let problem = RelayError(failure, requestedScopes: scopes)
+            guard failure.disposition == .throttled else { throw problem }
+            throw await releasing(pending, problem, context: context)
         } catch .unavailable(let problem) {
-            throw problem
+            throw await releasing(pending, problem, context: context)
         }
 
         guard let idTokenText = response.idToken, let idToken = try? JWT.parse(idTokenText) else {
@@ -327,6 +332,25 @@ package struct SignInService: Sendable {
             return .redirect(location, account)
         }
         return .account(account, owner: pending.externalId?.owner, created: created)
+    }
+
+    /// A redemption the authority did not make (it could not be reached, or asked to wait): the
+    /// code is still good, so the sign-in goes back to `pending` and the same callback may be
+    /// sent again, as the problem's `Retry-After` says; a 503 whose state was used up could not
+    /// be retried, and the person had to sign in again (behaviour §3.2). Should the code have
+    /// reached the authority after all (an answer lost), the retry is refused as the code's
+    /// reuse, no worse than before. When the release fails, the problem is the sign-in's outcome.
+    private func releasing(_ pending: PendingSignIn, _ problem: RelayError, context: RequestContext) async -> any Error {
+        do {
+            if try await store.releasePendingSignIn(pending) {
+                logger.info("sign_in.released", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+                return RedemptionNotMade(problem: problem)
+            }
+        } catch {
+            logger.warn(
+                "sign_in.release_failed", ["sign_in.id": pending.signInId, "error": String(describing: error), "correlation.id": context.correlationId])
+        }
+        return problem
     }
 
     /// Seconds between attempts of ``storeWhenReachable(_:context:_:)``.
@@ -505,4 +529,10 @@ package struct SignInService: Sendable {
             return RelayError(.upstreamError, "The authority answered '\(error)'.", status: 502, extensions: extensions)
         }
     }
+}
+
+/// The callback's problem when its sign-in went back to `pending` (``SignInService/releasing(_:_:context:)``):
+/// not the sign-in's outcome.
+private struct RedemptionNotMade: Error {
+    let problem: RelayError
 }
