@@ -260,6 +260,13 @@ package struct SignInService: Sendable {
         // token a user gets is CAE-capable. A row from an older replica has none stored.
         let redemptionClaims = pending.claims ?? (try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)) ?? nil
 
+        // The authority's signing keys, fetched (or found in memory) while the code is unspent:
+        // fetched only after the redemption, a failure of theirs lost the user's tokens.
+        do {
+            _ = try await metadata.verifier(for: authority, keyId: nil)
+        } catch let problem as RelayError {
+            throw await releasing(pending, problem, context: context)
+        }
         let response: TokenResponse
         do {
             response = try await sts.redeem(
@@ -334,7 +341,8 @@ package struct SignInService: Sendable {
         return .account(account, owner: pending.externalId?.owner, created: created)
     }
 
-    /// A redemption the authority did not make (it could not be reached, or asked to wait): the
+    /// A redemption the authority did not make (it could not be reached, asked to wait, or its
+    /// signing keys could not be had first): the
     /// code is still good, so the sign-in goes back to `pending` and the same callback may be
     /// sent again, as the problem's `Retry-After` says; a 503 whose state was used up could not
     /// be retried, and the person had to sign in again (behaviour §3.2). Should the code have

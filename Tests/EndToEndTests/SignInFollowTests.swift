@@ -143,6 +143,24 @@ struct SignInFollowTests {
         #expect(try await stack.request("GET", location, authenticated: false).status == 400)
     }
 
+    @Test("A callback that cannot fetch the authority's signing keys spends no code: 503, the sign-in pending, the same callback completes it")
+    func signingKeysBeforeTheCode() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_keys_down")
+        defer { stack.stop() }
+        let (id, authorize) = try await Self.start(stack)
+        let location = try await stack.authorize(authorize, as: Self.alice)
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "keys", "status": 503])
+        let redemptions = try await stack.emulatorCount("token_requests")
+        let first = try await stack.request("GET", location, authenticated: false)
+        #expect(first.status == 503, "\(first.text)")
+        #expect(try await stack.emulatorCount("token_requests") == redemptions, "the code was spent before the keys were had")
+        #expect(try await stack.request("GET", "/v1/sign-ins/\(id)").json["status"] as? String == "pending")
+
+        let again = try await stack.request("GET", location, authenticated: false)
+        #expect(again.status == 200, "\(again.text)")
+        #expect(try await stack.request("GET", "/v1/sign-ins/\(id)").json["status"] as? String == "completed")
+    }
+
     @Test("A sign-in whose account cannot be stored is failed with the callback's problem, not pending until it expires")
     func storeFailureIsTheOutcome() async throws {
         let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_store_fail")
