@@ -8,6 +8,8 @@ import Synchronization
 public final class HTTPClient: Sendable {
     private let worker: CurlWorker
     private let nextID = Atomic<UInt64>(0)
+    /// Largest response body accepted, in bytes.
+    public let maxResponseBytes: Int
 
     /// Starts the client's thread.
     ///
@@ -15,7 +17,8 @@ public final class HTTPClient: Sendable {
     ///   with `HTTPClientError.Kind.tooLarge`. Default 8 MiB.
     public init(maxResponseBytes: Int = 8 << 20) {
         precondition(CurlGlobal.initialized, "curl_global_init failed")
-        worker = CurlWorker(maxResponseBytes: max(0, maxResponseBytes))
+        self.maxResponseBytes = max(0, maxResponseBytes)
+        worker = CurlWorker(maxResponseBytes: self.maxResponseBytes)
     }
 
     deinit { worker.stop() }

@@ -1,16 +1,17 @@
 /// A failure injected through `POST /_control/faults`, consumed first-in first-out by the
 /// matching requests.
 ///
-/// Body (all but `endpoint` optional): `{"endpoint": "token"|"graph"|"authorize",
+/// Body (all but `endpoint` optional): `{"endpoint": "token"|"graph"|"authorize"|"keys",
 /// "username": "alice@contoso.example", "count": 1, "status": 429, "retry_after": "5" | HTTP-date,
 /// "body": "raw text", "error": "invalid_grant", "error_description": "text after the code",
 /// "error_codes": [700082], "suberror": "bad_token", "claims_challenge": "{\"access_token\":...}",
 /// "latency_ms": 250, "b2c": true, "claims_encoding": "json"|"base64"|"object"}`.
 /// `b2c` writes the Azure AD B2C body (code only in `error_description`, case 08) whatever the
 /// authority; `claims_encoding` chooses how a token error carries `claims_challenge` (JSON text,
-/// base64 of it, or an inline object).
+/// base64 of it, or an inline object). `keys` (the signing keys, `/discovery/v2.0/keys`) answers
+/// the fault's `status` (default 503) and `body`, for every authority.
 struct Fault: Sendable {
-    enum Endpoint: String, Sendable { case token, graph, authorize }
+    enum Endpoint: String, Sendable { case token, graph, authorize, keys }
 
     var endpoint: Endpoint
     /// Only requests for this user (case-insensitive) match; nil matches every request.
@@ -46,7 +47,7 @@ struct Fault: Sendable {
     /// - Returns: nil with a reason when the body is not a fault.
     static func decode(_ value: JSONValue) -> Result<Fault, EmulatorConfigurationError> {
         guard let endpointName = value["endpoint"]?.stringValue, let endpoint = Endpoint(rawValue: endpointName) else {
-            return .failure(EmulatorConfigurationError("\"endpoint\" must be token, graph or authorize"))
+            return .failure(EmulatorConfigurationError("\"endpoint\" must be token, graph, authorize or keys"))
         }
         let count = value["count"]?.intValue ?? 1
         guard count >= 1 else { return .failure(EmulatorConfigurationError("\"count\" must be at least 1")) }

@@ -88,6 +88,11 @@ extension IdentityPlatformEmulator {
     /// The JSON Web Key Set (RFC 7517 §5).
     func keys(_ authority: Route.Authority) -> HTTPResponse {
         if case .failure(let error) = resolve(authority) { return errorResponse(error, b2c: false) }
+        if let fault = state.withLock({ $0.takeFault(for: .keys, username: nil) }) {
+            var headers: [(String, String)] = []
+            if let retryAfter = fault.retryAfter { headers.append(("Retry-After", retryAfter)) }
+            return Self.json(fault.status ?? 503, fault.body.map { JSONValue.parse(Array($0.utf8)) ?? .string($0) } ?? .object([]), headers: headers)
+        }
         return Self.json(200, ["keys": [key.jwk]])
     }
 }

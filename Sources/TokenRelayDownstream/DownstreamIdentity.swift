@@ -25,6 +25,15 @@ package enum DownstreamIdentity: Sendable, Equatable {
         }
     }
 
+    /// The header that names this identity.
+    package var headerName: String {
+        switch self {
+        case .account: "X-Account-Id"
+        case .app: "X-App-Only"
+        case .onBehalfOf: "X-On-Behalf-Of-Assertion"
+        }
+    }
+
     /// The account id of an `X-Account-Id` call; nil for the app and on-behalf-of.
     package var accountId: String? {
         if case .account(let id) = self { id } else { nil }

@@ -93,7 +93,17 @@ package struct DownstreamService: Sendable {
         }
     }
 
+    /// - Throws: `RelayError` naming what the call sent (``RelayError/nameDownstreamInput(identity:)``).
     package func relay(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
+        do {
+            return try await relayCall(call, context: context)
+        } catch var problem as RelayError {
+            problem.nameDownstreamInput(identity: call.identity)
+            throw problem
+        }
+    }
+
+    private func relayCall(_ call: Call, context: RequestContext) async throws -> HTTPResponse {
         var call = call
         guard let api = apis[call.api] else {
             throw RelayError(.notFound, "No downstream API named '\(call.api)' is configured.", extensions: ["field": .string("api")])
@@ -221,6 +231,10 @@ package struct DownstreamService: Sendable {
                     return .response(
                         status: response.status, retryAfterSeconds: RetryAfter.seconds(response.headers["Retry-After"], now: http.clock.now()),
                         nonRetryable: false)
+                case .failure(let error) where error.kind == .tooLarge:
+                    // The API answered, with more than the relay carries: the same answer would
+                    // come again, so it is final, not a network failure to retry.
+                    return .response(status: 502, retryAfterSeconds: nil, nonRetryable: true)
                 case .failure(let error):
                     return .init(error)
                 }
@@ -241,6 +255,10 @@ package struct DownstreamService: Sendable {
             return response
         case (.success(let response), _):
             return response
+        case (.failure(let error), _) where error.kind == .tooLarge:
+            throw RelayError(
+                .upstreamError, "'\(call.api)' answered with a body larger than \(http.http.maxResponseBytes) bytes, the most the relay carries.",
+                status: 502)
         case (.failure, .giveUp(let retryAfter)):
             throw RelayError.unavailable("The downstream API could not be reached.", retryAfterSeconds: max(1, retryAfter ?? 1))
         case (.failure, _):
@@ -269,6 +287,22 @@ package struct DownstreamService: Sendable {
         if response.body.isEmpty, let length = response.headers["Content-Length"] { headers.set("Content-Length", length) }
         headers.set("TokenRelay-Relayed", "true")
         return HTTPResponse(status: response.status, headers: headers, body: response.body)
+    }
+}
+
+extension RelayError {
+    /// A downstream call has no body: the token behind it is chosen by the API's configured scopes
+    /// and the identity header. A problem of that token names what the caller sent instead of a
+    /// token route's member (behaviour §6.1, §12.19): `scopes` → `api`; a tenant or authority
+    /// (the default authority, an assertion's `tid`, the account's own) or an assertion → the
+    /// identity header; an account not found → `X-Account-Id`.
+    package mutating func nameDownstreamInput(identity: DownstreamIdentity) {
+        switch extensions["field"] {
+        case .string("scopes")?: extensions["field"] = .string("api")
+        case .string("tenant_id")?, .string("authority")?, .string("assertion")?: extensions["field"] = .string(identity.headerName)
+        case nil where code == .accountNotFound: extensions["field"] = .string("X-Account-Id")
+        default: break
+        }
     }
 }
 

@@ -38,7 +38,8 @@ package final class OpenIDMetadataCache: Sendable {
     }
 
     /// The metadata and a signature verifier for `authority`.
-    /// - Throws: `RelayError` 502/503 when the documents cannot be fetched or read.
+    /// - Throws: `RelayError` 503 when the documents cannot be fetched or the authority answers
+    ///   5xx or 429, 502 when they cannot be read.
     package func verifier(for authority: Authority, keyId: String?) async throws -> (OpenIDMetadata, JWKSVerifier) {
         if let entry = entries.value(for: authority.url, now: clock.unixTime), keyId.map({ entry.keys[$0] != nil }) ?? true {
             return (entry.metadata, JWKSVerifier(keys: entry.keys))
@@ -56,6 +57,10 @@ package final class OpenIDMetadataCache: Sendable {
             response = try await http.execute(HTTPClientRequest(method: "GET", url: url, headers: ["Accept": "application/json"], timeout: 10))
         } catch {
             throw RelayError.unavailable("The authority's \(what) could not be fetched.", retryAfterSeconds: 2)
+        }
+        // The authority busy or down is for a while, as its token endpoint's 5xx and 429 are.
+        if response.status >= 500 || response.status == 429 {
+            throw RelayError.unavailable("The authority's \(what) answered status \(response.status).", retryAfterSeconds: 2)
         }
         guard response.status == 200, let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
             throw RelayError(.upstreamError, "The authority's \(what) answered status \(response.status) or was not JSON.", status: 502)

@@ -167,8 +167,10 @@ package struct SignInService: Sendable {
     /// - Throws: `RelayError`: 400 `invalid_request` (unknown, used or expired state; missing code),
     ///   400 `user_canceled` (access_denied), 409 `interaction_required`, 409 `user_mismatch`
     ///   (another user than the one the sign-in is for, behaviour §3.8), 502 `upstream_error`
-    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable`. Every problem
-    ///   after the state is used up is recorded as the sign-in's outcome (§3.9).
+    ///   (bad id_token, STS error of our own making), 503 `upstream_unavailable` (the authority
+    ///   unreachable; PostgreSQL unreachable until the deadline), 500 `internal` (a store failure).
+    ///   Every problem after the state is used up, a store failure's too, is recorded as the
+    ///   sign-in's outcome (§3.9).
     package func complete(query: [String: String], context: RequestContext) async throws -> Completion {
         guard let state = query["state"], !state.isEmpty else {
             throw RelayError.invalidRequest(field: "state", "The callback carries no 'state'.")
@@ -184,8 +186,18 @@ package struct SignInService: Sendable {
         }
         do {
             return try await complete(pending, query: query, code: code, context: context)
-        } catch let problem as RelayError {
-            var problem = problem
+        } catch let retryable as RedemptionNotMade {
+            // The sign-in is pending again: the same callback may come back (its Retry-After).
+            throw retryable.problem
+        } catch {
+            // A store failure is the sign-in's outcome too: its followers would otherwise read
+            // `pending` until it expired (behaviour §3.9).
+            var problem: RelayError
+            switch error {
+            case let relayError as RelayError: problem = relayError
+            case let storeError as StoreError: problem = RelayError(storeError)
+            default: throw error
+            }
             // No account is involved until the callback succeeds: no `account_state`, as for app
             // and on-behalf-of grants (a refused code, AADSTS70000, said the account's died).
             problem.extensions["account_state"] = nil
@@ -248,15 +260,24 @@ package struct SignInService: Sendable {
         // token a user gets is CAE-capable. A row from an older replica has none stored.
         let redemptionClaims = pending.claims ?? (try? ClaimsRequest.merged(claims: nil, capabilities: clientCapabilities)) ?? nil
 
+        // The authority's signing keys, fetched (or found in memory) while the code is unspent:
+        // fetched only after the redemption, a failure of theirs lost the user's tokens.
+        do {
+            _ = try await metadata.verifier(for: authority, keyId: nil)
+        } catch let problem as RelayError {
+            throw await releasing(pending, problem, context: context)
+        }
         let response: TokenResponse
         do {
             response = try await sts.redeem(
                 grant: [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", urls.redirectURI), ("code_verifier", pending.codeVerifier)],
                 authority: authority, scopes: scopes, claims: redemptionClaims, context: context)
         } catch .rejected(let failure) {
-            throw RelayError(failure, requestedScopes: scopes)
+            let problem = RelayError(failure, requestedScopes: scopes)
+            guard failure.disposition == .throttled else { throw problem }
+            throw await releasing(pending, problem, context: context)
         } catch .unavailable(let problem) {
-            throw problem
+            throw await releasing(pending, problem, context: context)
         }
 
         guard let idTokenText = response.idToken, let idToken = try? JWT.parse(idTokenText) else {
@@ -285,12 +306,14 @@ package struct SignInService: Sendable {
         let accessToken = StoredAccessToken(
             response, accountId: "", environment: authority.environment, realm: realm, clientId: clientId, scopes: granted.canonical,
             issuedAt: issuedAt, obtainedBy: pending.startedBy ?? Self.unknownActor)
-        let (account, created, assignment) = try await store.saveSignIn(
-            SignedInAccount(
-                environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
-                username: claims.username, name: claims.name, authority: authority, idTokenClaims: claims.publicJSON),
-            refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken, actor: pending.startedBy ?? Self.unknownActor,
-            externalId: pending.externalId, signInId: pending.signInId)
+        let signedIn = SignedInAccount(
+            environment: authority.environment, homeAccountId: clientInfo.homeAccountId, realm: realm, localAccountId: claims.oid,
+            username: claims.username, name: claims.name, authority: authority, idTokenClaims: claims.publicJSON)
+        let (account, created, assignment) = try await storeWhenReachable(pending, context: context) { [store] in
+            try await store.saveSignIn(
+                signedIn, refreshToken: response.refreshToken, familyId: response.foci, accessToken: accessToken,
+                actor: pending.startedBy ?? Self.unknownActor, externalId: pending.externalId, signInId: pending.signInId)
+        }
         forgetInMemory(account.accountId)
         if assignment == .heldByAnother {
             // Another account of the owner took the external id while the user was at the
@@ -316,6 +339,58 @@ package struct SignInService: Sendable {
             return .redirect(location, account)
         }
         return .account(account, owner: pending.externalId?.owner, created: created)
+    }
+
+    /// A redemption the authority did not make (it could not be reached, asked to wait, or its
+    /// signing keys could not be had first): the
+    /// code is still good, so the sign-in goes back to `pending` and the same callback may be
+    /// sent again, as the problem's `Retry-After` says; a 503 whose state was used up could not
+    /// be retried, and the person had to sign in again (behaviour §3.2). Should the code have
+    /// reached the authority after all (an answer lost), the retry is refused as the code's
+    /// reuse, no worse than before. When the release fails, the problem is the sign-in's outcome.
+    private func releasing(_ pending: PendingSignIn, _ problem: RelayError, context: RequestContext) async -> any Error {
+        do {
+            if try await store.releasePendingSignIn(pending) {
+                logger.info("sign_in.released", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+                return RedemptionNotMade(problem: problem)
+            }
+        } catch {
+            logger.warn(
+                "sign_in.release_failed", ["sign_in.id": pending.signInId, "error": String(describing: error), "correlation.id": context.correlationId])
+        }
+        return problem
+    }
+
+    /// Seconds between attempts of ``storeWhenReachable(_:context:_:)``.
+    package static let storeRetryPauseSeconds = 0.5
+
+    /// Runs `save`, the sign-in's one transaction, again while PostgreSQL is unreachable, until
+    /// the request's deadline (behaviour §3.2, §5.8). By now the code is redeemed and its tokens
+    /// exist only in this request: a callback answered 503 cannot be retried (its state is used
+    /// up), so a short outage (a restart, a failover) cost the user the sign-in. Running the
+    /// transaction twice is safe, also after a COMMIT whose answer was lost: it upserts the
+    /// account by `home_account_id`. No connection is held while waiting.
+    private func storeWhenReachable<T: Sendable>(
+        _ pending: PendingSignIn, context: RequestContext, _ save: @Sendable () async throws -> T
+    ) async throws -> T {
+        var attempts = 0
+        while true {
+            do {
+                let saved = try await save()
+                if attempts > 0 {
+                    logger.info(
+                        "sign_in.stored_on_retry",
+                        ["sign_in.id": pending.signInId, "attempts": String(attempts + 1), "correlation.id": context.correlationId])
+                }
+                return saved
+            } catch let error as StoreError where error.code == .unavailable && context.remainingSeconds > Self.storeRetryPauseSeconds {
+                if attempts == 0 {
+                    logger.warn("sign_in.store_waiting", ["sign_in.id": pending.signInId, "correlation.id": context.correlationId])
+                }
+                attempts += 1
+                try await Task.sleep(for: .seconds(Self.storeRetryPauseSeconds))
+            }
+        }
     }
 
     /// 409 `user_mismatch` naming the account the sign-in was for (behaviour §3.8; MSAL for iOS
@@ -462,4 +537,10 @@ package struct SignInService: Sendable {
             return RelayError(.upstreamError, "The authority answered '\(error)'.", status: 502, extensions: extensions)
         }
     }
+}
+
+/// The callback's problem when its sign-in went back to `pending` (``SignInService/releasing(_:_:context:)``):
+/// not the sign-in's outcome.
+private struct RedemptionNotMade: Error {
+    let problem: RelayError
 }

@@ -106,6 +106,23 @@ extension TokenStore {
         }
     }
 
+    /// Gives a sign-in the callback took back to its callback: `pending` again, its PKCE verifier
+    /// sealed again, when its code was not redeemed because the authority could not be reached or
+    /// asked to wait (behaviour §3.2). Only a `redeeming` row changes.
+    /// - Returns: whether the sign-in is pending again.
+    package func releasePendingSignIn(_ signIn: PendingSignIn) async throws -> Bool {
+        let sealed = try cipher.seal(signIn.codeVerifier, for: SealingContext(owner: signIn.signInId, kind: .pkceVerifier, clientId: clientId))
+        return try await database.run { connection in
+            try connection.query(
+                """
+                UPDATE sign_ins SET status = 'pending', verifier_key_id = $2, verifier_nonce = $3, verifier_ciphertext = $4
+                WHERE sign_in_id = $1 AND status = 'redeeming'
+                """,
+                [.text(signIn.signInId), .text(sealed.keyId), .bytes(sealed.nonce), .bytes(sealed.ciphertext)]
+            ).affectedRows == 1
+        }
+    }
+
     /// Takes the pending sign-in for `stateHash` exactly once: the row turns `redeeming` and its
     /// PKCE verifier is wiped as it is read, so a replayed callback finds nothing; the row stays
     /// for ``signInOutcome(id:)`` (behaviour §3.9). Expired rows (`expires_at` not after `now`,

@@ -104,6 +104,46 @@ struct RefreshTokenNeverLostTests {
         #expect(alice["rejected_superseded"] as? Int == 0, "\(chain.text)")
     }
 
+    @Test("A sign-in whose code is redeemed while PostgreSQL is away is stored, refresh token and all, when it returns within the callback's deadline")
+    func signInSurvivesOutage() async throws {
+        try await PrivatePostgres.withServer { try await signInSurvivesOutage(on: $0) }
+    }
+
+    private func signInSurvivesOutage(on postgres: PrivatePostgres) async throws {
+        let stack = try await TokenRelayStack(name: "e2e_signin_outage", emulatorArguments: ["--rotation-grace-seconds", "0"], databaseURL: postgres.url)
+        defer { stack.stop() }
+        let user = "alice@contoso.example"
+        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": user])
+        let signInId = try #require(started.json["sign_in_id"] as? String, "\(started.text)")
+        let location = try await stack.authorize(try #require(started.json["authorize_url"] as? String), as: user)
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 3000])
+        let callback = Task { try await stack.request("GET", location, authenticated: false) }
+        // The callback used the state up and waits for the STS; the database goes away before
+        // the STS answers, and comes back after it did.
+        let redeeming = try await ReplicaTests.within(10) {
+            try await stack.withDatabase { connection in
+                try connection.query("SELECT 1 FROM sign_ins WHERE sign_in_id = $1 AND status = 'redeeming'", [.text(signInId)]).rows.first != nil
+            }
+        }
+        #expect(redeeming != nil, "the callback never took the sign-in")
+        try await postgres.stop()
+        try await Task.sleep(for: .seconds(4))
+        try await postgres.start()
+        let answer = try await callback.value
+        #expect(answer.status == 200, "the sign-in was lost with the outage: \(answer.text)")
+        let accountId = try #require((answer.json["account"] as? [String: Any])?["account_id"] as? String)
+        #expect(stack.relay.log().contains("sign_in.stored_on_retry"))
+
+        let followed = try await stack.request("GET", "/v1/sign-ins/\(signInId)")
+        #expect(followed.json["status"] as? String == "completed", "\(followed.text)")
+        #expect(followed.json["account_id"] as? String == accountId)
+        // With no rotation grace, only a stored refresh token redeems.
+        _ = try await stack.control("POST", "/_control/users/\(user)", json: ["latency_ms": 0])
+        let refreshed = try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": accountId, "scopes": ["User.Read"], "force_refresh": true])
+        #expect(refreshed.status == 200, "\(refreshed.text)")
+        #expect(refreshed.json["source"] as? String == "refresh")
+    }
+
     @Test("A refresh that learns its token is dead cannot delete the token of a sign-in that finished meanwhile")
     func signInDuringDyingRefresh() async throws {
         let stack = try await TokenRelayStack(name: "e2e_signin_race")

@@ -1,4 +1,7 @@
 import Foundation
+import HTTPCommon
+import HTTPServerBridge
+import Synchronization
 import Testing
 import TokenRelayTesting
 
@@ -263,6 +266,26 @@ struct RetryAndThrottleTests {
         #expect(tooLarge.status == 413)
     }
 
+    @Test("A downstream answer larger than the relay carries is 502 upstream_error at once, not retried and called unreachable")
+    func answerTooLarge() async throws {
+        let api = LargeAnswerAPI(bytes: 9 << 20)
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threadCount: 1), handler: api)
+        try server.start()
+        defer { server.stop() }
+        let stack = try await TokenRelayStack(
+            name: "e2e_downstream_too_large",
+            environment: [
+                "TOKENRELAY_DOWNSTREAM_APIS":
+                    #"{"files": {"base_url": "http://127.0.0.1:\#(server.port)/v1", "scopes": ["User.Read"], "app_scopes": ["https://graph.microsoft.com/.default"]}}"#
+            ])
+        defer { stack.stop() }
+        let answer = try await stack.request("GET", "/v1/downstream/files/content", headers: ["X-App-Only": "true"])
+        #expect(answer.status == 502, "\(answer.status) \(answer.text)")
+        #expect(answer.json["error"] as? String == "upstream_error")
+        #expect(answer.headers["Retry-After"] == nil, "retrying cannot help")
+        #expect(api.requests == 1, "the same large answer was fetched \(api.requests) times")
+    }
+
     @Test("A failed background refresh keeps the still-valid token served")
     func proactiveRefreshFailure() async throws {
         let stack = try await TokenRelayStack(name: "e2e_proactive")
@@ -329,4 +352,21 @@ struct RetryAndThrottleTests {
             }
         }
     }
+}
+
+/// A downstream API whose every answer is a body of `bytes` bytes; counts the requests.
+final class LargeAnswerAPI: HTTPHandler {
+    let bytes: Int
+    private let count = Mutex(0)
+
+    init(bytes: Int) { self.bytes = bytes }
+
+    var requests: Int { count.withLock { $0 } }
+
+    func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<HTTPRequest> {
+        count.withLock { $0 += 1 }
+        return .respond(HTTPResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: [UInt8](repeating: 0x78, count: bytes)))
+    }
+
+    func respond(to request: HTTPRequest) async -> HTTPResponse { HTTPResponse(status: 500) }
 }

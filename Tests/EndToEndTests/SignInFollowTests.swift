@@ -117,6 +117,74 @@ struct SignInFollowTests {
         #expect(try await stack.request("GET", "/v1/sign-ins/\(id)", authenticated: false).status == 401)
     }
 
+    @Test("A callback whose code the authority could not take (503 after the retries) leaves the sign-in pending: the same callback, sent again, completes it")
+    func unavailableAuthorityKeepsTheCallback() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_sts_down")
+        defer { stack.stop() }
+        let (id, authorize) = try await Self.start(stack)
+        let location = try await stack.authorize(authorize, as: Self.alice)
+        // Both attempts of the redemption (a 5xx is retried once) find the token endpoint down.
+        _ = try await stack.control(
+            "POST", "/_control/faults",
+            json: ["endpoint": "token", "status": 503, "error": "temporarily_unavailable", "error_codes": [90033], "count": 2])
+        let first = try await stack.request("GET", location, authenticated: false)
+        #expect(first.status == 503, "\(first.text)")
+        #expect(first.headers["Retry-After"] != nil)
+        let pending = try await stack.request("GET", "/v1/sign-ins/\(id)")
+        #expect(pending.json["status"] as? String == "pending", "\(pending.text)")
+
+        let again = try await stack.request("GET", location, authenticated: false)
+        #expect(again.status == 200, "the callback could not be sent again: \(again.text)")
+        let accountId = (again.json["account"] as? [String: Any])?["account_id"] as? String
+        let completed = try await stack.request("GET", "/v1/sign-ins/\(id)")
+        #expect(completed.json["status"] as? String == "completed", "\(completed.text)")
+        #expect(accountId != nil && completed.json["account_id"] as? String == accountId)
+        // Used up now, as any completed sign-in's callback.
+        #expect(try await stack.request("GET", location, authenticated: false).status == 400)
+    }
+
+    @Test("A callback that cannot fetch the authority's signing keys spends no code: 503, the sign-in pending, the same callback completes it")
+    func signingKeysBeforeTheCode() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_keys_down")
+        defer { stack.stop() }
+        let (id, authorize) = try await Self.start(stack)
+        let location = try await stack.authorize(authorize, as: Self.alice)
+        _ = try await stack.control("POST", "/_control/faults", json: ["endpoint": "keys", "status": 503])
+        let redemptions = try await stack.emulatorCount("token_requests")
+        let first = try await stack.request("GET", location, authenticated: false)
+        #expect(first.status == 503, "\(first.text)")
+        #expect(try await stack.emulatorCount("token_requests") == redemptions, "the code was spent before the keys were had")
+        #expect(try await stack.request("GET", "/v1/sign-ins/\(id)").json["status"] as? String == "pending")
+
+        let again = try await stack.request("GET", location, authenticated: false)
+        #expect(again.status == 200, "\(again.text)")
+        #expect(try await stack.request("GET", "/v1/sign-ins/\(id)").json["status"] as? String == "completed")
+    }
+
+    @Test("A sign-in whose account cannot be stored is failed with the callback's problem, not pending until it expires")
+    func storeFailureIsTheOutcome() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_sign_in_follow_store_fail")
+        defer { stack.stop() }
+        let (id, authorize) = try await Self.start(stack)
+        // The account's row is refused after the code was redeemed (a constraint, a bug): a
+        // failure of the store, not a problem of the sign-in's own.
+        try await stack.withDatabase { connection in
+            try connection.execute(
+                """
+                CREATE FUNCTION refuse_account() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+                CREATE TRIGGER refuse_account BEFORE INSERT OR UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION refuse_account();
+                """)
+        }
+        let location = try await stack.authorize(authorize, as: Self.alice)
+        let callback = try await stack.request("GET", location, authenticated: false)
+        #expect(callback.status == 500, "\(callback.text)")
+        let followed = try await stack.request("GET", "/v1/sign-ins/\(id)?wait=2")
+        #expect(followed.json["status"] as? String == "failed", "\(followed.text)")
+        let problem = followed.json["problem"] as? [String: Any]
+        #expect(problem?["error"] as? String == "internal")
+        #expect(problem?["status"] as? Int == 500)
+    }
+
     @Test(
         "Only the key that started a sign-in, or one with accounts:read, reads it; a problem's sign_in_id reads pending before the link is opened, then follows it"
     )

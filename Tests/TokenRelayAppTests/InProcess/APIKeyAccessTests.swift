@@ -354,6 +354,33 @@ struct APIKeyAccessTests {
         }
     }
 
+    @Test("On the downstream relay a key's limits and an unknown account name what the call sent: the API or the identity header, never a body member")
+    func downstreamProblemsNameTheCallsInput() async throws {
+        let stack = try await InProcessApp(name: "inproc_keys_downstream_fields")
+        defer { stack.stop() }
+        let alice = try await stack.signInAccountId()
+        let otherTenant = try await Self.createKey(stack, permissions: ["downstream:call"], tenants: [Self.otherTenant])
+        let mailOnly = try await Self.createKey(stack, permissions: ["downstream:call"], scopes: ["Mail.*"])
+        let full = try await Self.createKey(stack, permissions: ["downstream:call"])
+        // An assertion of the default tenant (its shape only is read before the tenant check).
+        let payload = Data(#"{"exp":4102444800,"tid":"\#(stack.tenantId)"}"#.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let assertion = "eyJhbGciOiJSUzI1NiJ9.\(payload).c2ln"
+        let cases: [(key: String, identity: [String: String], status: Int, field: String)] = [
+            (otherTenant.key, ["X-App-Only": "true"], 403, "X-App-Only"),
+            (otherTenant.key, ["X-On-Behalf-Of-Assertion": assertion], 403, "X-On-Behalf-Of-Assertion"),
+            (mailOnly.key, ["X-Account-Id": alice], 403, "api"),
+            (mailOnly.key, ["X-App-Only": "true"], 403, "api"),
+            (full.key, ["X-Account-Id": "acc_unknown"], 404, "X-Account-Id"),
+        ]
+        for (key, identity, status, field) in cases {
+            let answer = try await stack.request(
+                "GET", "/v1/downstream/graph/me", headers: Self.bearer(key).merging(identity) { $1 }, authenticated: false)
+            #expect(answer.status == status, "\(identity.keys): \(answer.text)")
+            #expect(answer.json["field"] as? String == field, "\(identity.keys): \(answer.text)")
+        }
+    }
+
     @Test("A key limited by scope patterns gets 403 for other scopes (silent, sign-in, downstream)")
     func scopePatterns() async throws {
         let stack = try await InProcessApp(name: "inproc_keys_scopes")
