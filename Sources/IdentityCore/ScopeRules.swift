@@ -14,7 +14,8 @@ public enum ScopeRules {
     /// Rules: exactly one of `scopes` / `resource`; empty or only-reserved scopes are invalid;
     /// scopes of several resources are invalid; `/.default` with other scopes of the same
     /// resource is invalid; `resource` becomes `{resource}/.default` (`//.default` when it
-    /// ends with `/`); unprefixed scopes are Graph's.
+    /// ends with `/`), and one that already ends with `/.default` is invalid (a scope, not a
+    /// resource); unprefixed scopes are Graph's.
     /// - Parameters:
     ///   - scopes: the request's `scopes` array.
     ///   - resource: the legacy `resource` parameter.
@@ -54,6 +55,11 @@ public enum ScopeRules {
             let trimmed = resource.trimmingCharacters(in: .whitespacesAndNewlines)
             guard ScopeSet.tokens(of: trimmed).count == 1 else {
                 throw ScopeError(field: "resource", detail: "resource must be one non-empty resource URI")
+            }
+            // Already a scope: `{resource}/.default/.default` would be refused by the platform
+            // (AADSTS70011) after a call, and the caller meant `scopes`.
+            guard !trimmed.lowercased().hasSuffix("/.default") else {
+                throw ScopeError(field: "resource", detail: "resource is a resource URI such as https://graph.microsoft.com; '\(trimmed)' is a scope: send it in scopes")
             }
             return ScopeSet(normalizing: [trimmed + "/.default"])
         case (.some(let scopes), nil):

@@ -115,6 +115,7 @@ struct ExternalIdTests {
         let foreignSilent = try await Self.silent(stack, "crm:42 alice", key: teamB.key)
         #expect(foreignSilent.status == 404)
         #expect(foreignSilent.json["error"] as? String == "account_not_found")
+        #expect(foreignSilent.json["field"] as? String == "account_id")
 
         // Downstream as X-Account-Id.
         let me = try await stack.request(

@@ -73,6 +73,8 @@ struct ScopeTests {
             Invalid(scopes: ["https://graph.microsoft.com/.default", "User.Read"], resource: nil, field: "scopes"),
             Invalid(scopes: ["User.Read", " "], resource: nil, field: "scopes"),
             Invalid(scopes: nil, resource: "  ", field: "resource"),
+            Invalid(scopes: nil, resource: "https://graph.microsoft.com/.default", field: "resource"),
+            Invalid(scopes: nil, resource: "api://1111/.DEFAULT", field: "resource"),
         ])
     func invalid(_ input: Invalid) {
         #expect {

@@ -14,6 +14,15 @@ package struct SilentTokenRequest: Sendable {
         case accountId(String)
         case homeAccountId(String)
         case username(String, tenantId: String?)
+
+        /// The request member that gave it, named by a 404 `account_not_found`.
+        package var member: String {
+            switch self {
+            case .accountId: "account_id"
+            case .homeAccountId: "home_account_id"
+            case .username: "username"
+            }
+        }
     }
 
     private struct Members: Sendable {

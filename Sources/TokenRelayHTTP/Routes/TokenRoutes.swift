@@ -23,7 +23,7 @@ package enum TokenRoutes {
                 let result = try await services.tokens.acquire(continuing: plan, context: request.context)
                 return answer(result, plan.request, request.context, services: services)
             } catch {
-                var problem = named(error, request.context)
+                var problem = named(error, plan.request, request.context)
                 problem.nameInput(plan.request.inputFields)
                 throw problem
             }
@@ -57,7 +57,7 @@ package enum TokenRoutes {
             }
             return answer(result, silent, context, services: services)
         } catch {
-            throw named(error, context)
+            throw named(error, silent, context)
         }
     }
 
@@ -90,10 +90,13 @@ package enum TokenRoutes {
     /// cache on the way (RFC 6749 §5.1).
     private static let answerHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
 
-    /// The problem for `error`, named by the request's correlation id (the body's when it gave one).
-    private static func named(_ error: any Error, _ context: RequestContext) -> RelayError {
+    /// The problem for `error`, named by the request's correlation id (the body's when it gave
+    /// one); a 404 `account_not_found` names the member that named the account (`account_id`,
+    /// `home_account_id` or `username`, behaviour §2.2).
+    private static func named(_ error: any Error, _ silent: SilentTokenRequest, _ context: RequestContext) -> RelayError {
         var problem = RelayError(rendering: error)
         problem.correlationId = context.correlationId
+        if problem.code == .accountNotFound, problem.extensions["field"] == nil { problem.extensions["field"] = .string(silent.account.member) }
         return problem
     }
 

@@ -215,6 +215,8 @@ struct APIKeyAccessTests {
             let silent = try await stack.request(
                 "POST", "/v1/tokens/silent", json: ["account_id": carol, "scopes": ["User.Read"]], headers: headers, authenticated: false)
             #expect(silent.status == 404, "\(silent.text)")
+            // Refused from memory (the first) and after the database (the second) alike, naming the member.
+            #expect(silent.json["field"] as? String == "account_id")
         }
         #expect(
             try await stack.request("POST", "/v1/tokens/silent", json: ["account_id": alice, "scopes": ["User.Read"]], headers: headers, authenticated: false)
@@ -222,6 +224,13 @@ struct APIKeyAccessTests {
         let byUsername = try await stack.request(
             "POST", "/v1/tokens/silent", json: ["username": "carol@fabrikam.example", "scopes": ["User.Read"]], headers: headers, authenticated: false)
         #expect(byUsername.status == 404)
+        #expect(byUsername.json["field"] as? String == "username")
+        let byHome = try await stack.request(
+            "POST", "/v1/tokens/silent",
+            json: ["home_account_id": "00000000-0000-0000-0000-000000000001.\(Self.otherTenant)", "scopes": ["User.Read"]], headers: headers,
+            authenticated: false)
+        #expect(byHome.status == 404, "\(byHome.text)")
+        #expect(byHome.json["field"] as? String == "home_account_id")
         let namedTenant = try await stack.request(
             "POST", "/v1/tokens/silent", json: ["username": "carol@fabrikam.example", "tenant_id": Self.otherTenant, "scopes": ["User.Read"]],
             headers: headers, authenticated: false)
