@@ -17,6 +17,7 @@ import concurrent.futures
 import http.client
 import json
 import os
+import re
 import statistics
 import sys
 import threading
@@ -246,8 +247,9 @@ def overhead(relay, emulator, tenant, client_id, account_id, username, count):
     cost_after = relay_cost(relay_pid)
     cost = None
     if cost_before and cost_after:
-        cost = {k: cost_after[k] - cost_before[k] for k in cost_before}
+        cost = {k: cost_after[k] - cost_before[k] for k in cost_before if k != "threads"}
         cost["requests"] = warmup + count
+        cost["threads"] = switches_by_thread(cost_before["threads"], cost_after["threads"])
     print(json.dumps({"relay": relay_ms, "emulator": emulator_ms, "relay_cost": cost}))
 
 
@@ -261,18 +263,40 @@ def relay_cost(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
-    cost = {"cpu_s": (int(fields[11]) + int(fields[12])) / ticks, "voluntary": 0, "involuntary": 0}
+    cost = {"cpu_s": (int(fields[11]) + int(fields[12])) / ticks, "voluntary": 0, "involuntary": 0, "threads": {}}
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
+            with open(f"/proc/{pid}/task/{task}/comm") as f:
+                name = f.read().strip()
+            switches = [0, 0]
             with open(f"/proc/{pid}/task/{task}/status") as f:
                 for line in f:
                     if line.startswith("voluntary_ctxt_switches:"):
-                        cost["voluntary"] += int(line.split()[1])
+                        switches[0] = int(line.split()[1])
                     elif line.startswith("nonvoluntary_ctxt_switches:"):
-                        cost["involuntary"] += int(line.split()[1])
+                        switches[1] = int(line.split()[1])
         except FileNotFoundError:
-            pass  # a thread that ended meanwhile
+            continue  # a thread that ended meanwhile
+        cost["voluntary"] += switches[0]
+        cost["involuntary"] += switches[1]
+        cost["threads"][task] = (name, switches[0], switches[1])
     return cost
+
+
+def switches_by_thread(before, after):
+    """Voluntary and involuntary switches per kind of thread (its name, digits as `N`:
+    postgres-N, the pool's workers) between two readings of relay_cost: who went to sleep how
+    often, which is where the hand-offs are. A thread started meanwhile counts from zero; one
+    that ended meanwhile is lost (libdispatch's idle workers may end)."""
+    kinds = {}
+    for tid, (name, voluntary, involuntary) in after.items():
+        _, was_voluntary, was_involuntary = before.get(tid, (name, 0, 0))
+        kind = re.sub(r"[0-9]+", "N", name)
+        counts = kinds.setdefault(kind, [0, 0, 0])
+        counts[0] += voluntary - was_voluntary
+        counts[1] += involuntary - was_involuntary
+        counts[2] += 1
+    return kinds
 
 
 # ---- report ---------------------------------------------------------------------------------
@@ -356,6 +380,10 @@ def report(wrk_file, before_file, during_file, overhead_file, connections, laten
         print(f"  relay cost per forced refresh: {cost['cpu_s'] * 1000 / n:.2f} ms CPU (user + system), "
               f"{cost['voluntary'] / n:.1f} voluntary and {cost['involuntary'] / n:.1f} involuntary context switches "
               f"(over all {n} requests of the overhead part, warm-up included; the relay's own timers too)")
+        threads = sorted(cost.get("threads", {}).items(), key=lambda item: -item[1][0])
+        print("  voluntary / involuntary switches per forced refresh by thread: " + ", ".join(
+            f"{kind} ×{count} {voluntary / n:.2f} / {involuntary / n:.2f}"
+            for kind, (voluntary, involuntary, count) in threads if voluntary or involuntary))
     print(f"  relay log (warn and up): {log_summary(relay_log)}")
 
 

@@ -33,8 +33,10 @@ final class CurlWorker: Sendable {
     init(maxResponseBytes: Int) {
         self.maxResponseBytes = maxResponseBytes
         let thread = Thread { [self] in run() }
-        thread.name = "HTTPClient.curl"
         thread.start()
+        // After start(): Foundation on Linux gives a name set before it to no thread (`top -H`,
+        // /proc/…/comm).
+        thread.name = "HTTPClient.curl"
     }
 
     /// Queues `job`; false when the worker is stopping (the caller then fails the job).

@@ -70,8 +70,10 @@ final class RequestHeadDeadlines: Sendable {
                 shutDownLate()
             }
         }
-        thread.name = "http-head-deadlines"
         thread.start()
+        // After start(): Foundation on Linux gives a name set before it to no thread; at most 15
+        // bytes (/proc/…/comm).
+        thread.name = "head-deadlines"
     }
 
     func stop() {

@@ -56,8 +56,8 @@ public final class PostgresListener: Sendable {
         }
         guard first else { return }
         let thread = Thread { [self] in run() }
-        thread.name = "postgres-listen"
         thread.start()
+        thread.name = "postgres-listen"  // after start(): see PostgresPool.init
     }
 
     /// Stops the thread within about 0.2 s and closes its connection. Idempotent.

@@ -29,8 +29,10 @@ public final class PostgresPool: Sendable {
                 // The connection is finished (PQfinish) by now: close() may let the process exit.
                 shared.workerExited.signal()
             }
-            thread.name = "postgres-\(index)"
             thread.start()
+            // After start(): Foundation on Linux gives a name set before it to no thread (`top -H`,
+            // /proc/…/comm, bench/storm's switches by thread).
+            thread.name = "postgres-\(index)"
         }
     }
 
