@@ -37,6 +37,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
         bytes.reserveCapacity(minimumCapacity * 48)
     }
 
+    /// Makes room for `fields` more fields of common size: a list shared with another (a copy of
+    /// one made once) gets its own buffer here, once, instead of on the next add and again as it grows.
+    public mutating func reserveCapacity(forMoreFields fields: Int) {
+        bytes.reserveCapacity(bytes.count + fields * 48)
+    }
+
     public init(_ fields: [(String, String)]) {
         self.init()
         for (name, value) in fields { add(name, value) }
