@@ -16,6 +16,11 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
     private var bytes: [UInt8]
     /// How many fields `bytes` holds.
     public private(set) var count: Int
+    /// Bit `n` set when a field's name is `n` bytes long (bit 63: 63 or more): a look-up of a
+    /// name no field has the length of, which is most look-ups of a request's optional fields
+    /// (`Request-Timeout`, `client-request-id`, `X-Correlation-ID`, `traceparent`), is one test
+    /// instead of a walk over every field (behaviour §10).
+    private var nameLengths: UInt64 = 0
 
     /// Bytes of a field's entry besides its name and value: the two lengths and the two NULs.
     private static let entryOverhead = 10
@@ -23,12 +28,19 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
     public init() {
         bytes = []
         count = 0
+        nameLengths = 0
     }
 
     /// An empty list with room for `minimumCapacity` fields of common size before it grows.
     public init(minimumCapacity: Int) {
         self.init()
         bytes.reserveCapacity(minimumCapacity * 48)
+    }
+
+    /// Makes room for `fields` more fields of common size: a list shared with another (a copy of
+    /// one made once) gets its own buffer here, once, instead of on the next add and again as it grows.
+    public mutating func reserveCapacity(forMoreFields fields: Int) {
+        bytes.reserveCapacity(bytes.count + fields * 48)
     }
 
     public init(_ fields: [(String, String)]) {
@@ -66,12 +78,32 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
         @inline(__always)
         func isNamed(_ name: UnsafeBufferPointer<UInt8>, in buffer: UnsafeRawBufferPointer) -> Bool {
             guard nameCount == name.count else { return false }
+            // Most look-ups spell the name as it was sent: eight bytes at a time first (a byte at a
+            // time, folding case, was most of a look-up's cost; behaviour §10).
+            if Self.sameBytes(buffer.baseAddress! + nameStart, UnsafeRawPointer(name.baseAddress!), nameCount) { return true }
             for index in 0..<nameCount {
                 let x = buffer[nameStart + index], y = name[index]
                 guard x != y else { continue }
                 let lx = (x >= 65 && x <= 90) ? x + 32 : x
                 let ly = (y >= 65 && y <= 90) ? y + 32 : y
                 if lx != ly { return false }
+            }
+            return true
+        }
+
+        /// Whether `count` bytes at `a` and at `b` are the same.
+        @inline(__always)
+        static func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Bool {
+            var offset = 0
+            while offset + 8 <= count {
+                guard a.loadUnaligned(fromByteOffset: offset, as: UInt64.self) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else {
+                    return false
+                }
+                offset += 8
+            }
+            while offset < count {
+                guard a.load(fromByteOffset: offset, as: UInt8.self) == b.load(fromByteOffset: offset, as: UInt8.self) else { return false }
+                offset += 1
             }
             return true
         }
@@ -94,9 +126,14 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
         }
     }
 
+    /// The bit of ``nameLengths`` for a name of `length` bytes.
+    @inline(__always)
+    private static func lengthBit(_ length: Int) -> UInt64 { 1 << UInt64(Swift.min(length, 63)) }
+
     /// The entries named `name`, in order, until `body` returns false.
     @inline(__always)
     private func forEachEntry(named name: String, _ body: (Entry, UnsafeRawBufferPointer) -> Bool) {
+        guard nameLengths & Self.lengthBit(name.utf8.count) != 0 else { return }
         var name = name
         _ = name.withUTF8 { name in
             forEachEntry { entry, buffer in
@@ -157,7 +194,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
     /// Whether a field's name is `count` bytes long: settles cheaply that none of the names of
     /// that length is present.
     public func containsName(ofLength count: Int) -> Bool {
-        !forEachEntry { entry, _ in entry.nameCount != count }
+        guard nameLengths & Self.lengthBit(count) != 0 else { return false }
+        return count < 63 || !forEachEntry { entry, _ in entry.nameCount != count }
     }
 
     /// Every value of the field `name`, in order.
@@ -200,6 +238,67 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
             }
         }
         count += 1
+        nameLengths |= Self.lengthBit(name.count)
+    }
+
+    /// Appends the fields `write` gives, written in place into room for `room` bytes of entries
+    /// reserved once (the server bridge's reading of a request head: one reservation per head, where
+    /// appending field by field checked capacity and uniqueness and ran a closure per field;
+    /// behaviour §10). An entry takes ``FieldWriter/entryBytes(name:value:)`` bytes.
+    /// - Returns: false, with nothing appended, when the fields did not fit in `room`.
+    package mutating func appendFields(room: Int, _ write: (inout FieldWriter) -> Void) -> Bool {
+        var fields = 0
+        var lengths: UInt64 = 0
+        var fitted = true
+        bytes.append(addingCapacity: room) { output in
+            output.withUnsafeMutableBufferPointer { buffer, initialized in
+                var writer = FieldWriter(room: UnsafeMutableRawBufferPointer(buffer))
+                write(&writer)
+                fitted = !writer.overflowed
+                fields = fitted ? writer.fields : 0
+                lengths = writer.nameLengths
+                initialized = fitted ? writer.written : 0
+            }
+        }
+        count += fields
+        if fitted { nameLengths |= lengths }
+        return fitted
+    }
+
+    /// Writes entries into the room ``appendFields(room:_:)`` reserved, valid only during its call.
+    package struct FieldWriter {
+        private let room: UnsafeMutableRawBufferPointer
+        fileprivate private(set) var written = 0
+        fileprivate private(set) var fields = 0
+        fileprivate private(set) var nameLengths: UInt64 = 0
+        /// A field did not fit: nothing more is written, and nothing is appended.
+        package private(set) var overflowed = false
+
+        fileprivate init(room: UnsafeMutableRawBufferPointer) {
+            self.room = room
+        }
+
+        /// The bytes a field of these name and value takes in the list.
+        package static func entryBytes(name: Int, value: Int) -> Int { name + value + HTTPHeaders.entryOverhead }
+
+        /// Writes one field (as ``HTTPHeaders/add(name:value:)`` would append it).
+        package mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+            let entryCount = Self.entryBytes(name: name.count, value: value.count)
+            guard !overflowed, entryCount <= room.count - written else {
+                overflowed = true
+                return
+            }
+            let entry = room.baseAddress! + written
+            entry.storeBytes(of: UInt32(truncatingIfNeeded: name.count).littleEndian, toByteOffset: 0, as: UInt32.self)
+            entry.storeBytes(of: UInt32(truncatingIfNeeded: value.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+            if !name.isEmpty { (entry + 8).copyMemory(from: name.baseAddress!, byteCount: name.count) }
+            entry.storeBytes(of: 0, toByteOffset: 8 + name.count, as: UInt8.self)
+            if !value.isEmpty { (entry + 9 + name.count).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+            entry.storeBytes(of: 0, toByteOffset: entryCount - 1, as: UInt8.self)
+            written += entryCount
+            fields += 1
+            nameLengths |= HTTPHeaders.lengthBit(name.count)
+        }
     }
 
     /// Replaces every field named `name` by one with `value`.
@@ -230,6 +329,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
     public mutating func removeAll(keepingCapacity: Bool = false) {
         bytes.removeAll(keepingCapacity: keepingCapacity)
         count = 0
+        nameLengths = 0
     }
 
     public func contains(_ name: String) -> Bool {

@@ -53,9 +53,10 @@ public protocol HTTPHandler: Sendable {
     ///
     /// Meant for memory-only work (a cache hit, `/healthz`, refusals that need no I/O). It must
     /// not block: while it runs, every other connection of that server thread waits.
-    /// - Parameter request: The complete request.
+    /// - Parameter request: The complete request, handed over (a handler that keeps it in what it
+    ///   prepares takes it without a copy of its every field).
     /// - Returns: The response, or the prepared request to continue with in ``respond(to:)``.
-    func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<Prepared>
+    func respondImmediately(to request: consuming HTTPRequest) -> HTTPFirstStep<Prepared>
 
     /// Answers asynchronously, called in a Swift `Task` after the connection was suspended.
     ///
@@ -99,7 +100,7 @@ struct ErasedHandler: Sendable {
         case suspend(@Sendable () async -> HTTPResponse)
     }
 
-    @usableFromInline let first: @Sendable (HTTPRequest) -> Step
+    @usableFromInline let first: @Sendable (consuming HTTPRequest) -> Step
     @usableFromInline let refused: @Sendable (HTTPHeadRefusal, HTTPRequest) -> HTTPResponse
     @usableFromInline let admitHead: @Sendable (HTTPRequest) -> HTTPHeadStep
 
@@ -108,7 +109,7 @@ struct ErasedHandler: Sendable {
         refused = { handler.refused($0, request: $1) }
         admitHead = { handler.admitHead($0) }
         first = { request in
-            switch handler.respondImmediately(to: request) {
+            switch handler.respondImmediately(to: consume request) {
             case .respond(let response): return .respond(response)
             case .suspend(let prepared): return .suspend({ await handler.respond(to: prepared) })
             }

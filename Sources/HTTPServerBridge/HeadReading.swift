@@ -60,24 +60,47 @@ struct HeadReading {
         var transferCodings: [Substring] = []
         var transferEncodingFields = 0
         var expectations: [Substring] = []
+        /// Where the fields are written, during the walk.
+        var writer: UnsafeMutablePointer<HTTPHeaders.FieldWriter>?
     }
 
     /// Reads the head of the request on `connection`, whose request line's method and version
     /// libmicrohttpd passed to the access handler, into `headers` (empty; a buffer kept from the
     /// connection's previous request).
-    static func read(_ connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?, into headers: HTTPHeaders) -> HeadReading {
+    static func read(
+        _ connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?, into headers: consuming HTTPHeaders
+    ) -> HeadReading {
         let size = cmhd_connection_header_size(connection)
         let start = method ?? UnsafePointer(bitPattern: 1)!
-        var walk = Walk(reading: HeadReading(headers: headers), headStart: start, headEnd: start + max(0, size))
+        var walk = Walk(reading: HeadReading(headers: HTTPHeaders()), headStart: start, headEnd: start + max(0, size))
         // The layout is checked only when the version lies inside the head (it always does for a
         // request line with a version: libmicrohttpd points into the line it parsed).
         if let method, let version, size > 0, version > method, version < walk.headEnd {
             walk.lineEnd = version + strlen(version)
         }
-        _ = withUnsafeMutablePointer(to: &walk) {
-            MHD_get_connection_values_n(connection, .HEADER_KIND, readField, $0)
+        // The fields are written into room reserved once: a field takes its name's and value's
+        // bytes and 10 more in the list, and at least its name and value and 3 more (the colon's
+        // NUL, the CRLF's two) in the head libmicrohttpd parsed in place, so the head's size and
+        // 7 per field is room enough. (With no iterator, libmicrohttpd only counts the fields.)
+        let fieldCount = Int(max(0, MHD_get_connection_values(connection, .HEADER_KIND, nil, nil)))
+        let fitted = headers.appendFields(room: max(0, size) + 7 * fieldCount) { writer in
+            withUnsafeMutablePointer(to: &writer) { writer in
+                walk.writer = writer
+                _ = withUnsafeMutablePointer(to: &walk) {
+                    MHD_get_connection_values_n(connection, .HEADER_KIND, readField, $0)
+                }
+                walk.writer = nil
+            }
+        }
+        if !fitted {
+            // Not as parsed in place (no size known, a name libmicrohttpd grew elsewhere for a
+            // folded line): the fields appended one by one.
+            _ = withUnsafeMutablePointer(to: &headers) {
+                MHD_get_connection_values_n(connection, .HEADER_KIND, appendField, $0)
+            }
         }
         var reading = walk.reading
+        reading.headers = consume headers
         if reading.refusal == nil, let lineEnd = walk.lineEnd, lineEnd + 4 != walk.headEnd {
             reading.refusal = lineRefusal(distance: walk.headEnd - lineEnd, expected: 4, after: walk.previousName.map(text))
         }
@@ -173,7 +196,7 @@ private func readField(
     let walk = walkPointer.assumingMemoryBound(to: HeadReading.Walk.self)
     let nameBytes = UnsafeRawBufferPointer(start: key, count: keySize)
     let valueBytes = UnsafeRawBufferPointer(start: valueSize > 0 ? value : nil, count: valueSize > 0 && value != nil ? valueSize : 0)
-    walk.pointee.reading.headers.add(name: nameBytes, value: valueBytes)
+    walk.pointee.writer?.pointee.add(name: nameBytes, value: valueBytes)
     let isContentLength = named(key, keySize, "Content-Length")
     walk.pointee.reading.fieldFacts.count(
         name: nameBytes, isHost: named(key, keySize, "Host"), isContentLength: isContentLength, valueCount: valueSize,
@@ -229,5 +252,16 @@ private func readField(
         walk.pointee.expectations += members.isEmpty ? [""] : members
         walk.pointee.reading.expectsContinue = walk.pointee.reading.expectsContinue || members.contains { $0.lowercased() == "100-continue" }
     }
+    return .YES
+}
+
+/// MHD_KeyValueIteratorN appending each field to the ``HTTPHeaders`` at `headersPointer`, in order.
+private func appendField(
+    _ headersPointer: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+    _ value: UnsafePointer<CChar>?, _ valueSize: Int
+) -> MHD_Result {
+    guard let headersPointer, let key else { return .NO }
+    let valueBytes = UnsafeRawBufferPointer(start: valueSize > 0 ? value : nil, count: valueSize > 0 && value != nil ? valueSize : 0)
+    headersPointer.assumingMemoryBound(to: HTTPHeaders.self).pointee.add(name: UnsafeRawBufferPointer(start: key, count: keySize), value: valueBytes)
     return .YES
 }

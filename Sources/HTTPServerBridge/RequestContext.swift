@@ -42,6 +42,9 @@ final class RequestContext: @unchecked Sendable {
     @exclusivity(unchecked) var isHead = false
     /// The name of the first query parameter that is not UTF-8 once decoded (the request is refused).
     @exclusivity(unchecked) var queryParameterNotUTF8: String?
+    /// The body of the response queued for the request: libmicrohttpd sends it from this array's
+    /// storage, so it is held until the request completes (see `queue` in MHDCallbacks).
+    @exclusivity(unchecked) var responseBody: [UInt8] = []
     let outcome = Mutex<Outcome>(.pending)
 
     init(connection: OpaquePointer) {
@@ -59,6 +62,7 @@ final class RequestContext: @unchecked Sendable {
         fieldFacts = nil
         isHead = false
         queryParameterNotUTF8 = nil
+        responseBody = []
         outcome.withLock { $0 = .pending }
     }
 

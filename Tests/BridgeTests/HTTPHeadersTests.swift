@@ -60,4 +60,42 @@ struct HTTPHeadersTests {
         #expect(lent("Authorization").map { $0.0 } == Array("Bearer trk_a_b".utf8))
         #expect(lent("Authorization")?.1 == true)
     }
+    @Test("a name is found at any length, 63 bytes and past it too, and not after its field is removed")
+    func namesOfEveryLength() {
+        let long = String(repeating: "n", count: 63), longer = String(repeating: "m", count: 70)
+        var headers: HTTPHeaders = ["A": "1", "Request-Timeout": "2"]
+        headers.add(long, "3")
+        headers.add(longer.uppercased(), "4")
+        #expect(headers[long] == "3" && headers[longer] == "4" && headers["a"] == "1")
+        #expect(headers[String(repeating: "m", count: 64)] == nil && headers[String(repeating: "n", count: 71)] == nil)
+        #expect(headers.containsName(ofLength: 63) && headers.containsName(ofLength: 70) && !headers.containsName(ofLength: 64))
+        #expect(headers.containsName(ofLength: 15) && !headers.containsName(ofLength: 16))
+        headers.remove("request-timeout")
+        #expect(!headers.containsName(ofLength: 15) && headers["Request-Timeout"] == nil)
+        headers.remove(long)
+        #expect(headers.containsName(ofLength: 70) && !headers.containsName(ofLength: 63) && headers[longer] == "4")
+        headers.removeAll(keepingCapacity: true)
+        #expect(!headers.containsName(ofLength: 1) && !headers.containsName(ofLength: 70) && headers["A"] == nil)
+    }
+
+    @Test("fields written into reserved room are the fields add appends; too little room appends nothing")
+    func fieldsWrittenInPlace() {
+        let fields: [(String, String)] = [("Host", "example"), ("Content-Type", "application/json"), ("X-Empty", "")]
+        func write(_ headers: inout HTTPHeaders, room: Int) -> Bool {
+            headers.appendFields(room: room) { writer in
+                for (name, value) in fields {
+                    var name = name, value = value
+                    name.withUTF8 { name in value.withUTF8 { value in writer.add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value)) } }
+                }
+            }
+        }
+        let needed = fields.reduce(0) { $0 + HTTPHeaders.FieldWriter.entryBytes(name: $1.0.utf8.count, value: $1.1.utf8.count) }
+        var written: HTTPHeaders = ["A": "1"]
+        #expect(write(&written, room: needed))
+        #expect(written == HTTPHeaders([("A", "1")] + fields) && written.count == 4)
+        #expect(written["content-type"] == "application/json" && written["x-empty"] == "" && written.containsName(ofLength: 7))
+        var short: HTTPHeaders = ["A": "1"]
+        #expect(!write(&short, room: needed - 1))
+        #expect(short == ["A": "1"] && short.count == 1 && !short.containsName(ofLength: 4))
+    }
 }

@@ -40,14 +40,15 @@ package final class AppHTTPHandler: HTTPHandler {
         self.logger = logger
         silentOK = services.metrics.counter("tokenrelay_http_requests_total", ["route": "/v1/tokens/silent", "status": "200"])
         silentDuration = services.metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": "/v1/tokens/silent"])
-        routeMetrics = RouteMetrics(metrics: services.metrics, routeLabels: router.routes.map(\.template) + [PreparedRequest.unmatchedRoute])
+        routeMetrics = RouteMetrics(metrics: services.metrics, routes: router.routes, unmatchedLabel: PreparedRequest.unmatchedRoute)
         logsRequests = logger.logsAccess
         tracer = services.tracer
     }
 
     /// The server-thread step: prepares the request and answers it when memory can.
-    package func respondImmediately(to request: HTTPRequest) -> HTTPFirstStep<PreparedRequest> {
-        var prepared = PreparedRequest(http: request, correlationId: Self.correlationId(request.headers))
+    package func respondImmediately(to request: consuming HTTPRequest) -> HTTPFirstStep<PreparedRequest> {
+        let correlationId = Self.correlationId(request.headers)
+        var prepared = PreparedRequest(http: request, correlationId: correlationId)
         let response: HTTPResponse
         do {
             guard let answered = try prepare(&prepared) else { return .suspend(prepared) }
@@ -159,16 +160,23 @@ package final class AppHTTPHandler: HTTPHandler {
                 throw RelayError(
                     .payloadTooLarge, "The request body exceeds \(services.configuration.limits.maxBodyBytes) bytes.", extensions: ["field": .string("body")])
             }
-            // The key before the request's context: a 401 needs none (behaviour §10).
-            let verdict = try route.permissions.map { _ throws(RelayError) in try authenticator.authenticateFromMemory(received.http.headers) }
-            if case .refused(let problem) = verdict { throw problem }
+            // The key before the request's context: a 401 needs none (behaviour §10). Its verdict
+            // is taken apart once (holding it and matching it twice copied it twice).
+            var caller: Caller?
+            if route.permissions != nil {
+                switch try authenticator.authenticateFromMemory(received.http.headers) {
+                case .caller(let known): caller = known
+                case .refused(let problem): throw problem
+                case .unknown: break
+                }
+            }
             var request = RouteRequest(
                 received: prepared.received, parameters: parameters,
                 context: RequestContext(
                     correlationId: prepared.correlationId, deadline: UpstreamClock.system.now().addingTimeInterval(timeout), caller: nil,
                     access: .unrestricted))
             if let permission = route.permissions {
-                guard case .caller(let caller) = verdict else {
+                guard let caller else {
                     prepared.pendingPermission = permission
                     prepared.request = request
                     return nil
@@ -261,7 +269,7 @@ package final class AppHTTPHandler: HTTPHandler {
             silentOK.increment()
             silentDuration.observe(seconds)
         } else {
-            routeMetrics.record(route: route, status: response.status, seconds: seconds)
+            routeMetrics.record(matched: prepared.route, route: route, status: response.status, seconds: seconds)
         }
         if logsRequests {
             logger.access(

@@ -42,7 +42,10 @@ extension RelayError {
     /// The problem's answer: its status, `Content-Type`, the headers of its facts, and
     /// `client-request-id` naming `correlationId` (behaviour §8), as the pipeline sends it.
     package func response(correlationId: String) -> HTTPResponse {
+        // The field list made once, copied once with room for the rest: its first add copied
+        // it, and the next grew it (two allocations per 401; behaviour §10).
         var headers = Self.contentType
+        headers.reserveCapacity(forMoreFields: 4)
         addHeaders(to: &headers)
         // Added here, where no other `client-request-id` can be: the pipeline set it (a look for
         // one to replace, then the add) on every refusal.
@@ -123,8 +126,7 @@ extension RelayError {
         status: encodedName("status"), title: encodedName("title"), type: encodedName("type")
     )
 
-    /// A problem's `Content-Type` field, made once (the first field added to a copy makes its own
-    /// buffer, with room for the rest).
+    /// A problem's `Content-Type` field, made once.
     private static let contentType: HTTPHeaders = ["Content-Type": "application/problem+json"]
 
     /// `{"correlation_id":` and `,"detail":`, the fast path's pieces before each value.

@@ -24,23 +24,40 @@ package struct RouteMetrics: Sendable {
 
     private let metrics: Metrics
     private let routes: [String: Series]
+    /// The series of each of the router's routes, by ``Router/Route/index``, and of requests no
+    /// route matched: found without hashing a label (behaviour §10).
+    private let byRoute: [Series]
+    private let unmatched: Series
 
-    /// - Parameter routeLabels: every route template, plus the label of unmatched requests.
-    package init(metrics: Metrics, routeLabels: [String]) {
+    /// - Parameters:
+    ///   - routes: the router's routes (``Router/routes``), in order.
+    ///   - unmatchedLabel: the label of requests no route matched.
+    package init(metrics: Metrics, routes matchable: [Router.Route], unmatchedLabel: String) {
         self.metrics = metrics
         var routes: [String: Series] = [:]
-        for route in routeLabels where routes[route] == nil {
+        for route in matchable.map(\.template) + [unmatchedLabel] where routes[route] == nil {
             let byStatus = Self.statuses.map { status in
                 metrics.counter("tokenrelay_http_requests_total", ["route": route, "status": String(status)])
             }
             routes[route] = Series(duration: metrics.histogram("tokenrelay_http_request_duration_seconds", ["route": route]), byStatus: byStatus)
         }
         self.routes = routes
+        byRoute = matchable.map { routes[$0.template]! }
+        unmatched = routes[unmatchedLabel]!
     }
 
     /// Counts one answer of `status` on `route` and observes its duration in seconds.
-    package func record(route: String, status: Int, seconds: Double) {
-        guard let series = routes[route] else {
+    /// - Parameters:
+    ///   - matched: the route the request matched (nil: none, or only its path, a 405).
+    ///   - route: the `route` label (``PreparedRequest/routeLabel``).
+    package func record(matched: Router.Route?, route: String, status: Int, seconds: Double) {
+        let known: Series?
+        if let matched {
+            known = matched.index < byRoute.count ? byRoute[matched.index] : routes[route]
+        } else {
+            known = route == PreparedRequest.unmatchedRoute ? unmatched : routes[route]
+        }
+        guard let series = known else {
             metrics.increment("tokenrelay_http_requests_total", ["route": route, "status": String(status)])
             metrics.observe("tokenrelay_http_request_duration_seconds", ["route": route], seconds: seconds)
             return

@@ -40,11 +40,15 @@ package struct Router: Sendable {
         package let literalCount: Int
         /// ``segments`` as the matcher reads them: literals as bytes, made once.
         fileprivate let matchers: [Matcher]
+        /// The route's place in ``Router/routes``: what ``RouteMetrics`` finds its series by
+        /// (hashing the template was most of a refusal's metrics; behaviour §10).
+        package let index: Int
 
         package init(
             method: String, template: String, segments: [Segment], access: RouteAccess, body: RouteBody, query: RouteQuery,
-            prepare: RoutePreparation?, page: Bool, handler: @escaping RouteHandler, literalCount: Int
+            prepare: RoutePreparation?, page: Bool, handler: @escaping RouteHandler, literalCount: Int, index: Int
         ) {
+            self.index = index
             self.method = method
             self.template = template
             self.segments = segments
@@ -92,6 +96,9 @@ package struct Router: Sendable {
     /// that mostly differ in length costs less). Every other request takes the general walk,
     /// with the same result.
     private var exact: [(path: String, method: String, index: Int)] = []
+    /// The UTF-8 length of each of ``exact``'s paths, in its order: most entries are told apart by
+    /// this alone, without touching (retaining and releasing) their strings (behaviour §10).
+    private var exactLengths: [Int] = []
     /// Indices into ``routes``, in registration order, of the templates a path of `n` segments can
     /// fit by its length (`n` segments, or a remainder starting at or before segment `n + 1`: it
     /// may be empty); the last entry serves every longer path. An unknown path (404) tests these
@@ -114,12 +121,13 @@ package struct Router: Sendable {
         let segments = Self.parse(template)
         let route = Route(
             method: method, template: template, segments: segments, access: access, body: body, query: query, prepare: prepare,
-            page: page, handler: handler, literalCount: segments.count { if case .literal = $0 { true } else { false } })
+            page: page, handler: handler, literalCount: segments.count { if case .literal = $0 { true } else { false } }, index: routes.count)
         // A template of literals only is the most specific match of its path: looked up directly.
         if route.literalCount == route.segments.count {
             let path = "/" + Self.split(template).joined(separator: "/")
             exact.removeAll { $0.path == path && $0.method == method }
             exact.append((path, method, routes.count))
+            exactLengths = exact.map(\.path.utf8.count)
         }
         routes.append(route)
         let longest = routes.map(\.segments.count).max() ?? 0
@@ -141,8 +149,9 @@ package struct Router: Sendable {
 
     package func match(method: String, path: String) -> Match {
         let length = path.utf8.count
-        for entry in exact where entry.path.utf8.count == length && entry.method == method && entry.path == path {
-            return .found(routes[entry.index], [:])
+        for position in exactLengths.indices where exactLengths[position] == length {
+            let entry = exact[position]
+            if entry.method == method && entry.path == path { return .found(routes[entry.index], [:]) }
         }
         let bytes = path.utf8.span
         let parts = Self.segmentRanges(bytes)
