@@ -2,9 +2,9 @@ import Synchronization
 
 /// Byte buffers for response bodies, used again once the server has sent them.
 ///
-/// The server bridge lends a body of ``smallestKept`` bytes or more to libmicrohttpd instead of
-/// copying it, and gives its buffer back here when the answer has been sent; an answer written
-/// into a buffer taken from here reuses that storage. A token answer (2 KB and more) is a
+/// The server bridge sends a body from its own storage (no copy) and gives the buffer back here
+/// when the request has completed; an answer written into a buffer taken from here reuses that
+/// storage. A token answer (2 KB and more) is a
 /// large-chunk allocation, which `malloc` answers with a consolidation of its small free chunks:
 /// allocating and freeing it were about 1.7k instructions of a cached answer (behaviour §10).
 ///
@@ -16,7 +16,7 @@ public final class BodyBuffers: Sendable {
 
     /// Most buffers held.
     public static let keptCount = 64
-    /// Smallest capacity kept, in bytes: smaller bodies are copied by the bridge, not lent.
+    /// Smallest capacity kept, in bytes: smaller buffers come from `malloc`'s small bins, cheaply.
     public static let smallestKept = 1024
     /// Largest capacity kept, in bytes.
     public static let largestKept = 16 << 10

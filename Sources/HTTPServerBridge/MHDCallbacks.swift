@@ -532,7 +532,8 @@ private func string(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> String {
 /// (e.g. with a line break) turns the answer into a bare 500.
 ///
 /// The body is not copied: MHD sends it from the array's own storage (`MHD_RESPMEM_PERSISTENT`),
-/// which the request's `context` holds until the request completes. libmicrohttpd sends a
+/// which the request's `context` holds until the request completes, then gives back to
+/// ``BodyBuffers`` for a later answer (``RequestContext/reset()``). libmicrohttpd sends a
 /// response only before it reports the request completed (and destroys it before that report),
 /// and the context is reset only then; a copy of every body (a `malloc`, a `memcpy` and a `free`)
 /// cost a cached answer about 0.5k instructions (behaviour §10).
@@ -545,8 +546,6 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
     if head, response.body.isEmpty, let length = declaredLength(response.headers), length > 0 {
         // MHD never reads a HEAD answer's content: the reader is there to give it a size.
         created = MHD_create_response_from_callback(length, 4096, unreadContent, nil, nil)
-    } else if response.body.count >= lentBodyBytes {
-        created = lend(response.body)
     } else {
         // The storage stays where it is while the context holds the array (nothing mutates it):
         // the address outlives this closure on purpose.
@@ -564,41 +563,6 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
     guard added else { return queue(HTTPResponse(status: 500), on: connection, head: head, holding: context) }
     guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection, head: head, holding: context) }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
-}
-
-/// Bodies of at least this many bytes are lent to libmicrohttpd rather than copied: a copy of a
-/// token answer (2 KB and more) was a large-chunk `malloc` (with its fastbin consolidation), a
-/// `memcpy` and a `free` per answer (behaviour §10). Smaller ones are cheaper to copy than to box.
-private let lentBodyBytes = BodyBuffers.smallestKept
-
-/// Holds a lent body's bytes until libmicrohttpd is done with them.
-private final class LentBody {
-    var bytes: [UInt8]
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-}
-
-/// A response whose data is `body`'s own storage, not a copy: the array is held by a retained
-/// ``LentBody`` until libmicrohttpd destroys the response, after the last byte is sent
-/// (``returnLentBody``). Nothing changes the box's array meanwhile, so its storage stays where
-/// `withUnsafeBytes` found it.
-private func lend(_ body: [UInt8]) -> OpaquePointer? {
-    let box = Unmanaged.passRetained(LentBody(body))
-    let created = box.takeUnretainedValue().bytes.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer_with_free_callback_cls(
-            bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), returnLentBody, box.toOpaque())
-    }
-    if created == nil { box.release() }
-    return created
-}
-
-/// MHD_ContentReaderFreeCallback of a lent body: its buffer goes back to ``BodyBuffers`` for a
-/// later answer, and the box goes.
-private func returnLentBody(_ context: UnsafeMutableRawPointer?) {
-    guard let context else { return }
-    let box = Unmanaged<LentBody>.fromOpaque(context).takeRetainedValue()
-    var bytes: [UInt8] = []
-    swap(&bytes, &box.bytes)
-    BodyBuffers.shared.giveBack(bytes)
 }
 
 /// A `Content-Length` of decimal digits only, as a byte count.

@@ -62,7 +62,10 @@ final class RequestContext: @unchecked Sendable {
         fieldFacts = nil
         isHead = false
         queryParameterNotUTF8 = nil
-        responseBody = []
+        // Sent: its buffer serves a later answer (``BodyBuffers``).
+        var sent: [UInt8] = []
+        swap(&sent, &responseBody)
+        BodyBuffers.shared.giveBack(sent)
         outcome.withLock { $0 = .pending }
     }
 

@@ -366,7 +366,7 @@ struct HTTPServerTests {
         #expect(texts == ["fast", "slow", "slow", "fast"])
     }
 
-    @Test("bodies small and large (copied or lent to libmicrohttpd) arrive byte for byte, immediate and async, one after another on a connection")
+    @Test("bodies small and large, sent from their own storage, arrive byte for byte, immediate and async, one after another on a connection")
     func bodiesOfEverySizeArriveIntact() async throws {
         // Distinct bytes per size and position, so a body sent from freed or reused storage shows.
         @Sendable func body(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ count) } }
