@@ -59,7 +59,8 @@ public enum ScopeRules {
             // Already a scope: `{resource}/.default/.default` would be refused by the platform
             // (AADSTS70011) after a call, and the caller meant `scopes`.
             guard !trimmed.lowercased().hasSuffix("/.default") else {
-                throw ScopeError(field: "resource", detail: "resource is a resource URI such as https://graph.microsoft.com; '\(trimmed)' is a scope: send it in scopes")
+                throw ScopeError(
+                    field: "resource", detail: "resource is a resource URI such as https://graph.microsoft.com; '\(trimmed)' is a scope: send it in scopes")
             }
             return ScopeSet(normalizing: [trimmed + "/.default"])
         case (.some(let scopes), nil):
