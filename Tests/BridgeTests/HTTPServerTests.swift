@@ -69,6 +69,20 @@ private func startRecordingServer() throws -> (HTTPServer, RequestLog) {
     return (server, log)
 }
 
+/// A server answering `GET /now/N` on the polling thread and `GET /later/N` from the suspended
+/// step, each with `body(N)`.
+private func startBodyServer(_ body: @escaping @Sendable (Int) -> [UInt8]) throws -> HTTPServer {
+    try startServer(
+        ClosureHandler(
+            immediate: { request in
+                request.path.hasPrefix("/now/") ? HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(5))!)) : nil
+            },
+            async: { request in
+                await Task.yield()
+                return HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(7))!))
+            }))
+}
+
 @Suite("HTTPServer on libmicrohttpd", .serialized)
 struct HTTPServerTests {
     @Test("respondImmediately answers on the polling thread, with headers, Content-Length and HEAD")
@@ -371,15 +385,7 @@ struct HTTPServerTests {
         // Distinct bytes per size and position, so a body sent from freed or reused storage shows.
         @Sendable func body(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ count) } }
         let sizes = [0, 1, 1023, 1024, 2_500, 300_000]
-        let server = try startServer(
-            ClosureHandler(
-                immediate: { request in
-                    request.path.hasPrefix("/now/") ? HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(5))!)) : nil
-                },
-                async: { request in
-                    await Task.yield()
-                    return HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(7))!))
-                }))
+        let server = try startBodyServer(body)
         defer { server.stop() }
         let port = server.port
         let paths = sizes.flatMap { ["/now/\($0)", "/later/\($0)"] }
@@ -409,15 +415,7 @@ struct HTTPServerTests {
             for index in 0..<2_500 { out.append(UInt8(truncatingIfNeeded: index &* 7 &+ id)) }
             return out
         }
-        let server = try startServer(
-            ClosureHandler(
-                immediate: { request in
-                    request.path.hasPrefix("/now/") ? HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(5))!)) : nil
-                },
-                async: { request in
-                    await Task.yield()
-                    return HTTPResponse(status: 200, body: body(Int(request.path.dropFirst(7))!))
-                }))
+        let server = try startBodyServer(body)
         defer { server.stop() }
         let port = server.port
         let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
