@@ -178,7 +178,6 @@ package struct JSONBody: Sendable {
         // `String` of it and a second look-up for the repeat were most of this check.
         if request.headers.withFirstValue("Content-Type", { value, repeated in !repeated && isPlainJSON(value) }) == true { return }
         let declared = try request.headers.only("Content-Type")
-        if let declared, isPlainJSON(declared) { return }
         var parts = (declared ?? "").split(separator: ";", omittingEmptySubsequences: false)
         let mediaType = parts.isEmpty ? "" : parts.removeFirst().trimmingCharacters(in: .whitespaces).lowercased()
         guard mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json")) else {
@@ -259,13 +258,8 @@ package struct JSONBody: Sendable {
     }
 
     /// `application/json`, alone or with `charset=utf-8` as clients usually write it, compared
-    /// without allocating; every other spelling (parameters, `+json`, odd case, spaces) is left
-    /// to the full check of ``requireJSON(_:)``.
-    package static func isPlainJSON(_ contentType: String) -> Bool {
-        isPlainJSON(contentType.utf8.span)
-    }
-
-    /// The usual exact values, compared whole (the generic prefix check showed on the cached path).
+    /// whole on its bytes; every other spelling (parameters, `+json`, odd case, spaces) is left to
+    /// the full check of ``requireJSON(_:)``.
     private static func isPlainJSON(_ bytes: Span<UInt8>) -> Bool {
         for plain in plainJSONValues where plain.count == bytes.count {
             var differ: UInt8 = 0

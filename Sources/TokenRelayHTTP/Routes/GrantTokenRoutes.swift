@@ -69,10 +69,8 @@ package enum GrantTokenRoutes {
             let result = try await acquire(context)
             // Counted per (key, owner): `app:{tenant}` or `obo:{sha256}` (behaviour §12 Audit, owners).
             issuance?.record(keyId: context.caller ?? "", accountId: result.token.accountId, uti: result.token.uti)
-            var response = HTTPResponse.json(200, tokenBody(result, correlationId: context.correlationId))
-            response.headers.set("client-request-id", context.correlationId)
-            response.headers.set("Cache-Control", "no-store")
-            return response
+            return HTTPResponse.tokenAnswer(
+                bytes: JSONWriter.encode(tokenBody(result, correlationId: context.correlationId)), correlationId: context.correlationId)
         } catch {
             var problem = RelayError(rendering: error)
             problem.correlationId = context.correlationId
