@@ -33,12 +33,14 @@ public final class BodyBuffers: Sendable {
     /// Keeps `buffer`'s storage for a later ``take()``, emptied, when its capacity is within the
     /// bounds and fewer than ``keptCount`` are held; else it is freed.
     public func giveBack(_ buffer: consuming [UInt8]) {
-        var buffer = buffer
+        // The parameter itself is emptied: a `var` copy of it was a second reference, and
+        // `removeAll(keepingCapacity:)` of a shared array allocates a new one.
         guard (Self.smallestKept...Self.largestKept).contains(buffer.capacity) else { return }
         // Emptied in place: nothing else holds an answer the server has sent.
         buffer.removeAll(keepingCapacity: true)
+        let emptied = consume buffer
         free.withLock { held in
-            if held.count < Self.keptCount { held.append(buffer) }
+            if held.count < Self.keptCount { held.append(emptied) }
         }
     }
 

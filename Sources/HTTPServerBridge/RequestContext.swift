@@ -65,7 +65,7 @@ final class RequestContext: @unchecked Sendable {
         // Sent: its buffer serves a later answer (``BodyBuffers``).
         var sent: [UInt8] = []
         swap(&sent, &responseBody)
-        BodyBuffers.shared.giveBack(sent)
+        BodyBuffers.shared.giveBack(consume sent)
         outcome.withLock { $0 = .pending }
     }
 

@@ -121,6 +121,17 @@ struct MemoryBoundsTests {
         #expect(parsed?["source"] as? String == "refresh")
     }
 
+    @Test("A cached answer is written into the buffer it is given, not into new storage")
+    func answerWrittenInPlace() {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(4_096)
+        let storage = buffer.withUnsafeBytes { $0.baseAddress.map { UInt(bitPattern: $0) } }
+        let answer = TokenAnswerBytes(cached: Self.token(["User.Read"], expiresOn: 9_000))
+            .answer(account: AccountCacheTests.account, owner: nil, correlationId: "c-1", into: consume buffer)
+        #expect(answer.count > 100)
+        #expect(answer.withUnsafeBytes { $0.baseAddress.map { UInt(bitPattern: $0) } } == storage)
+    }
+
     @Test("Declined-scopes answers stay within their limit: expired ones go first, then new ones are not kept")
     func declinedScopesBounded() {
         let memory = DeclinedScopesMemory(limit: 3)

@@ -66,13 +66,13 @@ package final class TokenAnswerBytes: Sendable {
     /// - Parameter buffer: an empty buffer to write into, whose storage is used when it is large
     ///   enough (the server's reused body buffers).
     package func answer(account: AccountRecord, owner: String?, correlationId: String, into buffer: consuming [UInt8] = []) -> [UInt8] {
-        var out = buffer
-        out.reserveCapacity(head.count + account.jsonBytes.count + correlationId.utf8.count + tail.count + 160)
-        out.append(contentsOf: head)
-        account.writeJSON(owner: owner, into: &out)
-        out.append(contentsOf: #","correlation_id":"#.utf8)
-        JSONWriter.writeString(correlationId, into: &out)
-        out.append(contentsOf: tail)
-        return out
+        // Written into the parameter itself: a `var` copy would share the storage and copy it on the first write.
+        buffer.reserveCapacity(head.count + account.jsonBytes.count + correlationId.utf8.count + tail.count + 160)
+        buffer.append(contentsOf: head)
+        account.writeJSON(owner: owner, into: &buffer)
+        buffer.append(contentsOf: #","correlation_id":"#.utf8)
+        JSONWriter.writeString(correlationId, into: &buffer)
+        buffer.append(contentsOf: tail)
+        return buffer
     }
 }
