@@ -124,10 +124,27 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// The `client-request-id` field naming the request (behaviour §8), sent after ``headers``.
+    /// Apart from them because nearly every answer carries it: added to a list shared by many
+    /// answers (the token answer's fixed fields), it copied the list on every answer.
+    public var clientRequestId: String?
 
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], clientRequestId: String? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.clientRequestId = clientRequestId
     }
+
+    /// The header fields as sent: ``headers``, then `client-request-id` when ``clientRequestId`` is set.
+    public var sentHeaders: HTTPHeaders {
+        guard let clientRequestId else { return headers }
+        var sent = headers
+        sent.add("client-request-id", clientRequestId)
+        return sent
+    }
+
+    /// Whether the answer names its request: ``clientRequestId``, or a `client-request-id` among
+    /// ``headers`` (a relayed downstream answer's own).
+    public var namesRequest: Bool { clientRequestId != nil || headers.contains("client-request-id") }
 }

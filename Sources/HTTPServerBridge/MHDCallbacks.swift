@@ -560,7 +560,10 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
     let added = response.headers.withEachCField { name, value in
         strcasecmp(name, "Content-Length") == 0 || MHD_add_response_header(mhdResponse, name, value) == .YES
     }
-    guard added else { return queue(HTTPResponse(status: 500), on: connection, head: head, holding: context) }
+    // `withCString` lends a native string's own NUL-terminated bytes (passed as a bare argument,
+    // the string was copied into an array first).
+    let named = response.clientRequestId.map { id in id.withCString { MHD_add_response_header(mhdResponse, "client-request-id", $0) == .YES } } ?? true
+    guard added && named else { return queue(HTTPResponse(status: 500), on: connection, head: head, holding: context) }
     guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection, head: head, holding: context) }
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
 }

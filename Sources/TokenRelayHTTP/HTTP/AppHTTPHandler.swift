@@ -259,9 +259,7 @@ package final class AppHTTPHandler: HTTPHandler {
     /// of the server-thread step).
     private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool, span: RequestSpan? = nil) -> HTTPResponse {
         var response = response
-        if !response.headers.contains("client-request-id") {
-            response.headers.add("client-request-id", prepared.correlationId)
-        }
+        if !response.namesRequest { response.clientRequestId = prepared.correlationId }
         let elapsed = prepared.started.duration(to: .now).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         let route = prepared.routeLabel

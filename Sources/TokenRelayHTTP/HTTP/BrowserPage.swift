@@ -42,7 +42,8 @@ package enum BrowserPage {
         var headers = json.headers
         headers.set("Content-Type", "text/html; charset=utf-8")
         headers.set("Cache-Control", "no-store")
-        return HTTPResponse(status: json.status, headers: headers, body: Array(document(title: heading(problem.code), body).utf8))
+        return HTTPResponse(
+            status: json.status, headers: headers, body: Array(document(title: heading(problem.code), body).utf8), clientRequestId: json.clientRequestId)
     }
 
     /// The signed-in page of a callback without `redirect_after`: who signed in and the account id.

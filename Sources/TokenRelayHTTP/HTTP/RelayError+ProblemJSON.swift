@@ -45,12 +45,9 @@ extension RelayError {
         // The field list made once, copied once with room for the rest: its first add copied
         // it, and the next grew it (two allocations per 401; behaviour §10).
         var headers = Self.contentType
-        headers.reserveCapacity(forMoreFields: 4)
+        headers.reserveCapacity(forMoreFields: 3)
         addHeaders(to: &headers)
-        // Added here, where no other `client-request-id` can be: the pipeline set it (a look for
-        // one to replace, then the add) on every refusal.
-        headers.add("client-request-id", correlationId)
-        return HTTPResponse(status: status, headers: headers, body: body(correlationId: correlationId))
+        return HTTPResponse(status: status, headers: headers, body: body(correlationId: correlationId), clientRequestId: correlationId)
     }
 
     /// The RFC 9457 members, in UTF-8 key order as ``JSONWriter`` writes every object, and the

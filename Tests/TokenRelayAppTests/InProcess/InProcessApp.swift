@@ -160,7 +160,7 @@ final class InProcessApp: Sendable {
             request.body = body
         }
         let response = await Self.answer(request, by: dependencies.handler)
-        return TestResponse(status: response.status, headers: response.headers, body: response.body)
+        return TestResponse(status: response.status, headers: response.sentHeaders, body: response.body)
     }
 
     /// The request `HTTPServer` would build for `target` (origin form): the path and the query's
