@@ -52,8 +52,9 @@ package struct Caller: Sendable {
 
     /// Takes one request from the key's budget.
     /// - Throws: 429 `rate_limited` with `Retry-After` when the budget is spent.
-    package func takeRequest(now: Double = RateBucket.monotonicNow()) throws(RelayError) {
-        if let bucket, let wait = bucket.take(now: now) { throw RateBucket.rateLimited(wait: wait) }
+    /// - Parameter now: ``RelayClock/monotonicNow()`` seconds, read only when the key has a budget.
+    package func takeRequest(now: Double? = nil) throws(RelayError) {
+        if let bucket, let wait = bucket.take(now: now ?? RelayClock.monotonicNow()) { throw RateBucket.rateLimited(wait: wait) }
     }
 }
 
@@ -127,7 +128,7 @@ package final class APIKeyAuthenticator: Sendable {
         bootstrapCaller = Caller(
             keyId: Self.bootstrapKeyId(bootstrapKey), owner: Self.bootstrapOwner, permissions: Permission.allCases,
             access: KeyAccess(owner: Self.bootstrapOwner),
-            bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
+            bucket: rateLimitPerKey > 0 ? RateBucket(rate: rateLimitPerKey, now: RelayClock.monotonicNow()) : nil)
         self.keys = keys
     }
 
@@ -249,7 +250,7 @@ package final class APIKeyAuthenticator: Sendable {
             // A key looked up again keeps its bucket: re-reading the row must not refill it.
             let bucket =
                 held?.value.caller?.bucket
-                ?? (rateLimitPerKey > 0 && record != nil ? RateBucket(rate: rateLimitPerKey, now: RateBucket.monotonicNow()) : nil)
+                ?? (rateLimitPerKey > 0 && record != nil ? RateBucket(rate: rateLimitPerKey, now: RelayClock.monotonicNow()) : nil)
             let entry = CachedKey(
                 secretHash: record?.secretHash,
                 caller: record.map {

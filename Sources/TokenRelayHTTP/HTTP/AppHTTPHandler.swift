@@ -260,8 +260,7 @@ package final class AppHTTPHandler: HTTPHandler {
     private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool, span: RequestSpan? = nil) -> HTTPResponse {
         var response = response
         if !response.namesRequest { response.clientRequestId = prepared.correlationId }
-        let elapsed = prepared.started.duration(to: .now).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        let seconds = RelayClock.monotonicNow() - prepared.started
         let route = prepared.routeLabel
         if response.status == 200 && route == "/v1/tokens/silent" {
             silentOK.increment()
@@ -279,7 +278,7 @@ package final class AppHTTPHandler: HTTPHandler {
         if let tracer {
             (span ?? RequestSpan.begin(prepared.http.headers, tracer: tracer))?.end(
                 method: prepared.http.method, route: prepared.route?.template, status: response.status,
-                elapsed: Duration(secondsComponent: elapsed.seconds, attosecondsComponent: elapsed.attoseconds), suspended: suspended)
+                elapsed: .nanoseconds(Int64(seconds * 1e9)), suspended: suspended)
         }
         return response
     }

@@ -10,8 +10,9 @@ package struct PreparedRequest: Sendable {
     package let received: ReceivedRequest
     /// Lent, not returned: a getter hands out a copy, a reference count for each of its fields.
     package var http: HTTPRequest { _read { yield received.http } }
-    /// When the server-thread step began (the duration histogram measures from here).
-    package let started = ContinuousClock.now
+    /// When the server-thread step began, ``RelayClock/monotonicNow()`` seconds (the duration
+    /// histogram measures from here).
+    package let started = RelayClock.monotonicNow()
     /// `client-request-id`, `X-Correlation-ID` or a new id; the body's `correlation_id`, where a
     /// route reads one, renames ``request``'s context instead.
     package let correlationId: String

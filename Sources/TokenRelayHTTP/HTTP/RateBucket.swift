@@ -49,13 +49,6 @@ package final class RateBucket: Sendable {
         state.withLock { $0.tokens = min(capacity, $0.tokens + 1) }
     }
 
-    /// Seconds of a monotonic clock (uptime), the `now` of ``take(now:)`` in the service.
-    package static func monotonicNow() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
-
     /// 429 `rate_limited` with `Retry-After` and `retry_after_s` (whole seconds, at least 1).
     package static func rateLimited(wait: Double) -> RelayError {
         let seconds = max(1, Int(wait.rounded(.up)))
