@@ -29,11 +29,18 @@ package struct KeyAccess: Sendable, Equatable {
         let tenants: Set<String>
         let scopePatterns: [String]
         let owner: String?
+        /// Whether the tenants and the scopes are limited, worked out once: a look at a set or
+        /// an array through the shared object copied it, about 140 instructions of every token
+        /// request of an unlimited key (behaviour §10).
+        let limitsTenants: Bool
+        let limitsScopes: Bool
 
         init(tenants: Set<String>, scopePatterns: [String], owner: String?) {
             self.tenants = tenants
             self.scopePatterns = scopePatterns
             self.owner = owner
+            limitsTenants = !tenants.isEmpty
+            limitsScopes = !scopePatterns.isEmpty
         }
     }
 
@@ -49,7 +56,9 @@ package struct KeyAccess: Sendable, Equatable {
     /// No limit: the bootstrap key, keys created without `--tenants`/`--scopes`, open routes.
     package static let unrestricted = KeyAccess()
 
-    package var limitsTenants: Bool { !tenants.isEmpty }
+    package var limitsTenants: Bool { limits.limitsTenants }
+    /// Whether the key may ask only for some scopes.
+    package var limitsScopes: Bool { limits.limitsScopes }
 
     /// The key's tenants, sorted, as the stores' `visibleTenants` list filters; nil: every tenant.
     package var visibleTenants: [String]? { limitsTenants ? tenants.sorted() : nil }
@@ -65,31 +74,31 @@ package struct KeyAccess: Sendable, Equatable {
     /// account outside its tenants, is not there for it. Reads only the record, so the memory
     /// path (behaviour §10) checks it without a database read.
     package func sees(_ account: AccountRecord) -> Bool {
-        account.isVisible(toOwner: owner) && (tenants.isEmpty || Self.tenants(of: account).contains { tenants.contains($0.lowercased()) })
+        account.isVisible(toOwner: owner) && (!limitsTenants || Self.tenants(of: account).contains { tenants.contains($0.lowercased()) })
     }
 
     /// Whether the key may name `tenant` (a `tenant_id` filter, an authority's tenant).
     package func allows(tenant: String) -> Bool {
-        tenants.isEmpty || tenants.contains(tenant.lowercased())
+        !limitsTenants || tenants.contains(tenant.lowercased())
     }
 
     /// Whether every scope of `scopes` matches one of the key's patterns.
     package func allows(_ scopes: ScopeSet) -> Bool {
-        scopePatterns.isEmpty || scopes.canonical.allSatisfy(allows(scope:))
+        !limitsScopes || scopes.canonical.allSatisfy(allows(scope:))
     }
 
     /// Whether every scope `token` carries matches one of the key's patterns. Free for a key
     /// without patterns: the token's scopes are only normalised when there is something to check
     /// (normalising them on every cached answer was 9,300 instructions of a 89,000 request).
     package func allows(_ token: StoredAccessToken) -> Bool {
-        scopePatterns.isEmpty || allows(token.scopeSet)
+        !limitsScopes || allows(token.scopeSet)
     }
 
     /// Whether `scope` (canonical: Graph scopes short, others full URIs) matches a pattern, in its
     /// canonical or full-URI form (`User.Read` and `https://graph.microsoft.com/User.Read` are one
     /// scope, behaviour §1).
     package func allows(scope: String) -> Bool {
-        if scopePatterns.isEmpty { return true }
+        if !limitsScopes { return true }
         let short = scope.lowercased()
         let full = short.contains("://") ? short : "https://graph.microsoft.com/" + short
         return scopePatterns.contains { Self.glob($0, matches: short) || Self.glob($0, matches: full) }

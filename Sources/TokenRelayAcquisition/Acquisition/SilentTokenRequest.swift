@@ -150,7 +150,7 @@ extension KeyAccess {
     /// 403 `forbidden` for what a token request names and the key may not use: a `tenant_id`,
     /// an authority's tenant, a scope outside the patterns.
     package func check(_ request: SilentTokenRequest) throws(RelayError) {
-        if tenants.isEmpty && scopePatterns.isEmpty { return }
+        if !limitsTenants && !limitsScopes { return }
         if case .username(_, let tenantId?) = request.account { try check(tenant: tenantId, field: "tenant_id") }
         if let authority = request.authority { try check(authority: authority) }
         try check(request.scopes, field: "scopes")
