@@ -31,6 +31,9 @@ extension RelayError {
         return headers
     }
 
+    /// Whether the error's facts make any of ``headers`` (what ``addHeaders(to:)`` writes).
+    private var makesHeaders: Bool { retryAfterSeconds != nil || challenge != nil || allowedMethods != nil || closesConnection }
+
     /// Adds ``headers`` to `headers` (each name once: none of them is there before).
     private func addHeaders(to headers: inout HTTPHeaders) {
         if let retryAfterSeconds { headers.add("Retry-After", String(retryAfterSeconds)) }
@@ -42,11 +45,14 @@ extension RelayError {
     /// The problem's answer: its status, `Content-Type`, the headers of its facts, and
     /// `client-request-id` naming `correlationId` (behaviour §8), as the pipeline sends it.
     package func response(correlationId: String) -> HTTPResponse {
-        // The field list made once, copied once with room for the rest: its first add copied
-        // it, and the next grew it (two allocations per 401; behaviour §10).
+        // The field list made once and shared by every problem without fields of its own (a 404);
+        // otherwise copied once with room for the rest: its first add copied it, and the next grew
+        // it (two allocations per 401; behaviour §10).
         var headers = Self.contentType
-        headers.reserveCapacity(forMoreFields: 3)
-        addHeaders(to: &headers)
+        if makesHeaders {
+            headers.reserveCapacity(forMoreFields: 3)
+            addHeaders(to: &headers)
+        }
         return HTTPResponse(status: status, headers: headers, body: body(correlationId: correlationId), clientRequestId: correlationId)
     }
 
