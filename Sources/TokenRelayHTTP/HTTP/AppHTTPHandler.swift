@@ -54,7 +54,7 @@ package final class AppHTTPHandler: HTTPHandler {
             guard let answered = try prepare(&prepared) else { return .suspend(prepared) }
             response = answered
         } catch {
-            response = render(problem: error, prepared)
+            response = render(error, prepared)
         }
         return .respond(finish(response, prepared, suspended: false))
     }
@@ -139,9 +139,7 @@ package final class AppHTTPHandler: HTTPHandler {
 
     /// Everything memory can do for the request, in the order the answers take precedence.
     /// - Returns: the answer, or nil to suspend (the key must be looked up, or the handler run).
-    /// - Throws: the refusal, typed: a refusal from memory is neither boxed as `any Error` nor
-    ///   cast back (about 400 instructions of each, behaviour §10).
-    private func prepare(_ prepared: inout PreparedRequest) throws(RelayError) -> HTTPResponse? {
+    private func prepare(_ prepared: inout PreparedRequest) throws -> HTTPResponse? {
         // Read in place through the shared reference: a local copy retained every field.
         let received = prepared.received
         try RequestHeadLimits.check(received.http)
@@ -220,7 +218,7 @@ package final class AppHTTPHandler: HTTPHandler {
 
     /// The route's query parameters (400 naming one it does not take), its JSON body (400 naming
     /// `body` when it takes none) and its own preparation, run exactly once per request.
-    private static func prepareRoute(_ route: Router.Route, _ request: inout RouteRequest) throws(RelayError) -> HTTPResponse? {
+    private static func prepareRoute(_ route: Router.Route, _ request: inout RouteRequest) throws -> HTTPResponse? {
         try route.query.check(request.http.query)
         if route.body == .json { request.body = try JSONBody(request.http) } else { try route.body.check(request.http.body) }
         guard let prepare = route.prepare else { return nil }
@@ -229,12 +227,7 @@ package final class AppHTTPHandler: HTTPHandler {
 
     /// The one rendering of every error (problems, store and acquisition errors; anything else 500).
     private func render(_ error: any Error, _ prepared: PreparedRequest) -> HTTPResponse {
-        render(problem: RelayError(rendering: error), prepared, renderedFrom: error)
-    }
-
-    /// ``render(_:_:)`` of a problem; `renderedFrom`: the error it was made from, when it was not one.
-    private func render(problem: RelayError, _ prepared: PreparedRequest, renderedFrom error: (any Error)? = nil) -> HTTPResponse {
-        var problem = problem
+        var problem = RelayError(rendering: error)
         // Routes name what their request chose; elsewhere (the sign-in callback, downstream
         // calls) the platform refused the scopes or authority the request led to.
         problem.nameInput()
@@ -244,7 +237,7 @@ package final class AppHTTPHandler: HTTPHandler {
             problem.extensions["sign_in_url"] = .string(url)
             problem.extensions["sign_in_id"] = .string(signInId)
         }
-        if problem.code == .internal, let error, !(error is RelayError), !(error is StoreError), !(error is AcquisitionError) {
+        if problem.code == .internal, !(error is RelayError), !(error is StoreError), !(error is AcquisitionError) {
             problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."
         }
         var response = problem.response(correlationId: named)
@@ -336,7 +329,7 @@ package final class AppHTTPHandler: HTTPHandler {
     package static func newCorrelationId() -> String { CorrelationId.make() }
 
     /// The request budget in seconds: `Request-Timeout` (decimals allowed, at most 120) or the default.
-    package static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws(RelayError) -> Double {
+    package static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws -> Double {
         // Few requests carry it: a length check per field settles that without building a String.
         guard headers.containsName(ofLength: 15), let text = try headers.only("Request-Timeout") else { return seconds }
         let trimmed = text.trimmingCharacters(in: .whitespaces)

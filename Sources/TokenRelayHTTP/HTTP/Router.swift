@@ -362,7 +362,7 @@ package enum RouteQuery: Sendable, Equatable {
 /// memory, else in the suspended step. It must not block (no I/O). It may refine the request
 /// (e.g. the silent route's parsed request and body correlation id), answer it (a response),
 /// or throw a problem; nil hands the request on to the handler.
-package typealias RoutePreparation = @Sendable (inout RouteRequest) throws(RelayError) -> HTTPResponse?
+package typealias RoutePreparation = @Sendable (inout RouteRequest) throws -> HTTPResponse?
 
 package typealias RouteHandler = @Sendable (RouteRequest) async throws -> HTTPResponse
 
