@@ -105,7 +105,12 @@ public enum ScopeRules {
     /// - Returns: the normalised granted set.
     public static func granted(_ scopeString: String?, requested: ScopeSet) -> ScopeSet {
         guard let scopeString, !isBlank(scopeString) else { return requested }
-        var items = scopeString.split(separator: " ").map(String.init)
+        // ASCII text split on its bytes (the same pieces: no ASCII character holds a space but the
+        // space itself); a `Character` split was 14k instructions of a forced refresh (callgrind, issue 30).
+        var items =
+            scopeString.utf8.allSatisfy { $0 < 0x80 }
+            ? scopeString.utf8.split(separator: UInt8(ascii: " ")).map { String(Substring($0)) }
+            : scopeString.split(separator: " ").map(String.init)
         let resource = requested.resource ?? Scope.graph
         // Unprefixed response scopes belong to the requested resource.
         items = items.map { item in

@@ -103,6 +103,37 @@ struct ScopeTests {
         #expect(ScopeRules.declined(requested: requested, granted: ScopeRules.granted("Mail.Read", requested: requested)).isEmpty)
     }
 
+    @Test("A scope splits at its last / as a Character search finds it; ASCII text is searched on its bytes since issue 30")
+    func lastSlash() {
+        let samples = [
+            "User.Read", "https://graph.microsoft.com/User.Read", "HTTPS://GRAPH.MICROSOFT.COM/Mail.Send", "https://management.core.windows.net//.default",
+            "api://1111/read/write", "/", "a/", "/b", "a\r\n/b", "é/x", "x/é", "a/\u{301}b", "\u{600}/b", "a\u{200D}/b",
+        ]
+        for text in samples {
+            let scope = Scope(text, defaultResource: "api://d")
+            let reference: (resource: String, name: String) =
+                if let slash = text.lastIndex(of: "/") {
+                    (String(text[..<slash]), String(text[text.index(after: slash)...]))
+                } else {
+                    ("api://d", text)
+                }
+            let resource = reference.resource.lowercased() == Scope.graph ? Scope.graph : reference.resource
+            #expect(scope.resource == resource && scope.name == reference.name, "\(text.debugDescription)")
+        }
+    }
+
+    @Test("granted: the response's scope splits at each space however many, as before (issue 30 splits ASCII text on its bytes)")
+    func grantedSplitsAtSpaces() {
+        let api = ScopeSet(normalizing: ["api://1111/read"])
+        #expect(ScopeRules.granted("  read   write openid ", requested: api).canonical == ["api://1111/read", "api://1111/write"])
+        // Only a space splits here (a tab splits later, when normalised, unprefixed: Graph's), as before.
+        #expect(ScopeRules.granted("read\twrite", requested: api).canonical == ["api://1111/read", "write"])
+        #expect(ScopeRules.granted("réad write", requested: api).canonical == ["api://1111/réad", "api://1111/write"])
+        // A combining mark after a space makes one Character of the two: not split there, so not
+        // prefixed with the requested resource either (normalising splits it later), as before.
+        #expect(ScopeRules.granted("read \u{301}write", requested: api).canonical == ["api://1111/read", "\u{301}write"])
+    }
+
     @Test("declined: never the OIDC scopes (B2C grants no offline_access back)")
     func declinedNeverOIDC() {
         let requested = ScopeSet(normalizing: ["https://contoso.onmicrosoft.com/api/read", "offline_access", "openid"])
