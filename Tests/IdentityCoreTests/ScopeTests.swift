@@ -103,6 +103,15 @@ struct ScopeTests {
         #expect(ScopeRules.declined(requested: requested, granted: ScopeRules.granted("Mail.Read", requested: requested)).isEmpty)
     }
 
+    @Test("duplicates go however many scopes come first (a few compared in a list, more through a set since issue 30); OIDC scopes in any case")
+    func manyDuplicates() {
+        let names = (1...12).map { "Scope\($0).Read" }
+        let set = ScopeSet(normalizing: names + names.map { $0.uppercased() } + ["openid", "Offline_Access", "EMAIL profile"] + names.reversed())
+        #expect(set.canonical == names.sorted { $0.lowercased() < $1.lowercased() })
+        let few = ScopeSet(normalizing: ["b", "A", "B", "https://graph.microsoft.com/a", "api://x/C", "API://X/c"])
+        #expect(few.canonical == ["A", "api://x/C", "b"])
+    }
+
     @Test("A scope splits at its last / as a Character search finds it; ASCII text is searched on its bytes since issue 30")
     func lastSlash() {
         let samples = [
