@@ -18,6 +18,8 @@ struct ScopeTests {
                 == "https://graph.microsoft.com/Calendars.Read https://graph.microsoft.com/Mail.Read https://graph.microsoft.com/User.Read openid profile offline_access"
         )
         #expect(set.resourceWireValue.hasPrefix("https://graph.microsoft.com/Calendars.Read"))
+        #expect(ScopeSet.empty.wireValue == "openid profile offline_access")
+        #expect(ScopeSet(normalizing: ["api://x//.default"]).wireValue == "api://x//.default openid profile offline_access")
         #expect(ScopeSet(normalizing: ["User.Read", "Mail.Read"]) == ScopeSet(normalizing: ["mail.read", "USER.READ"]))
     }
 
