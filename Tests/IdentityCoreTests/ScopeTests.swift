@@ -145,6 +145,26 @@ struct ScopeTests {
         #expect(ScopeRules.granted("read \u{301}write", requested: api).canonical == ["api://1111/read", "\u{301}write"])
     }
 
+    @Test("A granted set normalised again from its canonical scopes is the same set (a refresh's write takes it as it is, issue 30)")
+    func grantedNormalisedAgain() throws {
+        let requests = [
+            ScopeSet(normalizing: ["User.Read"]), ScopeSet(normalizing: ["api://1111/read"]),
+            try ScopeRules.requested(scopes: ["https://graph.microsoft.com/.default"], resource: nil),
+            ScopeSet(normalizing: ["https://management.core.windows.net//.default"]),
+        ]
+        let answers: [String?] = [
+            nil, "", "User.Read Mail.Read openid profile offline_access", "read write", "HTTPS://GRAPH.MICROSOFT.COM/Files.Read api://1111/x",
+            "https://management.core.windows.net//user_impersonation", "a/b/c d//e",
+        ]
+        for requested in requests {
+            for scope in answers {
+                let granted = ScopeRules.granted(scope, requested: requested)
+                let again = ScopeSet(normalizing: granted.canonical)
+                #expect(again.canonical == granted.canonical && again.cacheKey == granted.cacheKey && again.wireValue == granted.wireValue)
+            }
+        }
+    }
+
     @Test("declined: never the OIDC scopes (B2C grants no offline_access back)")
     func declinedNeverOIDC() {
         let requested = ScopeSet(normalizing: ["https://contoso.onmicrosoft.com/api/read", "offline_access", "openid"])
