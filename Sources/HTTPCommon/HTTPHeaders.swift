@@ -351,6 +351,18 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, E
         }
     }
 
+    /// Calls `body` with each field's name and value bytes (without their NULs), in order, valid
+    /// only during the call, until it returns false (what the client bridge writes into a request's
+    /// header lines, without a `String` of either).
+    /// - Returns: false when `body` stopped the walk.
+    package func withEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool) -> Bool {
+        forEachEntry { entry, buffer in
+            body(
+                UnsafeRawBufferPointer(rebasing: buffer[entry.nameStart..<entry.nameStart + entry.nameCount]),
+                UnsafeRawBufferPointer(rebasing: buffer[entry.valueStart..<entry.valueStart + entry.valueCount]))
+        }
+    }
+
     public struct Iterator: IteratorProtocol {
         fileprivate let headers: HTTPHeaders
         fileprivate var offset = 0

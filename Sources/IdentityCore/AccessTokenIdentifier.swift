@@ -19,16 +19,17 @@ public enum AccessTokenIdentifier {
             let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
             !bytes[(second + 1)...].contains(UInt8(ascii: ".")),
             let payload = Base64URL.decode(bytes[(first + 1)..<second]),
-            let uti = try? JSONDecoder().decode(UTIClaim.self, from: Data(payload)).uti?.stringValue
+            let uti = try? JSONDecoder().decode(UTIClaim.self, from: Data(payload)).uti
         else { return nil }
         return isIdentifier(uti) ? uti : nil
     }
 
-    /// The one claim read of the payload, as the `JSONValue` it is: the payload is read whole
-    /// (refused when it is not a JSON object), but only `uti` is converted. Decoding every claim
-    /// into `JSONValue` was a quarter of a forced refresh's instructions (callgrind, issue 30).
+    /// The one claim read of the payload: the payload is read whole (refused when it is not a
+    /// JSON object), but only `uti` is converted. Decoding every claim into `JSONValue` was a
+    /// quarter of a forced refresh's instructions (callgrind, issue 30). Asked for as text: a
+    /// `uti` of any other kind fails the decoding, and is no `uti` either way.
     struct UTIClaim: Decodable {
-        let uti: JSONValue?
+        let uti: String?
     }
 
     /// Whether `text` could be a `uti`: 1 to ``maxLength`` base64url characters (RFC 4648 §5).

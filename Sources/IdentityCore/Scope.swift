@@ -14,7 +14,11 @@ struct Scope: Sendable, Hashable {
     ///   - text: a trimmed, non-empty scope.
     ///   - defaultResource: resource of an unprefixed scope (Graph on requests).
     init(_ text: String, defaultResource: String = Scope.graph) {
-        if let slash = text.lastIndex(of: "/") {
+        // ASCII text (every scope seen in practice) searched on its bytes, where an ASCII `/` is a
+        // character of its own: the same index, without a `Character` search (about 3k
+        // instructions a scope; a forced refresh normalises four sets, callgrind, issue 30).
+        let slash = text.utf8.allSatisfy { $0 < 0x80 } ? text.utf8.lastIndex(of: UInt8(ascii: "/")) : text.lastIndex(of: "/")
+        if let slash {
             let resource = String(text[..<slash])
             let name = String(text[text.index(after: slash)...])
             if resource.lowercased() == Scope.graph {

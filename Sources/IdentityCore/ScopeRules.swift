@@ -8,6 +8,9 @@ import Foundation
 public enum ScopeRules {
     /// The OIDC scopes TokenRelay adds itself; never part of a cache key or a decline.
     public static let reserved: Set<String> = ["openid", "profile", "offline_access", "email"]
+    /// The longest of ``reserved``, in UTF-8 bytes: longer text is none of them, lower-cased or
+    /// not (only ASCII letters lower-case to their letters), and is not lower-cased to be looked up.
+    static let longestReserved = reserved.map(\.utf8.count).max() ?? 0
 
     /// Validates and normalises the scopes of a token request before any network call.
     ///
@@ -105,7 +108,12 @@ public enum ScopeRules {
     /// - Returns: the normalised granted set.
     public static func granted(_ scopeString: String?, requested: ScopeSet) -> ScopeSet {
         guard let scopeString, !isBlank(scopeString) else { return requested }
-        var items = scopeString.split(separator: " ").map(String.init)
+        // ASCII text split on its bytes (the same pieces: no ASCII character holds a space but the
+        // space itself); a `Character` split was 14k instructions of a forced refresh (callgrind, issue 30).
+        var items =
+            scopeString.utf8.allSatisfy { $0 < 0x80 }
+            ? scopeString.utf8.split(separator: UInt8(ascii: " ")).map { String(Substring($0)) }
+            : scopeString.split(separator: " ").map(String.init)
         let resource = requested.resource ?? Scope.graph
         // Unprefixed response scopes belong to the requested resource.
         items = items.map { item in

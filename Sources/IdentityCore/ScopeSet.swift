@@ -16,23 +16,33 @@ public struct ScopeSet: Sendable, Hashable {
     ///   - scopes: scopes; elements may hold several space-separated scopes.
     ///   - defaultResource: resource of unprefixed scopes (Graph unless told otherwise).
     public init(normalizing scopes: [String], defaultResource: String = "https://graph.microsoft.com") {
+        // Each scope's canonical text and its lower-cased key made once, not again for every
+        // comparison of the sort and for the result; a few scopes compared in a list rather than
+        // hashed into a set (a forced refresh normalises four sets of one or two, callgrind, issue 30).
+        var kept: [(scope: Scope, canonical: String, key: String)] = []
         var seen = Set<String>()
-        var kept: [Scope] = []
         for element in scopes {
             for text in Self.tokens(of: element) {
-                if ScopeRules.reserved.contains(text.lowercased()) { continue }
+                if text.utf8.count <= ScopeRules.longestReserved, ScopeRules.reserved.contains(text.lowercased()) { continue }
                 let scope = Scope(text, defaultResource: defaultResource)
-                if seen.insert(scope.canonical.lowercased()).inserted { kept.append(scope) }
+                let canonical = scope.canonical
+                let key = canonical.lowercased()
+                if kept.count < Self.comparedInList {
+                    if kept.contains(where: { $0.key == key }) { continue }
+                } else {
+                    if seen.isEmpty { seen = Set(kept.map(\.key)) }
+                    guard seen.insert(key).inserted else { continue }
+                }
+                kept.append((scope, canonical, key))
             }
         }
-        kept.sort { lhs, rhs in
-            let l = lhs.canonical.lowercased()
-            let r = rhs.canonical.lowercased()
-            return l == r ? lhs.canonical < rhs.canonical : l < r
-        }
-        self.scopes = kept
+        kept.sort { lhs, rhs in lhs.key == rhs.key ? lhs.canonical < rhs.canonical : lhs.key < rhs.key }
+        self.scopes = kept.map(\.scope)
         self.canonical = kept.map(\.canonical)
     }
+
+    /// Up to this many scopes, a new one is compared with those kept in order instead of a set's hashing.
+    static let comparedInList = 8
 
     /// The scopes in one element, split at spaces, tabs and line breaks. Split by Unicode scalar:
     /// split by `Character`, "\r\n" is one character that is none of the four, and stayed inside
@@ -64,7 +74,18 @@ public struct ScopeSet: Sendable, Hashable {
     /// The `scope` parameter for a user-token request: full URIs plus
     /// `openid profile offline_access` (behaviour §1: added to every user-token request).
     public var wireValue: String {
-        (scopes.map(\.fullURI) + ["openid", "profile", "offline_access"]).joined(separator: " ")
+        // Written into one string: each scope's URI made, then the list joined, cost three times
+        // as much (every refresh sends it, callgrind, issue 30).
+        var out = ""
+        out.reserveCapacity(scopes.reduce(29) { $0 + $1.resource.utf8.count + $1.name.utf8.count + 2 })
+        for scope in scopes {
+            out += scope.resource
+            out += "/"
+            out += scope.name
+            out += " "
+        }
+        out += "openid profile offline_access"
+        return out
     }
 
     /// The `scope` parameter without OIDC scopes (client credentials, behaviour §2 `tokens/app`).

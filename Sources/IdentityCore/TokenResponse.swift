@@ -32,31 +32,31 @@ public struct TokenResponse: Sendable {
     /// - Throws: `TokenResponseError` when the body is not a JSON object or lacks
     ///   `access_token` / a usable `expires_in`.
     public static func parse(_ body: [UInt8]) throws(TokenResponseError) -> TokenResponse {
-        guard let object = try? JSONDecoder().decode(Members.self, from: Data(body)).values else {
+        guard let members = try? JSONDecoder().decode(Members.self, from: Data(body)) else {
             throw TokenResponseError(detail: "token response is not a JSON object")
         }
-        func text(_ key: String) -> String? {
-            switch object[key] {
+        func text(_ value: JSONValue?) -> String? {
+            switch value {
             case .string(let value)?: return value.isEmpty ? nil : value
-            case .number?: return object[key]?.intValue.map(String.init)
+            case .number?: return value?.intValue.map(String.init)
             default: return nil
             }
         }
-        guard let accessToken = text("access_token") else { throw TokenResponseError(detail: "access_token is missing") }
-        guard let expiresIn = object["expires_in"]?.intValue else {
+        guard let accessToken = text(members.accessToken) else { throw TokenResponseError(detail: "access_token is missing") }
+        guard let expiresIn = members.expiresIn?.intValue else {
             throw TokenResponseError(detail: "expires_in is missing or not a number")
         }
         return TokenResponse(
             accessToken: accessToken,
-            tokenType: text("token_type") ?? "Bearer",
+            tokenType: text(members.tokenType) ?? "Bearer",
             expiresIn: expiresIn,
-            extExpiresIn: object["ext_expires_in"]?.intValue,
-            refreshIn: object["refresh_in"]?.intValue,
-            scope: text("scope"),
-            refreshToken: text("refresh_token"),
-            idToken: text("id_token"),
-            clientInfo: text("client_info"),
-            foci: text("foci"))
+            extExpiresIn: members.extExpiresIn?.intValue,
+            refreshIn: members.refreshIn?.intValue,
+            scope: text(members.scope),
+            refreshToken: text(members.refreshToken),
+            idToken: text(members.idToken),
+            clientInfo: text(members.clientInfo),
+            foci: text(members.foci))
     }
 
     public init(
@@ -77,23 +77,46 @@ public struct TokenResponse: Sendable {
 }
 
 extension TokenResponse {
-    /// The members a token response is read for, each read as the `JSONValue` it is (the same
-    /// `JSONDecoder` reading `JSONValue.parse` gives them). Only these are converted: decoding
-    /// the whole body into `JSONValue` was a tenth of a forced refresh's instructions
-    /// (callgrind, issue 30). The text is still read whole, and refused as before when it is not
-    /// JSON or not an object.
+    /// The members a token response is read for, each the `JSONValue` it is (the same
+    /// `JSONDecoder` reading `JSONValue.parse` gives them; nil when absent). Only these are
+    /// converted: decoding the whole body into `JSONValue` was a tenth of a forced refresh's
+    /// instructions (callgrind, issue 30). The text is still read whole, and refused as before
+    /// when it is not JSON or not an object.
     struct Members: Decodable {
-        var values: [String: JSONValue] = [:]
+        var accessToken, tokenType, expiresIn, extExpiresIn, refreshIn, scope, refreshToken, idToken, clientInfo, foci: JSONValue?
 
-        enum Key: String, CodingKey, CaseIterable {
+        enum Key: String, CodingKey {
             case access_token, token_type, expires_in, ext_expires_in, refresh_in, scope, refresh_token, id_token, client_info, foci
         }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: Key.self)
-            for key in Key.allCases {
-                if let value = try container.decodeIfPresent(JSONValue.self, forKey: key) { values[key.rawValue] = value }
-            }
+            accessToken = try Self.text(container, .access_token)
+            tokenType = try Self.text(container, .token_type)
+            expiresIn = try Self.number(container, .expires_in)
+            extExpiresIn = try Self.number(container, .ext_expires_in)
+            refreshIn = try Self.number(container, .refresh_in)
+            scope = try Self.text(container, .scope)
+            refreshToken = try Self.text(container, .refresh_token)
+            idToken = try Self.text(container, .id_token)
+            clientInfo = try Self.text(container, .client_info)
+            foci = try Self.text(container, .foci)
+        }
+
+        /// A member that is text when the platform sends it as it should, asked for as `String`
+        /// first: decoding into `JSONValue` goes through a nested decoder and tries each kind in
+        /// turn (two thirds of reading a token response, callgrind, issue 30). Anything else, null or
+        /// no member is read as before (a failed `String` try costs an error, a missing one a look-up).
+        private static func text(_ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> JSONValue? {
+            if let value = try? container.decodeIfPresent(String.self, forKey: key) { return .string(value) }
+            return try container.decodeIfPresent(JSONValue.self, forKey: key)
+        }
+
+        /// A member that is a number when sent as it should (`expires_in`), asked for as `Double`
+        /// first, as `JSONValue` reads a number; a digit string and anything else as before.
+        private static func number(_ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> JSONValue? {
+            if let value = try? container.decodeIfPresent(Double.self, forKey: key) { return .number(value) }
+            return try container.decodeIfPresent(JSONValue.self, forKey: key)
         }
     }
 }

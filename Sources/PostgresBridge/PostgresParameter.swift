@@ -38,15 +38,4 @@ extension PostgresParameter {
     var format: Int32 {
         if case .bytes = self { 1 } else { 0 }
     }
-
-    /// The wire value, or nil for SQL NULL. Text values carry no terminating NUL here.
-    var encoded: [UInt8]? {
-        switch self {
-        case .text(let value): Array(value.utf8)
-        case .bytes(let value): value
-        case .int(let value): Array(String(value).utf8)
-        case .bool(let value): value ? [UInt8(ascii: "t")] : [UInt8(ascii: "f")]
-        case .null: nil
-        }
-    }
 }

@@ -116,12 +116,15 @@ package struct RotationWrite: Sendable {
     package let redeemedFingerprint: String
     /// The access token to cache with it; nil writes the refresh token alone.
     package let accessToken: StoredAccessToken?
+    /// `accessToken`'s scopes as the set they were made from, when the writer has it (a refresh's
+    /// granted set); nil: the store normalises `accessToken.scopes` (the same set, made again).
+    package let accessTokenTarget: ScopeSet?
     /// A claims challenge was met: other replicas drop the account's in-memory access tokens.
     package let notifyAccessTokensReplaced: Bool
 
     package init(
         accountId: String, tenantId: String, generation: Int64, rotatedRefreshToken: String?, familyId: String?, redeemedFingerprint: String,
-        accessToken: StoredAccessToken?, notifyAccessTokensReplaced: Bool
+        accessToken: StoredAccessToken?, accessTokenTarget: ScopeSet? = nil, notifyAccessTokensReplaced: Bool
     ) {
         self.accountId = accountId
         self.tenantId = tenantId
@@ -130,6 +133,7 @@ package struct RotationWrite: Sendable {
         self.familyId = familyId
         self.redeemedFingerprint = redeemedFingerprint
         self.accessToken = accessToken
+        self.accessTokenTarget = accessToken == nil ? nil : accessTokenTarget
         self.notifyAccessTokensReplaced = notifyAccessTokensReplaced
     }
 }
@@ -139,12 +143,12 @@ extension RotationWrite {
     /// `generation`); an empty `refresh_token` counts as none (case 14: never store a null over one).
     package init(
         _ response: TokenResponse, accountId: String, tenantId: String, generation: Int64, redeemed: String, accessToken: StoredAccessToken?,
-        notifyAccessTokensReplaced: Bool
+        accessTokenTarget: ScopeSet? = nil, notifyAccessTokensReplaced: Bool
     ) {
         self.init(
             accountId: accountId, tenantId: tenantId, generation: generation, rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
             familyId: response.foci, redeemedFingerprint: TokenStore.lineageDigest(redeemed), accessToken: accessToken,
-            notifyAccessTokensReplaced: notifyAccessTokensReplaced)
+            accessTokenTarget: accessTokenTarget, notifyAccessTokensReplaced: notifyAccessTokensReplaced)
     }
 }
 

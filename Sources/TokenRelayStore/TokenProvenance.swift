@@ -20,10 +20,11 @@ package enum TokenProvenance {
     }
 
     /// The five parameters of ``cte(first:)`` for `token` (all null without a token or a `uti`).
-    package static func parameters(of token: StoredAccessToken?) -> [PostgresParameter] {
+    /// - Parameter target: `token`'s scopes normalised, when the caller has them already.
+    package static func parameters(of token: StoredAccessToken?, target: ScopeSet? = nil) -> [PostgresParameter] {
         guard let token, let uti = token.uti else { return Array(repeating: .null, count: 5) }
         return [
-            .text(uti), .text(token.accountId), .text(ScopeSet(normalizing: token.scopes).canonical.joined(separator: " ")),
+            .text(uti), .text(token.accountId), .text((target ?? ScopeSet(normalizing: token.scopes)).canonical.joined(separator: " ")),
             .int(Int64(token.expiresOn)), TokenStore.optional(token.obtainedBy),
         ]
     }

@@ -62,8 +62,9 @@ extension TokenStore: RefreshTokenStore {
             .text(ReplicaNotifications.channel), .text(ReplicaNotifications.Message.refreshReleased(write.accountId).payload),
             write.notifyAccessTokensReplaced ? .text(ReplicaNotifications.Message.accessTokensReplaced(write.accountId).payload) : .null,
         ]
-        if let token = write.accessToken, let sealedAccess {
-            let target = ScopeSet(normalizing: token.scopes)
+        // The access token's scopes normalised once, for its entry and its provenance.
+        let target = write.accessToken.map { write.accessTokenTarget ?? ScopeSet(normalizing: $0.scopes) }
+        if let token = write.accessToken, let sealedAccess, let target {
             parameters += [
                 .text(token.environment), .text(token.realm), .text(target.cacheKey), .text(target.canonical.joined(separator: " ")),
                 .text(sealedAccess.keyId), .bytes(sealedAccess.nonce), .bytes(sealedAccess.ciphertext), .int(Int64(token.expiresOn)),
@@ -72,7 +73,7 @@ extension TokenStore: RefreshTokenStore {
         } else {
             parameters += Array(repeating: .null, count: 10)
         }
-        parameters += TokenProvenance.parameters(of: write.accessToken)
+        parameters += TokenProvenance.parameters(of: write.accessToken, target: target)
         let row = try connection.query(Self.rotationStatement, parameters).rows.first
         if let generation = row?.int("stored_generation") { return .stored(generation: generation) }
         if row?.bool("already_stored") == true { return .alreadyStored }

@@ -28,6 +28,23 @@ struct HTTPClientTests {
         #expect(seen.body.isEmpty)
     }
 
+    /// The header lines are written from the fields' bytes since issue 30: an empty value, a
+    /// repeated name and UTF-8 arrive as they did; CR, LF or a colon in a name is refused unsent.
+    @Test func headerLinesAsGiven() async throws {
+        let peer = try HTTPClientTestPeer { _ in .respond(.init()) }
+        defer { peer.stop() }
+        var headers: HTTPHeaders = ["X-Empty": "", "X-Twice": "one", "X-Text": "é ü 1"]
+        headers.add("X-Twice", "two")
+        _ = try await client.execute(HTTPClientRequest(url: peer.url("/h"), headers: headers))
+        let seen = try #require(peer.requests.first)
+        #expect(seen.headers["X-Empty"] == "" && seen.headers["X-Text"] == "é ü 1")
+        #expect(Array(seen.headers.values(for: "x-twice")) == ["one", "two"])
+        for bad: HTTPHeaders in [["X-Bad": "a\r\nX-Evil: 1"], ["X-Bad": "a\nb"], ["X:Bad": "a"], ["": "a"], ["X-Ok": "1", "X-Bad\r": "a"]] {
+            await #expect(throws: HTTPClientError.self) { _ = try await client.execute(HTTPClientRequest(url: peer.url("/bad"), headers: bad)) }
+        }
+        #expect(peer.requests.count == 1)
+    }
+
     @Test func postBinaryBodyArrivesIntact() async throws {
         let peer = try HTTPClientTestPeer { .respond(.init(body: $0.body)) }
         defer { peer.stop() }

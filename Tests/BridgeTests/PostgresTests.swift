@@ -39,6 +39,28 @@ struct PostgresTests {
         }
     }
 
+    @Test("a column is read by name in a narrow and in a wide result alike: the first of a repeated name, nil for an unknown one")
+    func columnsByName() async throws {
+        try await TestPostgres.withFreshDatabase(named: "pg_columns") { url in
+            let pool = PostgresPool(url: url, size: 1)
+            defer { pool.close() }
+            // Narrow results are searched in order, wide ones through an index (issue 30): both read alike.
+            let wide = (1...20).map { "\($0) AS c\($0)" }.joined(separator: ", ")
+            let (narrow, wider) = try await pool.withConnection { connection in
+                (
+                    try connection.query("SELECT 1 AS a, 2 AS b, 3 AS a, NULL::text AS n").rows.first,
+                    try connection.query("SELECT 0 AS a, \(wide), 21 AS a, 22 AS c20").rows.first
+                )
+            }
+            for row in [try #require(narrow), try #require(wider)] {
+                #expect(row.int("a") == (row.columnNames.count > 16 ? 0 : 1))
+                #expect(row.string("missing") == nil && row.isNull("missing") && row.isNull("n"))
+            }
+            #expect(narrow?.int("b") == 2)
+            #expect(wider?.int("c20") == 20 && wider?.int("c1") == 1 && wider?.columnNames.count == 23)
+        }
+    }
+
     @Test("parameters bind where the server infers the type, and empty bytes are not NULL")
     func inferredTypes() async throws {
         try await TestPostgres.withFreshDatabase(named: "pg_infer") { url in

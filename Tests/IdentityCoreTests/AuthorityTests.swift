@@ -40,6 +40,22 @@ struct AuthorityTests {
         #expect(throws: AuthorityError.self, "\(url.debugDescription)") { try b2c.validate(url) }
     }
 
+    @Test("an authority validated again gives the same answer, past the memo's capacity too; each validator has its own (issue 30)")
+    func validatedAgain() throws {
+        let b2c = try AuthorityValidator(knownAuthorities: ["https://contoso.b2clogin.com"], allowHTTPLoopback: false)
+        let url = "https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_susi"
+        let first = try b2c.validate(url)
+        #expect(try b2c.validate(url) === first)
+        #expect(throws: AuthorityError.self) { try open.validate(url) }  // not known to the other validator
+        for _ in 0..<2 { #expect(throws: AuthorityError.self) { try b2c.validate("https://fabrikam.b2clogin.com/t/B2C_1_susi") } }
+        for index in 0...AcceptedAuthorities.capacity {
+            let tenant = "tenant\(index).onmicrosoft.com"
+            #expect(try open.validate("https://login.microsoftonline.com/\(tenant)").tenant == tenant)
+        }
+        let again = try b2c.validate(url)
+        #expect(again.tenant == "contoso.onmicrosoft.com" && again.policy == "B2C_1_susi" && again.type == .b2c)
+    }
+
     @Test("canonical URL and endpoints")
     func endpoints() throws {
         let authority = try open.validate("https://Login.MicrosoftOnline.com/Contoso.onmicrosoft.com/")

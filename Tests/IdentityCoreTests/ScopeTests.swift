@@ -18,6 +18,8 @@ struct ScopeTests {
                 == "https://graph.microsoft.com/Calendars.Read https://graph.microsoft.com/Mail.Read https://graph.microsoft.com/User.Read openid profile offline_access"
         )
         #expect(set.resourceWireValue.hasPrefix("https://graph.microsoft.com/Calendars.Read"))
+        #expect(ScopeSet.empty.wireValue == "openid profile offline_access")
+        #expect(ScopeSet(normalizing: ["api://x//.default"]).wireValue == "api://x//.default openid profile offline_access")
         #expect(ScopeSet(normalizing: ["User.Read", "Mail.Read"]) == ScopeSet(normalizing: ["mail.read", "USER.READ"]))
     }
 
@@ -101,6 +103,66 @@ struct ScopeTests {
         #expect(granted.isSuperset(of: requested))
         #expect(granted.canonical == ["https://graph.microsoft.com/.default", "Mail.Read", "User.Read"])
         #expect(ScopeRules.declined(requested: requested, granted: ScopeRules.granted("Mail.Read", requested: requested)).isEmpty)
+    }
+
+    @Test("duplicates go however many scopes come first (a few compared in a list, more through a set since issue 30); OIDC scopes in any case")
+    func manyDuplicates() {
+        let names = (1...12).map { "Scope\($0).Read" }
+        let set = ScopeSet(normalizing: names + names.map { $0.uppercased() } + ["openid", "Offline_Access", "EMAIL profile"] + names.reversed())
+        #expect(set.canonical == names.sorted { $0.lowercased() < $1.lowercased() })
+        let few = ScopeSet(normalizing: ["b", "A", "B", "https://graph.microsoft.com/a", "api://x/C", "API://X/c"])
+        #expect(few.canonical == ["A", "api://x/C", "b"])
+    }
+
+    @Test("A scope splits at its last / as a Character search finds it; ASCII text is searched on its bytes since issue 30")
+    func lastSlash() {
+        let samples = [
+            "User.Read", "https://graph.microsoft.com/User.Read", "HTTPS://GRAPH.MICROSOFT.COM/Mail.Send", "https://management.core.windows.net//.default",
+            "api://1111/read/write", "/", "a/", "/b", "a\r\n/b", "é/x", "x/é", "a/\u{301}b", "\u{600}/b", "a\u{200D}/b",
+        ]
+        for text in samples {
+            let scope = Scope(text, defaultResource: "api://d")
+            let reference: (resource: String, name: String) =
+                if let slash = text.lastIndex(of: "/") {
+                    (String(text[..<slash]), String(text[text.index(after: slash)...]))
+                } else {
+                    ("api://d", text)
+                }
+            let resource = reference.resource.lowercased() == Scope.graph ? Scope.graph : reference.resource
+            #expect(scope.resource == resource && scope.name == reference.name, "\(text.debugDescription)")
+        }
+    }
+
+    @Test("granted: the response's scope splits at each space however many, as before (issue 30 splits ASCII text on its bytes)")
+    func grantedSplitsAtSpaces() {
+        let api = ScopeSet(normalizing: ["api://1111/read"])
+        #expect(ScopeRules.granted("  read   write openid ", requested: api).canonical == ["api://1111/read", "api://1111/write"])
+        // Only a space splits here (a tab splits later, when normalised, unprefixed: Graph's), as before.
+        #expect(ScopeRules.granted("read\twrite", requested: api).canonical == ["api://1111/read", "write"])
+        #expect(ScopeRules.granted("réad write", requested: api).canonical == ["api://1111/réad", "api://1111/write"])
+        // A combining mark after a space makes one Character of the two: not split there, so not
+        // prefixed with the requested resource either (normalising splits it later), as before.
+        #expect(ScopeRules.granted("read \u{301}write", requested: api).canonical == ["api://1111/read", "\u{301}write"])
+    }
+
+    @Test("A granted set normalised again from its canonical scopes is the same set (a refresh's write takes it as it is, issue 30)")
+    func grantedNormalisedAgain() throws {
+        let requests = [
+            ScopeSet(normalizing: ["User.Read"]), ScopeSet(normalizing: ["api://1111/read"]),
+            try ScopeRules.requested(scopes: ["https://graph.microsoft.com/.default"], resource: nil),
+            ScopeSet(normalizing: ["https://management.core.windows.net//.default"]),
+        ]
+        let answers: [String?] = [
+            nil, "", "User.Read Mail.Read openid profile offline_access", "read write", "HTTPS://GRAPH.MICROSOFT.COM/Files.Read api://1111/x",
+            "https://management.core.windows.net//user_impersonation", "a/b/c d//e",
+        ]
+        for requested in requests {
+            for scope in answers {
+                let granted = ScopeRules.granted(scope, requested: requested)
+                let again = ScopeSet(normalizing: granted.canonical)
+                #expect(again.canonical == granted.canonical && again.cacheKey == granted.cacheKey && again.wireValue == granted.wireValue)
+            }
+        }
     }
 
     @Test("declined: never the OIDC scopes (B2C grants no offline_access back)")

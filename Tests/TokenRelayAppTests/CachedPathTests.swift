@@ -379,6 +379,16 @@ struct CachedPathTests {
 
     // MARK: Metrics
 
+    @Test("Labels render sorted by name, values escaped (backslash, double quote, line feed); one label as it is (bytes since issue 30)")
+    func labelRendering() {
+        let metrics = Metrics()
+        metrics.increment("tokenrelay_test_total", ["b": "2", "a": "x\\y\"z\nw", "c": "é"])
+        metrics.increment("tokenrelay_test_total", ["only": "v\""])
+        let text = metrics.render()
+        #expect(text.contains(#"tokenrelay_test_total{a="x\\y\"z\nw",b="2",c="é"} 1"#))
+        #expect(text.contains(#"tokenrelay_test_total{only="v\""} 1"#))
+    }
+
     @Test("Counter handles add to the same series and render as increments do")
     func counterHandles() {
         let viaHandles = Metrics()

@@ -31,5 +31,6 @@ struct FormEncodingTests {
         let encoded = FormEncoding.encode([("grant_type", "refresh_token"), ("scope", "User.Read offline_access"), ("a&b", "c=d")])
         #expect(encoded == "grant_type=refresh_token&scope=User.Read+offline_access&a%26b=c%3Dd")
         #expect(FormEncoding.encode([]) == "")
+        #expect(FormEncoding.bytes([("grant_type", "refresh_token"), ("a b", "é")]) == Array("grant_type=refresh_token&a+b=%C3%A9".utf8))
     }
 }

@@ -119,6 +119,28 @@ struct RetryLoopAndThrottleTests {
         }
     }
 
+    @Test("A correlation id goes to the STS as client-request-id exactly when UUID(uuidString:) reads it (a plain GUID checked on bytes since issue 30)")
+    func correlationIdIsGUID() {
+        var samples = [
+            UUID().uuidString, UUID().uuidString.lowercased(), "0ad1b1c2-0000-4000-8000-00000000000A", "", "not-a-guid",
+            "{0ad1b1c2-0000-4000-8000-000000000001}", "0ad1b1c2000040008000000000000001", "0ad1b1c2-0000-4000-8000-00000000000g",
+            "0ad1b1c2-0000-4000-8000-0000000000012", "0ad1b1c2-0000-4000-8000-00000000000", "0ad1b1c2_0000-4000-8000-000000000001",
+            "0ad1b1c2-0000-4000-8000-00000000000\u{0}", "0ad1b1c2-0000-4000-8000-0000000000é", " 0ad1b1c2-0000-4000-8000-00000000001",
+        ]
+        // Every position of a GUID changed to each kind of character.
+        let guid = Array("0ad1b1c2-0000-4000-8000-000000000001")
+        for index in guid.indices {
+            for replacement: Character in ["-", "F", "f", "G", "0", " ", "é"] {
+                var changed = guid
+                changed[index] = replacement
+                samples.append(String(changed))
+            }
+        }
+        for sample in samples {
+            #expect(RequestContext.isGUID(sample) == (UUID(uuidString: sample) != nil), "\(sample.debugDescription)")
+        }
+    }
+
     @Test("A 429 with Retry-After: 2 is waited for exactly (never shortened), then the answer is accepted")
     func retryAfterDelta() async throws {
         let peer = try ScriptedPeer([ScriptedPeer.answer(429, [("retry-after", "2")])], fallback: ScriptedPeer.answer(200))

@@ -48,6 +48,14 @@ struct SecurityTests {
         #expect(try rotated.seal("x", for: context).keyId == "k2")
     }
 
+    @Test("The authenticated data is tokenrelay.v1|owner|kind|client: rows sealed before still open")
+    func additionalDataLayout() {
+        for (owner, kind, client) in [("acc_1", SealingContext.Kind.refreshToken, "client"), ("ünïcødé|x", .accessToken, ""), ("", .pkceVerifier, "c")] {
+            let context = SealingContext(owner: owner, kind: kind, clientId: client, tenantId: "T")
+            #expect(context.additionalData == Array("tokenrelay.v1|\(owner)|\(kind.rawValue)|\(client)".utf8))
+        }
+    }
+
     @Test("Copies of a cipher share one ring (reloaded on SIGHUP) and one count of encryptions per key")
     func reloadAndCounts() throws {
         let cipher = TokenCipher(ring: try KeyRing(parsing: "k1:\(Self.key)"))

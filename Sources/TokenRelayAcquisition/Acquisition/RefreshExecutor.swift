@@ -126,7 +126,7 @@ package struct RefreshExecutor: Sendable {
         var action = machine.start()
         var redeemed: (token: String, generation: Int64)?
         var secondsLeftOnHeldLease = 0.0
-        var answer: (response: TokenResponse, token: StoredAccessToken, declined: [String])?
+        var answer: (response: TokenResponse, token: StoredAccessToken, granted: ScopeSet, declined: [String])?
         var failure = AcquisitionError.unexpected
         var cached: StoredAccessToken?
         var rotated = false
@@ -281,7 +281,7 @@ package struct RefreshExecutor: Sendable {
                     let token = StoredAccessToken(
                         response, accountId: accountId, environment: request.account.environment, realm: request.realm, clientId: clientId,
                         scopes: granted.canonical, issuedAt: now(), obtainedBy: request.context.caller)
-                    answer = (response, token, ScopeRules.declined(requested: request.scopes, granted: granted))
+                    answer = (response, token, granted, ScopeRules.declined(requested: request.scopes, granted: granted))
                     rotated = response.refreshToken.map { !$0.isEmpty } ?? false
                     action = machine.stsAnswered()
                 case .failure(.rejected(let rejected)):
@@ -309,7 +309,8 @@ package struct RefreshExecutor: Sendable {
 
             case .storeRotation(let generation):
                 guard let answer, let redeemed else { return .failure(.unexpected) }
-                let write = rotationWrite(answer.response, generation: generation, redeemed: redeemed.token, accessToken: answer.token, request: request)
+                let write = rotationWrite(
+                    answer.response, generation: generation, redeemed: redeemed.token, accessToken: answer.token, target: answer.granted, request: request)
                 do {
                     let outcome = try await store.writeRotation(write)
                     // Stored (the write cleared the lease) or fenced out (the row moved on without it).
@@ -328,7 +329,7 @@ package struct RefreshExecutor: Sendable {
 
             case .persistAlone(let generation):
                 guard let answer, let redeemed else { return .failure(.unexpected) }
-                let write = rotationWrite(answer.response, generation: generation, redeemed: redeemed.token, accessToken: nil, request: request)
+                let write = rotationWrite(answer.response, generation: generation, redeemed: redeemed.token, accessToken: nil, target: nil, request: request)
                 let persisted = await persistAlone(write)
                 // Stored, fenced out, or held in memory: the lease, no longer renewed, ends by itself.
                 held.ended(owner: owner)
@@ -456,12 +457,13 @@ package struct RefreshExecutor: Sendable {
         }
     }
 
+    /// - Parameter target: the granted set `accessToken`'s scopes are the canonical form of.
     private func rotationWrite(
-        _ response: TokenResponse, generation: Int64, redeemed: String, accessToken: StoredAccessToken?, request: Request
+        _ response: TokenResponse, generation: Int64, redeemed: String, accessToken: StoredAccessToken?, target: ScopeSet?, request: Request
     ) -> RotationWrite {
         RotationWrite(
             response, accountId: request.account.accountId, tenantId: request.account.realm, generation: generation, redeemed: redeemed,
-            accessToken: accessToken,
+            accessToken: accessToken, accessTokenTarget: target,
             // A claims challenge met: other replicas must stop serving the token it rejected.
             notifyAccessTokensReplaced: request.mode == .bypass && ClaimsRequest.bypassesCache(claims: request.claims))
     }

@@ -371,7 +371,6 @@ package struct SilentPlan: Sendable {
         }
         let claims: String?
         do { claims = try merged().text } catch { return refuse(error) }
-        let uiRequiredKey = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
         guard let outcome else {
             redemption = Redemption(
                 account: account, authority: authority!, realm: realm, scopes: request.scopes, claims: claims,
@@ -398,7 +397,11 @@ package struct SilentPlan: Sendable {
                     account: account, scopes: request.scopes.canonical, claims: SignInHint.claims(for: problem, requested: request.claims),
                     authority: request.authority?.url)
             }
-            return refuse(problem, after: problem.replayable ? .rememberUIRequired(problem, key: uiRequiredKey) : .nothing)
+            guard problem.replayable else { return refuse(problem, after: .nothing) }
+            // The memory's key made only for an answer it keeps: the plan passes here before the
+            // refresh and after it, and a token needs none (issue 30).
+            let key = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
+            return refuse(problem, after: .rememberUIRequired(problem, key: key))
         case .token(let token, let declined, let source):
             let after = Aftermath.refreshed(token, declined: declined, declinedKey: DeclinedScopesMemory.key(realm: realm, scopes: request.scopes))
             // The platform may grant more than was asked (scopes consented earlier): such a token
