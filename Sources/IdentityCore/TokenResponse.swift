@@ -78,10 +78,10 @@ public struct TokenResponse: Sendable {
 
 extension TokenResponse {
     /// The members a token response is read for, each the `JSONValue` it is (the same
-    /// `JSONDecoder` reading `JSONValue.parse` gives them; nil when absent). Only these are
-    /// converted: decoding the whole body into `JSONValue` was a tenth of a forced refresh's
-    /// instructions (callgrind, issue 30). The text is still read whole, and refused as before
-    /// when it is not JSON or not an object.
+    /// `JSONDecoder` reading `JSONValue.parse` gives them; nil when absent or null, which the
+    /// reading takes alike). Only these are converted: decoding the whole body into `JSONValue`
+    /// was a tenth of a forced refresh's instructions (callgrind, issue 30). The text is still
+    /// read whole, and refused as before when it is not JSON or not an object.
     struct Members: Decodable {
         var accessToken, tokenType, expiresIn, extExpiresIn, refreshIn, scope, refreshToken, idToken, clientInfo, foci: JSONValue?
 
