@@ -74,7 +74,7 @@ final class CurlTransfer {
 
     private func configureHeaders(_ headers: HTTPHeaders) throws(HTTPClientError) {
         // Each line written from the field's own bytes: a `String` of its name, of its value and
-        // of the line per field cost 15k instructions of a forced refresh's five (callgrind, issue 30).
+        // of the line for each of a forced refresh's five fields cost 15k instructions (behaviour §10).
         var line: [UInt8] = []
         var refused = false
         var appended = true
@@ -156,8 +156,8 @@ final class CurlTransfer {
         let name = line[..<colon].trimmingWhitespace()
         let value = line[(colon + 1)...].trimmingWhitespace()
         guard !name.isEmpty else { return }
-        // Kept as the bytes they are, as the server bridge keeps a request's (read back as text,
-        // invalid UTF-8 replaced, as before): no `String` of each made and copied again.
+        // Kept as the bytes they are, as the server bridge keeps a request's (read back as text
+        // with invalid UTF-8 replaced): no `String` of each made and copied again.
         responseHeaders.add(name: UnsafeRawBufferPointer(rebasing: name), value: UnsafeRawBufferPointer(rebasing: value))
     }
 

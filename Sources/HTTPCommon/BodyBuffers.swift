@@ -33,8 +33,8 @@ public final class BodyBuffers: Sendable {
     /// Keeps `buffer`'s storage for a later ``take()``, emptied, when its capacity is within the
     /// bounds and fewer than ``keptCount`` are held; else it is freed.
     public func giveBack(_ buffer: consuming [UInt8]) {
-        // The parameter itself is emptied: a `var` copy of it was a second reference, and
-        // `removeAll(keepingCapacity:)` of a shared array allocates a new one.
+        // The parameter itself is emptied, the only reference to its storage: a copy would share
+        // it, and `removeAll(keepingCapacity:)` of a shared array allocates a new one.
         guard (Self.smallestKept...Self.largestKept).contains(buffer.capacity) else { return }
         // Emptied in place: nothing else holds an answer the server has sent.
         buffer.removeAll(keepingCapacity: true)

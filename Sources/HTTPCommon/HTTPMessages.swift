@@ -124,9 +124,10 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
-    /// The `client-request-id` field naming the request (behaviour §8), sent after ``headers``.
-    /// Apart from them because nearly every answer carries it: added to a list shared by many
-    /// answers (the token answer's fixed fields), it copied the list on every answer.
+    /// The `client-request-id` field naming the request (behaviour §8), sent after ``headers``
+    /// (the server bridge and ``sentHeaders`` both put it there). Apart from them because nearly
+    /// every answer carries it: a list shared by many answers (the token answer's fixed fields)
+    /// stays shared, where adding the field would copy it for every answer.
     public var clientRequestId: String?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], clientRequestId: String? = nil) {
@@ -146,5 +147,5 @@ public struct HTTPResponse: Sendable {
 
     /// Whether the answer names its request: ``clientRequestId``, or a `client-request-id` among
     /// ``headers`` (a relayed downstream answer's own).
-    public var namesRequest: Bool { clientRequestId != nil || headers.contains("client-request-id") }
+    public var carriesClientRequestId: Bool { clientRequestId != nil || headers.contains("client-request-id") }
 }

@@ -560,8 +560,8 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, head:
     let added = response.headers.withEachCField { name, value in
         strcasecmp(name, "Content-Length") == 0 || MHD_add_response_header(mhdResponse, name, value) == .YES
     }
-    // `withCString` lends a native string's own NUL-terminated bytes (passed as a bare argument,
-    // the string was copied into an array first).
+    // `withCString` lends a native string's own NUL-terminated bytes; a `String` passed as a bare
+    // C-string argument is copied into an array first.
     let named = response.clientRequestId.map { id in id.withCString { MHD_add_response_header(mhdResponse, "client-request-id", $0) == .YES } } ?? true
     guard added && named else { return queue(HTTPResponse(status: 500), on: connection, head: head, holding: context) }
     guard (100...999).contains(response.status) else { return queue(HTTPResponse(status: 500), on: connection, head: head, holding: context) }

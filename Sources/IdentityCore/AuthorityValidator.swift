@@ -20,9 +20,9 @@ public struct AuthorityValidator: Sendable {
     let known: [KnownEntry]
     let allowHTTPLoopback: Bool
     /// Authorities this validator accepted, by their text: a forced refresh validates the
-    /// account's authority again, and the same text always gives the same answer here (27k
-    /// instructions of each, callgrind, issue 30).
-    private let accepted = AcceptedAuthorities()
+    /// account's authority again, and the same text always gives the same answer here (parsing
+    /// it was 27k instructions of each forced refresh, behaviour §10).
+    let accepted = AcceptedAuthorities()
 
     /// - Parameters:
     ///   - knownAuthorities: URLs (`https://host[:port][/path]`: scheme, host and port must
@@ -171,9 +171,13 @@ public struct AuthorityValidator: Sendable {
 }
 
 /// The authorities one ``AuthorityValidator`` accepted, by their text, at most ``capacity`` of
-/// them (then it starts again): accounts name a few authorities each, a deployment a few hundred.
+/// them (then it starts again) and only texts of at most ``longestText`` bytes: accounts name a
+/// few authorities each, a deployment a few hundred, and callers choose the texts (a request's
+/// `authority`), so both bounds keep it under a megabyte (behaviour §10.8).
 final class AcceptedAuthorities: Sendable {
     static let capacity = 512
+    /// Longest text remembered, in bytes; an authority URL is well under it.
+    static let longestText = 512
     private let byText = Mutex<[String: Authority]>([:])
 
     func authority(for text: String) -> Authority? {
@@ -181,11 +185,15 @@ final class AcceptedAuthorities: Sendable {
     }
 
     func remember(_ authority: Authority, for text: String) {
+        guard text.utf8.count <= Self.longestText else { return }
         byText.withLock { byText in
             if byText.count >= Self.capacity { byText.removeAll(keepingCapacity: true) }
             byText[text] = authority
         }
     }
+
+    /// Texts remembered now.
+    var count: Int { byText.withLock { $0.count } }
 }
 
 /// A minimal absolute-URL splitter for authorities (RFC 3986 §3): no userinfo, query or

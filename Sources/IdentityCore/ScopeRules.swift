@@ -9,7 +9,9 @@ public enum ScopeRules {
     /// The OIDC scopes TokenRelay adds itself; never part of a cache key or a decline.
     public static let reserved: Set<String> = ["openid", "profile", "offline_access", "email"]
     /// The longest of ``reserved``, in UTF-8 bytes: longer text is none of them, lower-cased or
-    /// not (only ASCII letters lower-case to their letters), and is not lower-cased to be looked up.
+    /// not (no scalar lower-cases into more than one of their letters, and the one non-ASCII
+    /// scalar that lower-cases into one, U+212A KELVIN SIGN, is three bytes), and is not
+    /// lower-cased to be looked up.
     static let longestReserved = reserved.map(\.utf8.count).max() ?? 0
 
     /// Validates and normalises the scopes of a token request before any network call.

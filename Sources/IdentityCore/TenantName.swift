@@ -5,11 +5,20 @@
 public enum TenantName {
     /// A tenant id: a GUID, `8-4-4-4-12` hexadecimal digits, either case (the `tid` claim's form).
     public static func isTenantId(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 36 else { return false }
-        for (index, byte) in bytes.enumerated() {
-            let isDash = [8, 13, 18, 23].contains(index)
-            guard isDash ? byte == UInt8(ascii: "-") : byte.isASCIIHexDigit else { return false }
+        isGUIDShaped(text)
+    }
+
+    /// Whether `text` is a GUID as it is usually written: 36 bytes, hyphens at 8, 13, 18 and 23,
+    /// hexadecimal digits of either case elsewhere. Read on its bytes, without an array made.
+    public static func isGUIDShaped(_ text: String) -> Bool {
+        guard text.utf8.count == 36 else { return false }
+        for (index, byte) in text.utf8.enumerated() {
+            switch index {
+            case 8, 13, 18, 23:
+                guard byte == UInt8(ascii: "-") else { return false }
+            default:
+                guard byte.isASCIIHexDigit else { return false }
+            }
         }
         return true
     }

@@ -118,13 +118,13 @@ package struct RotationWrite: Sendable {
     package let accessToken: StoredAccessToken?
     /// `accessToken`'s scopes as the set they were made from, when the writer has it (a refresh's
     /// granted set); nil: the store normalises `accessToken.scopes` (the same set, made again).
-    package let accessTokenTarget: ScopeSet?
+    package let accessTokenScopes: ScopeSet?
     /// A claims challenge was met: other replicas drop the account's in-memory access tokens.
     package let notifyAccessTokensReplaced: Bool
 
     package init(
         accountId: String, tenantId: String, generation: Int64, rotatedRefreshToken: String?, familyId: String?, redeemedFingerprint: String,
-        accessToken: StoredAccessToken?, accessTokenTarget: ScopeSet? = nil, notifyAccessTokensReplaced: Bool
+        accessToken: StoredAccessToken?, accessTokenScopes: ScopeSet? = nil, notifyAccessTokensReplaced: Bool
     ) {
         self.accountId = accountId
         self.tenantId = tenantId
@@ -133,7 +133,8 @@ package struct RotationWrite: Sendable {
         self.familyId = familyId
         self.redeemedFingerprint = redeemedFingerprint
         self.accessToken = accessToken
-        self.accessTokenTarget = accessToken == nil ? nil : accessTokenTarget
+        assert(accessTokenScopes.map { $0.canonical == accessToken?.scopes } ?? true, "the scope set is not the access token's")
+        self.accessTokenScopes = accessToken == nil ? nil : accessTokenScopes
         self.notifyAccessTokensReplaced = notifyAccessTokensReplaced
     }
 }
@@ -143,12 +144,12 @@ extension RotationWrite {
     /// `generation`); an empty `refresh_token` counts as none (case 14: never store a null over one).
     package init(
         _ response: TokenResponse, accountId: String, tenantId: String, generation: Int64, redeemed: String, accessToken: StoredAccessToken?,
-        accessTokenTarget: ScopeSet? = nil, notifyAccessTokensReplaced: Bool
+        accessTokenScopes: ScopeSet? = nil, notifyAccessTokensReplaced: Bool
     ) {
         self.init(
             accountId: accountId, tenantId: tenantId, generation: generation, rotatedRefreshToken: response.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
             familyId: response.foci, redeemedFingerprint: TokenStore.lineageDigest(redeemed), accessToken: accessToken,
-            accessTokenTarget: accessTokenTarget, notifyAccessTokensReplaced: notifyAccessTokensReplaced)
+            accessTokenScopes: accessTokenScopes, notifyAccessTokensReplaced: notifyAccessTokensReplaced)
     }
 }
 

@@ -63,7 +63,7 @@ extension TokenStore: RefreshTokenStore {
             write.notifyAccessTokensReplaced ? .text(ReplicaNotifications.Message.accessTokensReplaced(write.accountId).payload) : .null,
         ]
         // The access token's scopes normalised once, for its entry and its provenance.
-        let target = write.accessToken.map { write.accessTokenTarget ?? ScopeSet(normalizing: $0.scopes) }
+        let target = write.accessToken.map { write.accessTokenScopes ?? ScopeSet(normalizing: $0.scopes) }
         if let token = write.accessToken, let sealedAccess, let target {
             parameters += [
                 .text(token.environment), .text(token.realm), .text(target.cacheKey), .text(target.canonical.joined(separator: " ")),

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityCore
 import TokenRelayBase
 
 /// Per-request facts every layer may need: the correlation id sent to the STS and echoed back,
@@ -60,26 +61,10 @@ package struct RequestContext: Sendable {
 
     /// Whether `UUID(uuidString:)` reads `text`. A GUID as it is usually written (36 characters,
     /// hyphens at 8, 13, 18 and 23, hexadecimal digits elsewhere) is recognised on its bytes:
-    /// Foundation's parsing was 9k instructions of every forced refresh (callgrind, issue 30).
+    /// Foundation's parsing was 9k instructions of every forced refresh (behaviour §10).
     /// Anything else is still Foundation's to read: on Linux it also takes spellings such as a
     /// blank or a sign before a group.
     package static func isGUID(_ text: String) -> Bool {
-        isPlainGUID(text) || UUID(uuidString: text) != nil
-    }
-
-    private static func isPlainGUID(_ text: String) -> Bool {
-        guard text.utf8.count == 36 else { return false }
-        for (index, byte) in text.utf8.enumerated() {
-            switch index {
-            case 8, 13, 18, 23:
-                guard byte == UInt8(ascii: "-") else { return false }
-            default:
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): continue
-                default: return false
-                }
-            }
-        }
-        return true
+        TenantName.isGUIDShaped(text) || UUID(uuidString: text) != nil
     }
 }

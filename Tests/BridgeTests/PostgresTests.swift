@@ -44,7 +44,7 @@ struct PostgresTests {
         try await TestPostgres.withFreshDatabase(named: "pg_columns") { url in
             let pool = PostgresPool(url: url, size: 1)
             defer { pool.close() }
-            // Narrow results are searched in order, wide ones through an index (issue 30): both read alike.
+            // Narrow results are searched in order, wide ones through an index: both read alike.
             let wide = (1...20).map { "\($0) AS c\($0)" }.joined(separator: ", ")
             let (narrow, wider) = try await pool.withConnection { connection in
                 (

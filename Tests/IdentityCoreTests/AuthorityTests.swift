@@ -40,7 +40,7 @@ struct AuthorityTests {
         #expect(throws: AuthorityError.self, "\(url.debugDescription)") { try b2c.validate(url) }
     }
 
-    @Test("an authority validated again gives the same answer, past the memo's capacity too; each validator has its own (issue 30)")
+    @Test("an authority validated again gives the same answer, past the memo's capacity too; each validator has its own; the memo stays bounded")
     func validatedAgain() throws {
         let b2c = try AuthorityValidator(knownAuthorities: ["https://contoso.b2clogin.com"], allowHTTPLoopback: false)
         let url = "https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_susi"
@@ -48,10 +48,18 @@ struct AuthorityTests {
         #expect(try b2c.validate(url) === first)
         #expect(throws: AuthorityError.self) { try open.validate(url) }  // not known to the other validator
         for _ in 0..<2 { #expect(throws: AuthorityError.self) { try b2c.validate("https://fabrikam.b2clogin.com/t/B2C_1_susi") } }
+        let memo = try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false)
         for index in 0...AcceptedAuthorities.capacity {
             let tenant = "tenant\(index).onmicrosoft.com"
-            #expect(try open.validate("https://login.microsoftonline.com/\(tenant)").tenant == tenant)
+            #expect(try memo.validate("https://login.microsoftonline.com/\(tenant)").tenant == tenant)
+            #expect(memo.accepted.count <= AcceptedAuthorities.capacity)
         }
+        #expect(try memo.validate("https://login.microsoftonline.com/tenant0.onmicrosoft.com").tenant == "tenant0.onmicrosoft.com")
+        // A text longer than any authority is validated and not remembered.
+        let long = "https://login.microsoftonline.com/" + String(repeating: "a", count: AcceptedAuthorities.longestText) + ".onmicrosoft.com"
+        let before = memo.accepted.count
+        _ = try? memo.validate(long)
+        #expect(memo.accepted.count == before)
         let again = try b2c.validate(url)
         #expect(again.tenant == "contoso.onmicrosoft.com" && again.policy == "B2C_1_susi" && again.type == .b2c)
     }

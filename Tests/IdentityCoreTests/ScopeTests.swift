@@ -105,7 +105,7 @@ struct ScopeTests {
         #expect(ScopeRules.declined(requested: requested, granted: ScopeRules.granted("Mail.Read", requested: requested)).isEmpty)
     }
 
-    @Test("duplicates go however many scopes come first (a few compared in a list, more through a set since issue 30); OIDC scopes in any case")
+    @Test("duplicates go however many scopes come first (a few compared in a list, more through a set); OIDC scopes in any case")
     func manyDuplicates() {
         let names = (1...12).map { "Scope\($0).Read" }
         let set = ScopeSet(normalizing: names + names.map { $0.uppercased() } + ["openid", "Offline_Access", "EMAIL profile"] + names.reversed())
@@ -145,7 +145,7 @@ struct ScopeTests {
         #expect(ScopeRules.granted("read \u{301}write", requested: api).canonical == ["api://1111/read", "\u{301}write"])
     }
 
-    @Test("A granted set normalised again from its canonical scopes is the same set (a refresh's write takes it as it is, issue 30)")
+    @Test("A granted set normalised again from its canonical scopes is the same set (a refresh's write takes it as it is)")
     func grantedNormalisedAgain() throws {
         let requests = [
             ScopeSet(normalizing: ["User.Read"]), ScopeSet(normalizing: ["api://1111/read"]),

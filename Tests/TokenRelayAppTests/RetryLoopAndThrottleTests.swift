@@ -119,7 +119,7 @@ struct RetryLoopAndThrottleTests {
         }
     }
 
-    @Test("A correlation id goes to the STS as client-request-id exactly when UUID(uuidString:) reads it (a plain GUID checked on bytes since issue 30)")
+    @Test("A correlation id is taken for a GUID (sent to the STS as client-request-id) exactly when UUID(uuidString:) reads it, a plain GUID on its bytes")
     func correlationIdIsGUID() {
         var samples = [
             UUID().uuidString, UUID().uuidString.lowercased(), "0ad1b1c2-0000-4000-8000-00000000000A", "", "not-a-guid",

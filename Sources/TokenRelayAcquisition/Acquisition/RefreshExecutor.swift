@@ -463,7 +463,7 @@ package struct RefreshExecutor: Sendable {
     ) -> RotationWrite {
         RotationWrite(
             response, accountId: request.account.accountId, tenantId: request.account.realm, generation: generation, redeemed: redeemed,
-            accessToken: accessToken, accessTokenTarget: target,
+            accessToken: accessToken, accessTokenScopes: target,
             // A claims challenge met: other replicas must stop serving the token it rejected.
             notifyAccessTokensReplaced: request.mode == .bypass && ClaimsRequest.bypassesCache(claims: request.claims))
     }

@@ -244,9 +244,9 @@ package enum FormEncoding {
     /// space as `+`, every other byte `%XX` (upper-case hex). Foundation's percent encoding
     /// through `NSString` cost about 4% of a forced refresh's CPU (the refresh token is long).
     /// Runs of unreserved bytes (most of a token) are copied whole: an `append` per byte cost
-    /// about 10 instructions a byte (callgrind, issue 30).
+    /// about 10 instructions a byte (behaviour §10).
     private static func append(_ text: String, to out: inout [UInt8]) {
-        let bytes = text.utf8.withContiguousStorageIfAvailable { Array($0) } ?? Array(text.utf8)
+        let bytes = Array(text.utf8)
         var start = 0
         for (index, byte) in bytes.enumerated() where !isUnreserved(byte) {
             out.append(contentsOf: bytes[start..<index])

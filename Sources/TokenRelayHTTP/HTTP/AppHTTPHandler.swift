@@ -259,7 +259,7 @@ package final class AppHTTPHandler: HTTPHandler {
     /// of the server-thread step).
     private func finish(_ response: HTTPResponse, _ prepared: PreparedRequest, suspended: Bool, span: RequestSpan? = nil) -> HTTPResponse {
         var response = response
-        if !response.namesRequest { response.clientRequestId = prepared.correlationId }
+        if !response.carriesClientRequestId { response.clientRequestId = prepared.correlationId }
         let seconds = RelayClock.monotonicNow() - prepared.started
         let route = prepared.routeLabel
         if response.status == 200 && route == "/v1/tokens/silent" {

@@ -10,10 +10,9 @@ extension HTTPResponse {
 
     /// A JSON answer whose body is already encoded.
     package static func json(_ status: Int, bytes: [UInt8], headers extra: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        // One list, sized once, with room for the `client-request-id` the epilogue adds (a UUID:
-        // 63 bytes of entry) and one more field: copying `extra` and replacing its `Content-Type`
-        // allocated twice on every answer, and a third field grew the list.
-        var headers = HTTPHeaders(minimumCapacity: extra.count + 3)
+        // One list, sized once for `Content-Type`, `extra` and one more field a route may add
+        // (`Location`): `extra` copied and its `Content-Type` replaced allocates twice.
+        var headers = HTTPHeaders(minimumCapacity: extra.count + 2)
         headers.add("Content-Type", "application/json")
         for (name, value) in extra where !name.caseInsensitiveEquals("Content-Type") { headers.add(name, value) }
         return HTTPResponse(status: status, headers: headers, body: bytes)

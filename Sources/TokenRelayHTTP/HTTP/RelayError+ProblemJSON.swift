@@ -31,28 +31,30 @@ extension RelayError {
         return headers
     }
 
-    /// Whether the error's facts make any of ``headers`` (what ``addHeaders(to:)`` writes).
-    private var makesHeaders: Bool { retryAfterSeconds != nil || challenge != nil || allowedMethods != nil || closesConnection }
-
-    /// Adds ``headers`` to `headers` (each name once: none of them is there before).
+    /// Adds ``headers`` to `headers` (each name once: none of them is there before). A list
+    /// shared by many problems is left as it is when the error makes none (a 404), and copied
+    /// once with room for them all otherwise.
     private func addHeaders(to headers: inout HTTPHeaders) {
-        if let retryAfterSeconds { headers.add("Retry-After", String(retryAfterSeconds)) }
-        if let challenge { headers.add("WWW-Authenticate", challenge) }
-        if let allowedMethods { headers.add("Allow", allowedMethods.joined(separator: ", ")) }
-        if closesConnection { headers.add("Connection", "close") }
+        var reserved = false
+        func add(_ name: String, _ value: String) {
+            if !reserved {
+                headers.reserveCapacity(forMoreFields: 4)
+                reserved = true
+            }
+            headers.add(name, value)
+        }
+        if let retryAfterSeconds { add("Retry-After", String(retryAfterSeconds)) }
+        if let challenge { add("WWW-Authenticate", challenge) }
+        if let allowedMethods { add("Allow", allowedMethods.joined(separator: ", ")) }
+        if closesConnection { add("Connection", "close") }
     }
 
     /// The problem's answer: its status, `Content-Type`, the headers of its facts, and
     /// `client-request-id` naming `correlationId` (behaviour §8), as the pipeline sends it.
     package func response(correlationId: String) -> HTTPResponse {
-        // The field list made once and shared by every problem without fields of its own (a 404);
-        // otherwise copied once with room for the rest: its first add copied it, and the next grew
-        // it (two allocations per 401; behaviour §10).
+        // The field list made once, shared as it is or copied once (``addHeaders(to:)``).
         var headers = Self.contentType
-        if makesHeaders {
-            headers.reserveCapacity(forMoreFields: 3)
-            addHeaders(to: &headers)
-        }
+        addHeaders(to: &headers)
         return HTTPResponse(status: status, headers: headers, body: body(correlationId: correlationId), clientRequestId: correlationId)
     }
 
