@@ -33,10 +33,9 @@ public final class BodyBuffers: Sendable {
     /// Keeps `buffer`'s storage for a later ``take()``, emptied, when its capacity is within the
     /// bounds and fewer than ``keptCount`` are held; else it is freed.
     public func giveBack(_ buffer: consuming [UInt8]) {
-        // The parameter itself is emptied, the only reference to its storage: a copy would share
-        // it, and `removeAll(keepingCapacity:)` of a shared array allocates a new one.
         guard (Self.smallestKept...Self.largestKept).contains(buffer.capacity) else { return }
-        // Emptied in place: nothing else holds an answer the server has sent.
+        // Emptied in place: the parameter is the only reference to a sent answer's storage (a
+        // copy would share it, and `removeAll(keepingCapacity:)` of a shared array allocates anew).
         buffer.removeAll(keepingCapacity: true)
         let emptied = consume buffer
         free.withLock { held in

@@ -13,7 +13,7 @@ public enum AccessTokenIdentifier {
     /// for an encrypted token). Never throws and never returns token text other than the claim.
     public static func uti(of accessToken: String) -> String? {
         // Three segments: two dots, found in the token's bytes (splitting the token's UTF-8
-        // view cost 70k instructions of a forced refresh, callgrind, issue 30).
+        // view cost 70k instructions of a forced refresh, behaviour §10).
         let bytes = Array(accessToken.utf8)
         guard let first = bytes.firstIndex(of: UInt8(ascii: ".")),
             let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
@@ -26,7 +26,7 @@ public enum AccessTokenIdentifier {
 
     /// The one claim read of the payload: the payload is read whole (refused when it is not a
     /// JSON object), but only `uti` is converted. Decoding every claim into `JSONValue` was a
-    /// quarter of a forced refresh's instructions (callgrind, issue 30). Asked for as text: a
+    /// quarter of a forced refresh's instructions (behaviour §10). Asked for as text: a
     /// `uti` of any other kind fails the decoding, and is no `uti` either way.
     struct UTIClaim: Decodable {
         let uti: String?

@@ -29,10 +29,10 @@ enum Base64URL {
         if symbols.contains(UInt8(ascii: "=")) { return decodeThroughFoundation(String(decoding: utf8, as: UTF8.self)) }
         guard symbols.count % 4 != 1 else { return nil }
         // Made standard here, decoded by Foundation: a decoder of our own (37k instead of about
-        // 90k of a forced refresh's instructions, issue 30) would be a second beside
+        // 90k of a forced refresh's instructions, behaviour §10) would be a second beside
         // CryptoBridge's, and base64 is a well-kept library's job, not ours.
         // Copied whole, then the few URL-alphabet symbols replaced in place: an `append` per byte
-        // cost about 15 instructions a byte (callgrind, issue 30).
+        // cost about 15 instructions a byte (behaviour §10).
         var standard: [UInt8] = []
         standard.reserveCapacity(symbols.count + 3)
         standard.append(contentsOf: symbols)

@@ -16,7 +16,7 @@ struct Scope: Sendable, Hashable {
     init(_ text: String, defaultResource: String = Scope.graph) {
         // ASCII text (every scope seen in practice) searched on its bytes, where an ASCII `/` is a
         // character of its own: the same index, without a `Character` search (about 3k
-        // instructions a scope; a forced refresh normalises four sets, callgrind, issue 30).
+        // instructions a scope; a forced refresh normalises four sets, behaviour §10).
         let slash = text.utf8.allSatisfy { $0 < 0x80 } ? text.utf8.lastIndex(of: UInt8(ascii: "/")) : text.lastIndex(of: "/")
         if let slash {
             let resource = String(text[..<slash])

@@ -111,7 +111,7 @@ public enum ScopeRules {
     public static func granted(_ scopeString: String?, requested: ScopeSet) -> ScopeSet {
         guard let scopeString, !isBlank(scopeString) else { return requested }
         // ASCII text split on its bytes (the same pieces: no ASCII character holds a space but the
-        // space itself); a `Character` split was 14k instructions of a forced refresh (callgrind, issue 30).
+        // space itself); a `Character` split was 14k instructions of a forced refresh (behaviour §10).
         var items =
             scopeString.utf8.allSatisfy { $0 < 0x80 }
             ? scopeString.utf8.split(separator: UInt8(ascii: " ")).map { String(Substring($0)) }
@@ -128,7 +128,7 @@ public enum ScopeRules {
 
     /// Whether `text` is empty or white space alone (`CharacterSet.whitespacesAndNewlines`):
     /// Foundation's trimming only when no byte is visible ASCII, which a granted scope always has
-    /// (every forced refresh reads one; the trimming showed in its profile, issue 30).
+    /// (every forced refresh reads one; the trimming showed in its profile, behaviour §10).
     private static func isBlank(_ text: String) -> Bool {
         if text.utf8.contains(where: { $0 > 0x20 && $0 < 0x7F }) { return false }
         return text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty

@@ -18,7 +18,7 @@ public struct ScopeSet: Sendable, Hashable {
     public init(normalizing scopes: [String], defaultResource: String = "https://graph.microsoft.com") {
         // Each scope's canonical text and its lower-cased key made once, not again for every
         // comparison of the sort and for the result; a few scopes compared in a list rather than
-        // hashed into a set (a forced refresh normalises four sets of one or two, callgrind, issue 30).
+        // hashed into a set (a forced refresh normalises four sets of one or two, behaviour §10).
         var kept: [(scope: Scope, canonical: String, key: String)] = []
         var seen = Set<String>()
         for element in scopes {
@@ -75,7 +75,7 @@ public struct ScopeSet: Sendable, Hashable {
     /// `openid profile offline_access` (behaviour §1: added to every user-token request).
     public var wireValue: String {
         // Written into one string: each scope's URI made, then the list joined, cost three times
-        // as much (every refresh sends it, callgrind, issue 30).
+        // as much (every refresh sends it, behaviour §10).
         var out = ""
         out.reserveCapacity(scopes.reduce(29) { $0 + $1.resource.utf8.count + $1.name.utf8.count + 2 })
         for scope in scopes {

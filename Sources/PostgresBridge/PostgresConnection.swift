@@ -43,14 +43,14 @@ public final class PostgresConnection {
     @discardableResult
     public func query(_ sql: String, _ parameters: [PostgresParameter] = []) throws -> PostgresResult {
         // On the text's contiguous bytes where it has them: walking the UTF-8 view byte by byte
-        // was 20k instructions of a forced refresh's two statements (callgrind, issue 30).
+        // was 20k instructions of a forced refresh's two statements (behaviour §10).
         for case .text(let text) in parameters where text.utf8.withContiguousStorageIfAvailable({ $0.contains(0) }) ?? text.utf8.contains(0) {
             // libpq reads text parameters up to the first NUL: the value would be cut silently.
             throw PostgresError(code: .invalidParameter, function: "PQexecParams")
         }
         let handle = try connectIfNeeded()
         // Each value copied once, straight from its text or bytes (a `[UInt8]` made of each first,
-        // twice, was a third of a forced refresh's two statements on our side, callgrind, issue 30).
+        // twice, was a third of a forced refresh's two statements on our side, behaviour §10).
         let encoded = parameters.map(Self.copyToCString)
         defer { for value in encoded { value?.pointer.deallocate() } }
         let values = encoded.map { $0.map { UnsafePointer($0.pointer) } }
@@ -359,7 +359,7 @@ extension PostgresConnection: Sendable {}
 extension String {
     fileprivate func trimmingTrailingNewlines() -> String {
         // Text ending in a visible ASCII character (every column name) has nothing to trim: no
-        // `Character` walk (10 names of a forced refresh's two results cost 8k instructions, issue 30).
+        // `Character` walk (10 names of a forced refresh's two results cost 8k instructions, behaviour §10).
         if let last = utf8.last, last > 0x20, last < 0x7F { return self }
         var text = Substring(self)
         while let last = text.last, last.isNewline || last == " " { text = text.dropLast() }

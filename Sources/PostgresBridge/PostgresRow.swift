@@ -9,7 +9,7 @@ public struct PostgresRow: Sendable {
         let names: [String]
         /// The index by name of a wide result; nil for a narrow one, whose names are searched in
         /// order: hashing every name of each result into a dictionary cost more than the few
-        /// look-ups of a one-row result (a forced refresh's two statements, callgrind, issue 30).
+        /// look-ups of a one-row result (a forced refresh's two statements, behaviour §10).
         let indexByName: [String: Int]?
 
         /// Results up to this many columns are searched in order.

@@ -399,7 +399,7 @@ package struct SilentPlan: Sendable {
             }
             guard problem.replayable else { return refuse(problem, after: .nothing) }
             // The memory's key made only for an answer it keeps: the plan passes here before the
-            // refresh and after it, and a token needs none (issue 30).
+            // refresh and after it, and a token needs none.
             let key = UIRequiredMemory.key(realm: realm, scopesKey: request.scopes.cacheKey, claims: claims)
             return refuse(problem, after: .rememberUIRequired(problem, key: key))
         case .token(let token, let declined, let source):

@@ -204,7 +204,7 @@ public final class Metrics: Sendable {
         guard !labels.isEmpty else { return "" }
         // Written as bytes into one buffer, one label without sorting a copy: a `String` grown
         // piece by piece over the sorted labels cost about 4k instructions a call (a forced
-        // refresh renders four, callgrind, issue 30).
+        // refresh renders four, behaviour §10).
         var out: [UInt8] = []
         out.reserveCapacity(64)
         out.append(UInt8(ascii: "{"))

@@ -28,7 +28,7 @@ package struct SealingContext: Sendable {
     }
 
     /// `tokenrelay.v1|{owner}|{kind}|{clientId}` in UTF-8, put together as bytes: an interpolated
-    /// `String` made first cost twice as much (a forced refresh seals two tokens and opens one, issue 30).
+    /// `String` made first cost twice as much (a forced refresh seals two tokens and opens one, behaviour §10).
     package var additionalData: [UInt8] {
         var bytes = Array("tokenrelay.v1|".utf8)
         bytes.reserveCapacity(bytes.count + owner.utf8.count + clientId.utf8.count + 6)
