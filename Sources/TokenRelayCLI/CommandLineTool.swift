@@ -141,12 +141,8 @@ public enum CommandLineTool {
         switch arguments.first {
         case "create":
             guard let name = option("--name", in: arguments) else { return usageError("api-keys create needs --name", help: ["api-keys", "create"]) }
-            // The name is the key's owner (behaviour §3.6, §3.7: its unconfirmed imports and external
-            // ids are that name's), shown by `api-keys list`: printable and bounded like the other values.
-            // Blanks alone name no one (`--name "   "` was taken, found by a new-user try).
-            guard name.utf8.count <= 256, !name.containsControlCharacter, name.contains(where: { !$0.isWhitespace }) else {
-                return usage("--name must be 1 to 256 characters without control characters, not only blanks")
-            }
+            // Checked before anything else runs (`--name "   "` and `--name bootstrap` were taken, found by new-user tries).
+            if let refusal = APIKeyAuthenticator.refusal(ofName: name) { return usage(refusal) }
             let requested = try listOption("--permissions", in: arguments)
             var permissions: [Permission] = []
             for text in requested {

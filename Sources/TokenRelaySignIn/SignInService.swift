@@ -172,18 +172,8 @@ package struct SignInService: Sendable {
     ///   Every problem after the state is used up, a store failure's too, is recorded as the
     ///   sign-in's outcome (§3.9).
     package func complete(query: [String: String], context: RequestContext) async throws -> Completion {
-        guard let state = query["state"], !state.isEmpty else {
-            throw RelayError.invalidRequest(field: "state", "The callback carries no 'state'.")
-        }
-        // Checked before the sign-in is used up: a stray or truncated callback (no code, no
-        // error) must leave the user's real one working.
-        let code = query["code"] ?? ""
-        guard query["error"] != nil || !code.isEmpty else {
-            throw RelayError.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
-        }
-        guard let pending = try await store.consumePendingSignIn(stateHash: SHA256.hash(Array(state.utf8)), now: now()) else {
-            throw RelayError.invalidRequest(field: "state", "The sign-in is unknown, already completed, or expired; start a new one.")
-        }
+        let (stateHash, code) = try Self.callbackParameters(query)
+        guard let pending = try await store.consumePendingSignIn(stateHash: stateHash, now: now()) else { throw Self.noPendingSignIn }
         do {
             return try await complete(pending, query: query, code: code, context: context)
         } catch let retryable as RedemptionNotMade {
@@ -207,6 +197,34 @@ package struct SignInService: Sendable {
             throw problem
         }
     }
+
+    /// What `HEAD` on the callback answers (RFC 9110 §9.2.1: a safe method changes nothing): the
+    /// checks of ``complete(query:context:)`` up to the sign-in, which is looked up and not taken,
+    /// so a link checker or a prefetch leaves the user's own callback working (behaviour §3.2).
+    /// - Throws: `RelayError` 400 `invalid_request` as ``complete(query:context:)`` does: no
+    ///   `state` (field `state`), neither `code` nor `error` (field `code`), no pending sign-in
+    ///   for the state (field `state`).
+    package func checkCallback(query: [String: String]) async throws {
+        let (stateHash, _) = try Self.callbackParameters(query)
+        guard try await store.isSignInPending(stateHash: stateHash, now: now()) else { throw Self.noPendingSignIn }
+    }
+
+    /// The callback's `state` (as its hash) and `code` (empty when the authority answered an
+    /// error), checked before the sign-in is looked up: a stray or truncated callback (no code, no
+    /// error) must leave the user's real one working.
+    private static func callbackParameters(_ query: [String: String]) throws(RelayError) -> (stateHash: [UInt8], code: String) {
+        guard let state = query["state"], !state.isEmpty else {
+            throw RelayError.invalidRequest(field: "state", "The callback carries no 'state'.")
+        }
+        let code = query["code"] ?? ""
+        guard query["error"] != nil || !code.isEmpty else {
+            throw RelayError.invalidRequest(field: "code", "The callback carries neither 'code' nor 'error'.")
+        }
+        return (SHA256.hash(Array(state.utf8)), code)
+    }
+
+    private static let noPendingSignIn = RelayError.invalidRequest(
+        field: "state", "The sign-in is unknown, already completed, or expired; start a new one.")
 
     /// Records the failed outcome of `pending` (its `sign_in.failed` event; for a refused user
     /// the audit row) and wakes its followers. A store failure here is logged, not thrown: the

@@ -123,6 +123,17 @@ extension TokenStore {
         }
     }
 
+    /// Whether a callback with `stateHash` would find its sign-in pending (not taken, not expired
+    /// at `now`, Unix seconds), without taking it: `HEAD` on the callback (behaviour §3.2).
+    package func isSignInPending(stateHash: [UInt8], now: Int) async throws -> Bool {
+        try await database.run { connection in
+            try connection.query(
+                "SELECT 1 AS pending FROM sign_ins WHERE state_hash = $1 AND status = 'pending' AND expires_at > to_timestamp($2)",
+                [.bytes(stateHash), .int(Int64(now))]
+            ).rows.first != nil
+        }
+    }
+
     /// Takes the pending sign-in for `stateHash` exactly once: the row turns `redeeming` and its
     /// PKCE verifier is wiped as it is read, so a replayed callback finds nothing; the row stays
     /// for ``signInOutcome(id:)`` (behaviour §3.9). Expired rows (`expires_at` not after `now`,

@@ -332,7 +332,8 @@ struct CommandLineTests {
 
     /// Each was taken before (found by a new-user try): `generate-key --id 'bad id!'` printed an
     /// entry `check-config` refuses, a permission listed twice was stored twice, `a,` dropped
-    /// the empty value, `--name ''` printed only the generic usage, `--yes --dry-run` made a dry run.
+    /// the empty value, `--name ''` printed only the generic usage, `--yes --dry-run` made a dry run,
+    /// `--name bootstrap` made a key sharing the bootstrap key's imports and external ids.
     @Test("Option values are checked before anything runs: exit 2 naming the option (and the value given twice)")
     func optionValues() async throws {
         // Nothing is reached: every value is refused before the database is asked.
@@ -349,6 +350,10 @@ struct CommandLineTests {
         let refused: [([String], String)] = [
             (["api-keys", "create", "--name", "", "--permissions", "tokens:acquire"], "--name must be"),
             (["api-keys", "create", "--permissions", "tokens:acquire"], "api-keys create needs --name"),
+            // The bootstrap key's owner, and a name that reads as another (found by a new-user try).
+            (["api-keys", "create", "--name", "bootstrap", "--permissions", "tokens:acquire"], "--name 'bootstrap' is reserved"),
+            (["api-keys", "create", "--name", " Bootstrap ", "--permissions", "tokens:acquire"], "--name 'bootstrap' is reserved"),
+            (["api-keys", "create", "--name", "\u{202E}nimda", "--permissions", "tokens:acquire"], "--name must be"),
             (create + ["--permissions", "tokens:acquire,tokens:acquire"], "--permissions: 'tokens:acquire' is given twice"),
             (create + ["--permissions", "tokens:acquire,"], "--permissions holds an empty value"),
             (create + ["--permissions", "tokens:acquire,,accounts:read"], "--permissions holds an empty value"),

@@ -83,16 +83,26 @@ struct InputValidationTests {
         #expect(me.json["userPrincipalName"] == nil, "the relay called /me: \(me.status) \(me.text)")
     }
 
-    @Test("An imported username with control characters is 400 (it could never be found by GET /v1/accounts?username=)")
+    /// Bidirectional formatting characters (U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT
+    /// ISOLATE, U+200F RIGHT-TO-LEFT MARK) were taken (found by a new-user try): the name then read
+    /// as another in account lists and audit rows.
+    @Test("An imported username or a login hint with control or bidirectional formatting characters is 400 naming it; nothing is imported")
     func importUsernameControlCharacters() async throws {
         let stack = try await TokenRelayStack(name: "e2e_nu_import_username")
         defer { stack.stop() }
-        for username in ["a\nb@contoso.example", "x\u{1}@contoso.example", "tab\t@contoso.example"] {
+        let bidi = ["\u{202E}bob@contoso.example", "bob\u{2066}@contoso.example", "bob@contoso.example\u{200F}"]
+        for username in ["a\nb@contoso.example", "x\u{1}@contoso.example", "tab\t@contoso.example"] + bidi {
             let imported = try await stack.request(
                 "POST", "/v1/accounts/import",
                 json: ["username": username, "refresh_token": "adal-era-test-token", "authority": "\(stack.emulator.baseURL)/\(stack.tenantId)"])
             #expect(imported.status == 400, "\(imported.text)")
             #expect(imported.json["field"] as? String == "username")
+        }
+        let listed = try await stack.request("GET", "/v1/accounts")
+        #expect((listed.json["accounts"] as? [Any])?.isEmpty == true, "\(listed.text)")
+        for hint in bidi {
+            let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": hint])
+            #expect(signIn.status == 400 && signIn.json["field"] as? String == "login_hint", "\(signIn.text)")
         }
     }
 

@@ -371,13 +371,31 @@ package final class APIKeyAuthenticator: Sendable {
         return error
     }
 
+    /// Why `name` cannot name a new key, or nil when it can. A key's name is its owner (behaviour
+    /// §3.6, §3.7: the unconfirmed imports and external ids it made are that name's), shown by
+    /// `api-keys list` and in audit rows: 1 to 256 bytes, not only blanks, no control or
+    /// bidirectional formatting character, and not `bootstrap` in any case or spacing, the owner
+    /// reserved for `TOKENRELAY_BOOTSTRAP_API_KEY` (a key so named would share its imports and
+    /// external ids).
+    package static func refusal(ofName name: String) -> String? {
+        guard name.utf8.count <= 256, !name.containsControlCharacter, !name.containsBidiControl, name.contains(where: { !$0.isWhitespace })
+        else { return "--name must be 1 to 256 characters without control or bidirectional formatting characters, not only blanks" }
+        guard name.trimmingCharacters(in: .whitespaces).lowercased() != bootstrapOwner else {
+            return "--name '\(bootstrapOwner)' is reserved: it is the owner of TOKENRELAY_BOOTSTRAP_API_KEY's imports and external ids"
+        }
+        return nil
+    }
+
     /// Creates a key and returns the full `trk_<keyid>_<secret>` (shown once); only its hash is stored.
     /// - Parameters:
+    ///   - name: the key's name and owner, as ``refusal(ofName:)`` allows.
     ///   - tenants: allowed tenant ids or domains; empty = every tenant.
     ///   - scopePatterns: allowed scope globs (case-insensitive); empty = every scope.
+    /// - Throws: `RelayError` 400 `invalid_request` naming `name` when ``refusal(ofName:)`` refuses it.
     package static func create(
         name: String, permissions: [Permission], tenants: [String] = [], scopePatterns: [String] = [], store: APIKeyStore
     ) async throws -> (keyId: String, apiKey: String) {
+        if let refusal = refusal(ofName: name) { throw RelayError.invalidRequest(field: "name", refusal) }
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
         let keyId = String(decoding: SecureRandom.bytes(12).map { alphabet[Int($0) % alphabet.count] }, as: UTF8.self)
         let secret = RandomToken.make(bytes: 32)

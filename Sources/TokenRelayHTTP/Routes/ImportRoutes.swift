@@ -14,10 +14,13 @@ package enum ImportRoutes {
             try body.rejectUnknown(allowed: fields)
             let username = try body.requiredString("username").trimmingCharacters(in: .whitespaces)
             // Control characters are refused as `GET /v1/accounts?username=` refuses them, so an
-            // imported account can always be found by its username.
-            guard !username.isEmpty, username.utf8.count <= 512, !username.containsControlCharacter
+            // imported account can always be found by its username; bidirectional formatting
+            // characters because the username is shown in lists and audit rows, where one makes it
+            // read as another (no UPN holds one).
+            guard !username.isEmpty, username.utf8.count <= 512, !username.containsControlCharacter, !username.containsBidiControl
             else {
-                throw RelayError.invalidRequest(field: "username", "'username' must be a non-empty UPN of at most 512 bytes without control characters.")
+                throw RelayError.invalidRequest(
+                    field: "username", "'username' must be a non-empty UPN of at most 512 bytes without control or bidirectional formatting characters.")
             }
             let refreshToken = try body.requiredString("refresh_token")
             // A token is visible ASCII (RFC 6749 Appendix A.17 `refresh-token = 1*VSCHAR`, space

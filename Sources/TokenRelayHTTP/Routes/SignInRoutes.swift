@@ -46,9 +46,10 @@ package enum SignInRoutes {
             let loginHint = try body.string("login_hint") ?? account?.username
             // An empty hint names no user, as an empty identifier names no account: refused, not
             // sent to the authority as `login_hint=` (found by a new-user try).
-            if let loginHint, loginHint.isEmpty || loginHint.utf8.count > 256 || loginHint.containsControlCharacter {
+            if let loginHint, loginHint.isEmpty || loginHint.utf8.count > 256 || loginHint.containsControlCharacter || loginHint.containsBidiControl {
                 throw RelayError.invalidRequest(
-                    field: "login_hint", "'login_hint' must be 1 to 256 bytes without control characters; leave it out to name no user.")
+                    field: "login_hint",
+                    "'login_hint' must be 1 to 256 bytes without control or bidirectional formatting characters; leave it out to name no user.")
             }
             let externalId = try body.externalId(owner: request.context.owner)
             let started = try await services.signIns.start(
@@ -72,6 +73,12 @@ package enum SignInRoutes {
         router.add("GET", "/v1/sign-ins/callback", access: .open, query: .any, page: true) { request in
             // RFC 6749 §3.1: a parameter given twice (two `code`s, two `state`s) is refused.
             let query = try request.http.uniqueQuery()
+            // `HEAD` (link checkers, prefetches) is safe (RFC 9110 §9.2.1): it checks the callback
+            // and leaves the sign-in pending, as `HEAD` on a signed link leaves the link unused.
+            if request.http.method == "HEAD" {
+                try await services.signIns.checkCallback(query: query)
+                return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"])
+            }
             let completion = try await services.signIns.complete(query: query, context: request.context)
             switch completion {
             case .account(let account, let owner, _):

@@ -56,3 +56,38 @@ struct CallbackWithoutCodeTests {
         #expect((real.json["account"] as? [String: Any])?["username"] as? String == "alice@contoso.example", "\(real.text)")
     }
 }
+
+/// `HEAD` on the callback (a link checker or a prefetch of the redirect) checks it without
+/// completing the sign-in: it used to redeem the code, and the person's own callback then got 400
+/// "already completed" (found by a new-user try).
+@Suite("HEAD on the sign-in callback, in process", .serialized)
+struct CallbackHeadTests {
+    @Test("HEAD on the callback is 204 and redeems nothing; the GET then signs the user in; HEAD after that is 400 naming state")
+    func headDoesNotCompleteTheSignIn() async throws {
+        let stack = try await InProcessApp(name: "inproc_callback_head")
+        defer { stack.stop() }
+        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
+        let id = try #require(started.json["sign_in_id"] as? String, "\(started.text)")
+        let authorize = try #require(started.json["authorize_url"] as? String, "\(started.text)")
+        let redirect = try await stack.browser.execute(HTTPClientRequest(method: "GET", url: authorize))
+        let location = try #require(redirect.headers["Location"])
+        let redemptions = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int
+
+        for _ in 0..<2 {
+            let checked = try await stack.request("HEAD", location, authenticated: false)
+            #expect(checked.status == 204, "\(checked.status) \(checked.text)")
+        }
+        #expect(try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int == redemptions, "HEAD redeemed the code")
+        #expect(try await stack.request("GET", "/v1/sign-ins/\(id)").json["status"] as? String == "pending")
+        // What GET refuses before redeeming, HEAD refuses the same way.
+        let components = try #require(URLComponents(string: location))
+        var stray = components
+        stray.queryItems = components.queryItems?.filter { $0.name == "state" }
+        #expect(try await stack.request("HEAD", try #require(stray.string), authenticated: false).status == 400)
+
+        let real = try await stack.request("GET", location, authenticated: false)
+        #expect(real.status == 200, "\(real.text)")
+        #expect((real.json["account"] as? [String: Any])?["username"] as? String == "alice@contoso.example", "\(real.text)")
+        #expect(try await stack.request("HEAD", location, authenticated: false).status == 400)
+    }
+}
