@@ -55,11 +55,16 @@ package struct SignInStartLinks: Sendable {
     /// The derived HMAC keys of the current ring (``RingSigner``, purpose `sign-in-start`); the first signs.
     private var keys: [[UInt8]] { RingSigner(ring: ring, purpose: "sign-in-start").keys }
 
-    /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`, and the `sign_in_id` of the
-    /// sign-in it starts.
+    /// The path of the links, as the service receives it.
+    package static let path = "/v1/sign-ins/start"
+
+    /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`, the `sign_in_id` of the
+    /// sign-in it starts, and the bytes of its request target as the service counts them when
+    /// the link comes back (`HTTPRequest.targetBytes`: the path and the decoded query), for the
+    /// caller to hand out only a link within the request-target limit (behaviour §7.4).
     /// - Parameter reader: the API key id the link is handed to (it may read the sign-in); nil
     ///   on an open route (only `accounts:read` keys may).
-    package func mint(_ hint: SignInHint, reader: String?) -> (url: String, signInId: String) {
+    package func mint(_ hint: SignInHint, reader: String?) -> (url: String, signInId: String, targetBytes: Int) {
         let expires = now() + Self.lifetimeSeconds
         let signInId = mintSignInId(expires: expires, reader: reader)
         var query: [(String, String)] = [("scopes", hint.scopes.joined(separator: " ")), ("sign_in_id", signInId)]
@@ -73,7 +78,9 @@ package struct SignInStartLinks: Sendable {
         query.append(("nonce", RandomToken.make(bytes: 12)))
         let canonical = Self.canonical(query)
         let signature = Base64URL.encode(HMACSHA256.authenticationCode(for: Array(canonical.utf8), key: keys[0]))
-        return (baseURL() + "/v1/sign-ins/start?" + canonical + "&sig=" + signature, signInId)
+        query.append(("sig", signature))
+        let targetBytes = query.reduce(Self.path.utf8.count) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 }
+        return (baseURL() + Self.path + "?" + canonical + "&sig=" + signature, signInId, targetBytes)
     }
 
     /// What a link's `sign_in_id` says of itself (see the type's comment).

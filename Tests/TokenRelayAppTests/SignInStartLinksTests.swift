@@ -60,7 +60,7 @@ struct SignInStartLinksTests {
         let links = Self.links(Self.ringA, clock)
         var hint = Self.hint
         hint.homeAccountId = "00000000-0000-0000-0000-00000000a11c.11111111-1111-1111-1111-111111111111"
-        let (url, signInId) = links.mint(hint, reader: "key1")
+        let (url, signInId, _) = links.mint(hint, reader: "key1")
         let (parameters, _) = try links.verify(Self.query(of: url))
         #expect(parameters["home_account_id"] == hint.homeAccountId)
         #expect(parameters["sign_in_id"] == signInId)

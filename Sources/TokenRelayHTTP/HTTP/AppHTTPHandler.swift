@@ -225,6 +225,11 @@ package final class AppHTTPHandler: HTTPHandler {
         return try prepare(&request)
     }
 
+    /// Appended to the detail of a problem whose sign-in link would not fit the request-target limit.
+    static let noLinkDetail =
+        " No sign_in_url: a link carrying these scopes and claims would exceed the \(RequestHeadLimits.maxTargetBytes)-byte request-target"
+        + " limit; start the sign-in with POST /v1/sign-ins."
+
     /// The one rendering of every error (problems, store and acquisition errors; anything else 500).
     private func render(_ error: any Error, _ prepared: PreparedRequest) -> HTTPResponse {
         var problem = RelayError(rendering: error)
@@ -233,9 +238,14 @@ package final class AppHTTPHandler: HTTPHandler {
         problem.nameInput()
         let named = problem.correlationId ?? prepared.correlationId
         if let hint = problem.signInHint, let links = services.signIns.links {
-            let (url, signInId) = links.mint(hint, reader: prepared.request?.context.caller)
-            problem.extensions["sign_in_url"] = .string(url)
-            problem.extensions["sign_in_id"] = .string(signInId)
+            let link = links.mint(hint, reader: prepared.request?.context.caller)
+            // A link the service would itself refuse with 414 is not handed out (behaviour §4.4).
+            if link.targetBytes <= RequestHeadLimits.maxTargetBytes {
+                problem.extensions["sign_in_url"] = .string(link.url)
+                problem.extensions["sign_in_id"] = .string(link.signInId)
+            } else {
+                problem.detail += Self.noLinkDetail
+            }
         }
         if problem.code == .internal, !(error is RelayError), !(error is StoreError), !(error is AcquisitionError) {
             problem.detail = "An unexpected error occurred; see the service log for correlation id \(named)."

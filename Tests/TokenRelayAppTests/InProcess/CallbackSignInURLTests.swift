@@ -95,4 +95,31 @@ struct CallbackSignInURLTests {
         #expect(signed["authority"] == nil)
         #expect(signed["redirect_after"] == nil)
     }
+
+    /// A large `claims` made a link of 20 KB that the service then refused itself with 414
+    /// (found by a new-user try): a link over the request-target limit is not handed out.
+    @Test("Every sign_in_url handed out is followable (302, not 414); one that would exceed the target limit is left out and the detail says why")
+    func linksFitTheTargetLimit() async throws {
+        let stack = try await InProcessApp(name: "inproc_callback_sign_in_url_size")
+        defer { stack.stop() }
+        var followed = 0
+        var withheld = 0
+        for padding in stride(from: 7_600, through: 8_400, by: 100) {
+            let claims = #"{"id_token":{"acr":{"essential":true,"value":""# + String(repeating: "c", count: padding) + #""}}}"#
+            let state = try await Self.start(stack, ["scopes": ["User.Read"], "login_hint": Self.username, "claims": claims])
+            let refused = try await stack.request("GET", "/v1/sign-ins/callback?state=\(state)&code=bogus", authenticated: false)
+            #expect(refused.status == 409, "\(padding): \(refused.text)")
+            if let link = refused.json["sign_in_url"] as? String {
+                let started = try await stack.request("GET", link, authenticated: false)
+                #expect(started.status == 302, "claims of \(claims.utf8.count) bytes: the link handed out answered \(started.status) \(started.text)")
+                #expect(refused.json["sign_in_id"] != nil)
+                followed += 1
+            } else {
+                #expect(refused.json["sign_in_id"] == nil)
+                #expect((refused.json["detail"] as? String)?.contains("No sign_in_url: a link carrying these scopes and claims would exceed") == true)
+                withheld += 1
+            }
+        }
+        #expect(followed > 0 && withheld > 0, "followed \(followed), withheld \(withheld): the sizes tried do not straddle the limit")
+    }
 }
