@@ -15,7 +15,7 @@ import PackageDescription
 // created here as `unknown`, so the build works and says it does not know its commit.
 let releaseIdFile = Context.packageDirectory + "/Sources/TokenRelayBase/Operations/release-id"
 if !FileManager.default.fileExists(atPath: releaseIdFile) {
-    FileManager.default.createFile(atPath: releaseIdFile, contents: Data("unknown\n".utf8))
+    _ = FileManager.default.createFile(atPath: releaseIdFile, contents: Data("unknown\n".utf8))
 }
 
 // The service's layers are separate modules: in release builds their generic memories
