@@ -40,10 +40,7 @@ struct CallbackWithoutCodeTests {
     func stateAloneKeepsTheSignIn() async throws {
         let stack = try await InProcessApp(name: "inproc_callback_no_code")
         defer { stack.stop() }
-        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
-        let authorize = try #require(started.json["authorize_url"] as? String, "\(started.text)")
-        let redirect = try await stack.browser.execute(HTTPClientRequest(method: "GET", url: authorize))
-        let location = try #require(redirect.headers["Location"])
+        let (_, location) = try await Self.callback(stack)
         let components = try #require(URLComponents(string: location))
         let state = try #require(components.queryItems?.first { $0.name == "state" }?.value)
         var stray = components
@@ -54,6 +51,16 @@ struct CallbackWithoutCodeTests {
         let real = try await stack.request("GET", location, authenticated: false)
         #expect(real.status == 200, "\(real.text)")
         #expect((real.json["account"] as? [String: Any])?["username"] as? String == "alice@contoso.example", "\(real.text)")
+    }
+
+    /// Starts a sign-in for alice and has the emulator sign her in; returns the sign-in's id and
+    /// the callback URL the authority redirected to, not yet followed.
+    static func callback(_ stack: InProcessApp) async throws -> (signInId: String, location: String) {
+        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
+        let id = try #require(started.json["sign_in_id"] as? String, "\(started.text)")
+        let authorize = try #require(started.json["authorize_url"] as? String, "\(started.text)")
+        let redirect = try await stack.browser.execute(HTTPClientRequest(method: "GET", url: authorize))
+        return (id, try #require(redirect.headers["Location"]))
     }
 }
 
@@ -66,11 +73,7 @@ struct CallbackHeadTests {
     func headDoesNotCompleteTheSignIn() async throws {
         let stack = try await InProcessApp(name: "inproc_callback_head")
         defer { stack.stop() }
-        let started = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": ["User.Read"], "login_hint": "alice@contoso.example"])
-        let id = try #require(started.json["sign_in_id"] as? String, "\(started.text)")
-        let authorize = try #require(started.json["authorize_url"] as? String, "\(started.text)")
-        let redirect = try await stack.browser.execute(HTTPClientRequest(method: "GET", url: authorize))
-        let location = try #require(redirect.headers["Location"])
+        let (id, location) = try await CallbackWithoutCodeTests.callback(stack)
         let redemptions = try await stack.control("GET", "/_control/stats").json["token_requests"] as? Int
 
         for _ in 0..<2 {
