@@ -13,6 +13,13 @@ public final class PKCS11Module: @unchecked Sendable {
     let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
     /// The module's file path, as given.
     public let path: String
+    /// Held by a session while it creates, searches or destroys token objects. SoftHSM2 2.6
+    /// (Debian 12) rereads every object of the token in `C_FindObjectsInit`, with file locks that
+    /// do not exclude threads of one process: a key another session is writing reads as empty or
+    /// cut short, is marked invalid, and that `C_GenerateKey` fails with `CKR_GENERAL_ERROR` or
+    /// `CKR_TEMPLATE_INCONSISTENT` (SoftHSMv2 issue 573, fixed in 2.7.0). Sealing and opening do
+    /// not take it: they reread only their own key, which no other session writes.
+    let objectStore = Mutex<Void>(())
 
     private static let loaded = Mutex<[String: PKCS11Module]>([:])
 

@@ -1,6 +1,7 @@
 import CryptoBridge
 import Foundation
 import PKCS11Bridge
+import Synchronization
 import Testing
 import TokenRelayTesting
 
@@ -57,6 +58,54 @@ struct PKCS11Tests {
             }
         }
         #expect(throws: PKCS11Error.self) { _ = try session.open(Array(sealed.prefix(20)), key: kek, associatedData: aad) }
+    }
+
+    /// What sessions working on threads of their own record: failures, searches made, generators still at work.
+    final class ParallelSessions: Sendable {
+        let failures = Mutex<[String]>([])
+        let searches = Atomic<Int>(0)
+        let generating: Atomic<Int>
+        init(generators: Int) { generating = Atomic(generators) }
+        func record(_ error: any Error) { failures.withLock { $0.append("\(error)") } }
+    }
+
+    /// SoftHSM2 2.6 rereads every object of the token in `C_FindObjectsInit`; a key another session
+    /// was writing then failed to generate (`PKCS11Module.objectStore`), about one in three here.
+    @Test("Keys generated while another session of the process searches the token are all made")
+    func generateWhileSearching() async throws {
+        let token = try Self.newToken()
+        let module = try PKCS11Module.load(path: SoftHSM.modulePath)
+        let searcher = try module.openSession(tokenLabel: token.label, pin: token.pin)
+        let generators = try (0..<2).map { _ in try module.openSession(tokenLabel: token.label, pin: token.pin) }
+        // Closed here: the last reference may go with a task or thread after the test ends, and SoftHSM
+        // crashes closing a session while the process exits.
+        defer { ([searcher] + generators).forEach { $0.close() } }
+        let run = ParallelSessions(generators: generators.count)
+        // Threads of their own: every call blocks in the module, and each side waits for the other.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await onOwnThread {
+                    while run.generating.load(ordering: .relaxed) > 0 {
+                        do { _ = try searcher.findAESKey(label: "absent") } catch { run.record(error) }
+                        run.searches.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            for session in generators {
+                group.addTask {
+                    await onOwnThread {
+                        while run.searches.load(ordering: .relaxed) == 0 { Thread.sleep(forTimeInterval: 0.001) }
+                        // Destroyed again: every search rereads every key of the process's token.
+                        for _ in 0..<30 {
+                            do { try session.destroy(try session.generateAESKey(label: Self.label("parallel"))) } catch { run.record(error) }
+                        }
+                        run.generating.subtract(1, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        let failures = run.failures.withLock { $0 }
+        #expect(failures.count == 0, "\(failures.count) calls failed: \(Set(failures).sorted())")
     }
 
     @Test("A wrong PIN is CKR_PIN_INCORRECT from C_Login; an unknown token label names the labels found")
