@@ -114,6 +114,7 @@ struct HeadReading {
     /// The refusal for a line whose end is `distance` bytes from where its value ended (`expected`
     /// for CRLF), after the field `name` (nil: the request line).
     fileprivate static func lineRefusal(distance: Int, expected: Int, after name: String?) -> HTTPHeadRefusal {
+        let name = name.map(QuotedText.shown)
         let line = name.map { "The '\($0)' line" } ?? "The request line"
         if distance > 0 && distance < expected {
             return HTTPHeadRefusal(status: 400, field: name, reason: "\(line) of the request head ends with a bare LF; lines end with CRLF (RFC 9112 §2.2).")
@@ -147,24 +148,23 @@ struct HeadReading {
             if codings.count > 1 {
                 return HTTPHeadRefusal(status: 501, field: field, reason: "Only the chunked transfer coding is implemented (RFC 9112 §6.1).")
             }
-        }
             // A list RFC 9110 §5.6.1 reads as chunked alone (`chunked,`, `chunked `, `, chunked`)
             // that libmicrohttpd would not frame: it would wait for the connection to close.
             return HTTPHeadRefusal(
                 status: 400, field: field,
                 reason: "Transfer-Encoding must be exactly 'chunked', with no other text (blanks after it, commas), for this server to frame the body.")
-        if !walk.expectations.isEmpty, walk.expectations.contains(where: { $0.lowercased() != "100-continue" }) {
+        }
         return expectationRefusal(walk)
     }
 
     /// RFC 9110 §10.1.1 on `Expect`.
     private static func expectationRefusal(_ walk: Walk) -> HTTPHeadRefusal? {
+        if !walk.expectations.isEmpty, walk.expectations.contains(where: { $0.lowercased() != "100-continue" }) {
             return HTTPHeadRefusal(status: 417, field: "Expect", reason: "The only expectation met is 100-continue (RFC 9110 §10.1.1).")
         }
         return nil
     }
 
-    /// Bytes of the head as text (a field's name or value, for a refusal or a rare field).
     /// Whether libmicrohttpd 0.9.75 frames a body whose (first) `Transfer-Encoding` value is
     /// `value` as chunked: `parse_connection_headers` compares the value, leading blanks already
     /// skipped, to `chunked` whole, ignoring the case of ASCII letters only
@@ -180,6 +180,7 @@ struct HeadReading {
         String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
+    /// Bytes of the head as text (a field's name or value, for a refusal or a rare field).
     fileprivate static func text(_ bytes: UnsafeRawBufferPointer) -> String {
         String(decoding: bytes, as: UTF8.self)
     }
@@ -262,7 +263,7 @@ private func readField(
     }
     // RFC 9110 §5.5: CR, LF and NUL are never part of a field value (LF and NUL end it here).
     if let value, valueSize > 0, memchr(value, 0x0D, valueSize) != nil {
-        let name = HeadReading.text(nameBytes)
+        let name = QuotedText.shown(HeadReading.text(nameBytes))
         walk.pointee.reading.refusal = HTTPHeadRefusal(
             status: 400, field: name, reason: "The value of '\(name)' holds a CR; a field value may not (RFC 9110 §5.5).")
         return .YES
@@ -274,8 +275,8 @@ private func readField(
         walk.pointee.hasContentLength = true
     } else if named(key, keySize, "Transfer-Encoding") {
         walk.pointee.transferEncodingFields += 1
-        let members = HeadReading.members(HeadReading.text(valueBytes))
         if walk.pointee.transferEncodingFields == 1 { walk.pointee.libmicrohttpdReadsChunked = HeadReading.isChunked(valueBytes) }
+        let members = HeadReading.members(HeadReading.text(valueBytes))
         // An empty value names no coding: the length cannot be told.
         walk.pointee.transferCodings += members.isEmpty ? [""] : members
     } else if named(key, keySize, "Expect") {
