@@ -1,5 +1,5 @@
-/// Text the client sent, as a problem quotes it back (a path, a member or query parameter name, a
-/// header value): its first 200 Unicode scalars, then `…`. The whole of it made the answer as large
+/// Text the client sent, as a problem quotes it back (a path; a member, query parameter or header
+/// name; a `Content-Encoding` value): its first 200 Unicode scalars, then `…`. The whole of it made the answer as large
 /// as the request (a 7,000-byte path made a 7,190-byte 404; an unknown 20 KB member name was echoed
 /// twice, in `detail` and `field`); its length is the client's to know.
 ///
