@@ -8,7 +8,8 @@ import HTTPCommon
 ///
 /// libmicrohttpd 0.9.75 is lenient where RFC 9112 asks a server to refuse: it frames a body by
 /// `Transfer-Encoding` and passes a `Content-Length` beside it on, reads a body of an unknown
-/// coding until the connection closes, accepts chunked on HTTP/1.0, takes a bare LF for a line's
+/// coding until the connection closes (and "unknown" is any value but its own spelling, see
+/// ``isChunked(_:)``), accepts chunked on HTTP/1.0, takes a bare LF for a line's
 /// end, and joins a folded line (obs-fold) onto the previous field's *name*. The first four are
 /// seen in the fields; the last two only in how the head lies in memory: libmicrohttpd parses it
 /// in place, replacing each CRLF by two NULs (a bare LF by one), the colon by a NUL, and keeping
@@ -59,6 +60,8 @@ struct HeadReading {
         var hasContentLength = false
         var transferCodings: [Substring] = []
         var transferEncodingFields = 0
+        /// The first `Transfer-Encoding` value is one libmicrohttpd frames as chunked (``isChunked(_:)``).
+        var libmicrohttpdReadsChunked = false
         var expectations: [Substring] = []
         /// Where the fields are written, during the walk.
         var writer: UnsafeMutablePointer<HTTPHeaders.FieldWriter>?
@@ -111,6 +114,7 @@ struct HeadReading {
     /// The refusal for a line whose end is `distance` bytes from where its value ended (`expected`
     /// for CRLF), after the field `name` (nil: the request line).
     fileprivate static func lineRefusal(distance: Int, expected: Int, after name: String?) -> HTTPHeadRefusal {
+        let name = name.map(QuotedText.shown)
         let line = name.map { "The '\($0)' line" } ?? "The request line"
         if distance > 0 && distance < expected {
             return HTTPHeadRefusal(status: 400, field: name, reason: "\(line) of the request head ends with a bare LF; lines end with CRLF (RFC 9112 §2.2).")
@@ -133,7 +137,9 @@ struct HeadReading {
                 return HTTPHeadRefusal(
                     status: 400, field: field, reason: "The request carries both Content-Length and Transfer-Encoding; send one (RFC 9112 §6.1, §6.3).")
             }
-            let codings = walk.transferCodings.map { $0.lowercased() }
+            // The one value both readings frame alike: one field, libmicrohttpd's spelling.
+            if walk.transferEncodingFields == 1 && walk.libmicrohttpdReadsChunked { return expectationRefusal(walk) }
+            let codings = walk.transferCodings.map(asciiLowercased)
             guard codings.last == "chunked", codings.dropLast().allSatisfy({ $0 != "chunked" }) else {
                 return HTTPHeadRefusal(
                     status: 400, field: field,
@@ -142,11 +148,36 @@ struct HeadReading {
             if codings.count > 1 {
                 return HTTPHeadRefusal(status: 501, field: field, reason: "Only the chunked transfer coding is implemented (RFC 9112 §6.1).")
             }
+            // A list RFC 9110 §5.6.1 reads as chunked alone (`chunked,`, `chunked `, `, chunked`)
+            // that libmicrohttpd would not frame: it would wait for the connection to close.
+            return HTTPHeadRefusal(
+                status: 400, field: field,
+                reason: "Transfer-Encoding must be exactly 'chunked', with no other text (blanks after it, commas), for this server to frame the body.")
         }
+        return expectationRefusal(walk)
+    }
+
+    /// RFC 9110 §10.1.1 on `Expect`.
+    private static func expectationRefusal(_ walk: Walk) -> HTTPHeadRefusal? {
         if !walk.expectations.isEmpty, walk.expectations.contains(where: { $0.lowercased() != "100-continue" }) {
             return HTTPHeadRefusal(status: 417, field: "Expect", reason: "The only expectation met is 100-continue (RFC 9110 §10.1.1).")
         }
         return nil
+    }
+
+    /// Whether libmicrohttpd 0.9.75 frames a body whose (first) `Transfer-Encoding` value is
+    /// `value` as chunked: `parse_connection_headers` compares the value, leading blanks already
+    /// skipped, to `chunked` whole, ignoring the case of ASCII letters only
+    /// (`MHD_str_equal_caseless_`); any other value (`chunked,`, `chunked ` with a blank after
+    /// it) is read until the connection closes.
+    static func isChunked(_ value: UnsafeRawBufferPointer) -> Bool {
+        value.count == 7 && zip(value, "chunked".utf8).allSatisfy { byte, letter in byte | 0x20 == letter }
+    }
+
+    /// `text` with ASCII letters only in lowercase: a coding is a token, and Unicode's lowercasing
+    /// reads the Kelvin sign (U+212A) as `k`, a `chunked` libmicrohttpd does not.
+    fileprivate static func asciiLowercased(_ text: Substring) -> String {
+        String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     /// Bytes of the head as text (a field's name or value, for a refusal or a rare field).
@@ -232,7 +263,7 @@ private func readField(
     }
     // RFC 9110 §5.5: CR, LF and NUL are never part of a field value (LF and NUL end it here).
     if let value, valueSize > 0, memchr(value, 0x0D, valueSize) != nil {
-        let name = HeadReading.text(nameBytes)
+        let name = QuotedText.shown(HeadReading.text(nameBytes))
         walk.pointee.reading.refusal = HTTPHeadRefusal(
             status: 400, field: name, reason: "The value of '\(name)' holds a CR; a field value may not (RFC 9110 §5.5).")
         return .YES
@@ -244,6 +275,7 @@ private func readField(
         walk.pointee.hasContentLength = true
     } else if named(key, keySize, "Transfer-Encoding") {
         walk.pointee.transferEncodingFields += 1
+        if walk.pointee.transferEncodingFields == 1 { walk.pointee.libmicrohttpdReadsChunked = HeadReading.isChunked(valueBytes) }
         let members = HeadReading.members(HeadReading.text(valueBytes))
         // An empty value names no coding: the length cannot be told.
         walk.pointee.transferCodings += members.isEmpty ? [""] : members

@@ -18,7 +18,7 @@ extension HTTPHeaders {
                 guard coding.isEmpty || coding.lowercased() == "identity" else {
                     throw RelayError(
                         .unsupportedMediaType,
-                        "The request body's Content-Encoding '\(coding.prefix(40))' is not supported; send the body without a coding (RFC 9110 §8.4).",
+                        "The request body's Content-Encoding '\(QuotedText.shown(coding))' is not supported; send the body without a coding (RFC 9110 §8.4).",
                         extensions: ["field": .string("Content-Encoding")])
                 }
             }

@@ -95,4 +95,41 @@ struct RequestEdgesTests {
             #expect((answer.json["detail"] as? String ?? "").count < 300, "\(answer.text.count) bytes")
         }
     }
+
+    /// `e` and thousands of U+0301 is one `Character`: cut by characters, such a name was echoed
+    /// whole, twice (a 50 KB member name made a 100 KB answer; attack report 42, defect 4).
+    @Test(
+        "A client's name of one letter and thousands of combining marks is quoted by its first 200 Unicode scalars: member, query parameter, 404 path, header name"
+    )
+    func quotedNamesAreCutByScalars() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_edges_quoted")
+        defer { stack.stop() }
+        let port = try ConnectionLimitsTests.port(stack)
+        let marks = String(repeating: "%CC%81", count: 1_200)
+        let member = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": "acc_none", "scopes": ["User.Read"], "e" + String(repeating: "\u{301}", count: 25_000): 1])
+        let query = try await stack.request("GET", "/v1/accounts?e\(marks)=1")
+        let path = try await stack.request("GET", "/v1/e\(marks)")
+        let header = try await Self.answer(port, "GET /v1/accounts HTTP/1.1\r\nHost: x\r\nX-e\(String(repeating: "\u{301}", count: 2_000)): 1\r\n")
+        // The first 200 scalars of the name (of the path: `/v1/e` and 195 marks), then `…`.
+        func quoted(_ start: String) -> String { start + String(repeating: "\u{301}", count: 200 - start.unicodeScalars.count) + "…" }
+        for (name, status, answer, quoted) in [
+            ("member", 400, member, quoted("e")), ("query", 400, query, quoted("e")), ("path", 404, path, quoted("/v1/e")),
+        ] {
+            #expect(answer.status == status, "\(name): \(answer.status)")
+            #expect(answer.body.count < 2_000, "\(name): an answer of \(answer.body.count) bytes")
+            let detail = answer.json["detail"] as? String ?? ""
+            #expect(detail.unicodeScalars.count < 300 && detail.contains(quoted), "\(name): a detail of \(detail.unicodeScalars.count) scalars")
+            if name != "path" { #expect((answer.json["field"] as? String)?.unicodeScalars.elementsEqual(quoted.unicodeScalars) == true, "\(name)") }
+        }
+        #expect(header.status == "HTTP/1.1 400", "\(header.text.prefix(300))")
+        #expect(header.text.utf8.count < 2_500, "header name: an answer of \(header.text.utf8.count) bytes")
+        let problem = header.text.range(of: "\r\n\r\n").map {
+            (try? JSONSerialization.jsonObject(with: Data(header.text[$0.upperBound...].utf8))) as? [String: Any]
+        }
+        let field = (problem ?? nil)?["field"] as? String ?? ""
+        #expect(
+            field.unicodeScalars.elementsEqual(quoted("X-e").unicodeScalars),
+            "header name: \(field.unicodeScalars.count) scalars")
+    }
 }

@@ -1,3 +1,5 @@
+import CryptoBridge
+import Foundation
 import HTTPCommon
 import IdentityCore
 import TokenRelayBase
@@ -40,8 +42,7 @@ package enum BrowserPage {
 
             """
         var headers = json.headers
-        headers.set("Content-Type", "text/html; charset=utf-8")
-        headers.set("Cache-Control", "no-store")
+        setPageHeaders(&headers)
         return HTTPResponse(
             status: json.status, headers: headers, body: Array(document(title: heading(problem.code), body).utf8), clientRequestId: json.clientRequestId)
     }
@@ -54,9 +55,33 @@ package enum BrowserPage {
             <code id="account-id">\(HTMLText.escape(accountId))</code>. You can close this window.</p>
 
             """
-        return HTTPResponse(
-            status: 200, headers: ["Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"],
-            body: Array(document(title: "Signed in", body).utf8))
+        var headers = HTTPHeaders()
+        setPageHeaders(&headers)
+        return HTTPResponse(status: 200, headers: headers, body: Array(document(title: "Signed in", body).utf8))
+    }
+
+    /// The one style rule set every page carries, inline (no file to serve).
+    static let style =
+        "body { font-family: sans-serif; max-width: 36rem; margin: 2rem auto; padding: 0 1rem; } .meta { color: #555; font-size: .9rem; }"
+
+    /// The policy of every page (CSP Level 3). A page has no script, image, font or form, only
+    /// links and the inline ``style``: the style is allowed by its hash, and nothing else is
+    /// loaded, should a value ever reach a page unescaped. `frame-ancestors 'none'`: no other
+    /// site may show the page in a frame (a "Sign in again" link or "You are signed in" under
+    /// another site's buttons, clickjacking).
+    static let contentSecurityPolicy =
+        "default-src 'none'; style-src 'sha256-\(Data(SHA256.hash(utf8: style)).base64EncodedString())'; base-uri 'none'; form-action 'none'; "
+        + "frame-ancestors 'none'"
+
+    /// Sets the headers of every HTML answer: its type, never stored (it names the account),
+    /// the policy above, `X-Frame-Options: DENY` for browsers without `frame-ancestors`, and
+    /// `nosniff`, so that no browser reads the page as another type than it says.
+    static func setPageHeaders(_ headers: inout HTTPHeaders) {
+        headers.set("Content-Type", "text/html; charset=utf-8")
+        headers.set("Cache-Control", "no-store")
+        headers.set("Content-Security-Policy", contentSecurityPolicy)
+        headers.set("X-Frame-Options", "DENY")
+        headers.set("X-Content-Type-Options", "nosniff")
     }
 
     /// What the page says first, in a person's words.
@@ -76,7 +101,7 @@ package enum BrowserPage {
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(HTMLText.escape(title)) - TokenRelay</title>
-        <style>body { font-family: sans-serif; max-width: 36rem; margin: 2rem auto; padding: 0 1rem; } .meta { color: #555; font-size: .9rem; }</style>
+        <style>\(style)</style>
         </head><body>
         \(body)</body></html>
 

@@ -33,7 +33,7 @@ package enum RequestHeadLimits {
         // name the one at fault, or to compare Content-Length values when there are several.
         if !facts.namesAreTokens, let field = request.headers.first(where: { !isToken($0.name) }) {
             // `Name : value` reached us as the field `Name ` (RFC 9112 §5.1: MUST be 400).
-            let name = field.name.trimmingCharacters(in: .whitespaces)
+            let name = QuotedText.shown(field.name.trimmingCharacters(in: .whitespaces))
             throw RelayError.invalidRequest(field: name, "The header field name '\(name)' holds whitespace or a delimiter (RFC 9112 §5.1).")
         }
         // libmicrohttpd 0.9.75 frames the body by one Content-Length and passes both on: a
