@@ -188,10 +188,10 @@ struct JSONBodyTests {
     func valid() throws {
         let body = try JSONBody(
             Self.request(
-                #"{"username":"Alice@Contoso.example","tenant_id":"t1","scopes":["https://graph.microsoft.com/User.Read","openid"],"min_ttl_s":600,"allow_partial":true}"#
+                #"{"username":"Alice@Contoso.example","tenant_id":"t1.example","scopes":["https://graph.microsoft.com/User.Read","openid"],"min_ttl_s":600,"allow_partial":true}"#
             ))
         let request = try TokenRoutes.parseSilent(body, authorities: try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false))
-        #expect(request.account == .username("Alice@Contoso.example", tenantId: "t1"))
+        #expect(request.account == .username("Alice@Contoso.example", tenantId: "t1.example"))
         #expect(request.scopes.canonical == ["User.Read"])
         #expect(request.minTTLSeconds == 600)
         #expect(request.allowPartial)

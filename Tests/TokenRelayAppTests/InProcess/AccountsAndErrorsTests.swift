@@ -110,6 +110,44 @@ struct AccountsAndErrorsTests {
     @Test("Sign-in callback refuses unknown, replayed and declined states")
     func callbackProblems() async throws {
         let stack = try await InProcessApp(name: "inproc_callback")
+    /// Found by a new-user attack: the silent route looked a malformed `tenant_id` (or a 5,000-byte
+    /// `username`) up and answered 404 naming `username`, where the accounts list refused the same
+    /// value naming `tenant_id`; an unknown account in the path was a 404 naming nothing.
+    @Test("username and tenant_id are held to one rule on the accounts list and the silent route; an unknown path account_id is named")
+    func lookupMembersAndPathParameters() async throws {
+        let stack = try await InProcessApp(name: "inproc_lookup_members")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        func both(_ member: String, _ value: String) async throws -> (silent: TestResponse, list: TestResponse) {
+            var body: [String: Any] = ["username": "alice@contoso.example", "scopes": ["User.Read"]]
+            body[member] = value
+            let silent = try await stack.request("POST", "/v1/tokens/silent", json: body)
+            let encoded = try #require(value.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+            let list = try await stack.request("GET", "/v1/accounts?\(member)=\(encoded)")
+            return (silent, list)
+        }
+        for (member, value) in [
+            ("tenant_id", "x y"), ("tenant_id", "\u{202E}"), ("tenant_id", String(repeating: "a", count: 3000)),
+            ("username", String(repeating: "u", count: 5000)), ("username", "alice\u{7}@contoso.example"),
+        ] {
+            let (silent, list) = try await both(member, value)
+            let shown = "\(member)=\(value.prefix(8).debugDescription)…"
+            #expect(silent.status == 400 && silent.json["field"] as? String == member, "\(shown): \(silent.status) \(silent.text.prefix(300))")
+            #expect(list.status == 400 && list.json["field"] as? String == member, "\(shown): \(list.status) \(list.text.prefix(300))")
+            #expect(silent.json["detail"] as? String == list.json["detail"] as? String, "\(shown): \(silent.text.prefix(300)) / \(list.text.prefix(300))")
+        }
+        // Valid values still reach the lookup: a tenant id and a domain name.
+        let (byId, listById) = try await both("tenant_id", stack.tenantId)
+        #expect(byId.status == 200 && listById.status == 200, "\(byId.text.prefix(300))")
+        let (byDomain, _) = try await both("tenant_id", "contoso.example")
+        #expect(byDomain.status != 400, "\(byDomain.text.prefix(300))")
+
+        let unknown = try await stack.request("GET", "/v1/accounts/acc_nope")
+        #expect(unknown.status == 404 && unknown.json["error"] as? String == "account_not_found", "\(unknown.text)")
+        #expect(unknown.json["field"] as? String == "account_id", "\(unknown.text)")
+        #expect(try await stack.request("GET", "/v1/accounts/\(id)").status == 200)
+    }
+
         defer { stack.stop() }
         let unknown = try await stack.request("GET", "/v1/sign-ins/callback?code=abc&state=nope", authenticated: false)
         #expect(unknown.status == 400)
