@@ -189,10 +189,12 @@ package struct GrantTokenService: Sendable {
     }
 
     /// The assertion's `exp` and `tid`, without verifying its signature.
+    /// `exp` is a NumericDate (RFC 7519 §2), which may be non-integer: read in whole seconds,
+    /// rounded down (``IdentityCore/JSONValue/numericDate``).
     /// - Throws: `RelayError` 400 `invalid_request` field `assertion` when it is not a JWT with a
     ///   numeric `exp`, or `exp` ≤ `now`.
     package static func inspect(assertion: String, now: Int) throws(RelayError) -> (expiresOn: Int, tenantId: String?) {
-        guard !assertion.isEmpty, let jwt = try? JWT.parse(assertion), let exp = jwt.claims["exp"]?.intValue else {
+        guard !assertion.isEmpty, let jwt = try? JWT.parse(assertion), let exp = jwt.claims["exp"]?.numericDate else {
             throw RelayError.invalidRequest(field: "assertion", "'assertion' must be the caller's incoming access token (a JWT with 'exp').")
         }
         guard exp > now else {
