@@ -26,7 +26,10 @@ struct AccountsAndErrorsTests {
 
         let filtered = try await stack.request("GET", "/v1/accounts?username=BOB@contoso.example")
         #expect((filtered.json["accounts"] as? [[String: Any]])?.map { $0["username"] as? String } == ["bob@contoso.example"])
-        for limit in ["500", "%2B5", "05", "", "1e2"] {
+        // Leading zeros are decimal digits (`02` was "must be an integer (decimal digits)").
+        let zeros = try await stack.request("GET", "/v1/accounts?limit=01")
+        #expect(zeros.status == 200 && (zeros.json["accounts"] as? [Any])?.count == 1, "\(zeros.text)")
+        for limit in ["500", "%2B5", "0201", "", "1e2"] {
             let badLimit = try await stack.request("GET", "/v1/accounts?limit=\(limit)")
             #expect(badLimit.status == 400, "limit=\(limit)")
             #expect(badLimit.json["field"] as? String == "limit")
@@ -107,9 +110,6 @@ struct AccountsAndErrorsTests {
         #expect(echoed.json["correlation_id"] as? String == "0a0b0c0d-0000-4000-8000-000000000001")
     }
 
-    @Test("Sign-in callback refuses unknown, replayed and declined states")
-    func callbackProblems() async throws {
-        let stack = try await InProcessApp(name: "inproc_callback")
     /// Found by a new-user attack: the silent route looked a malformed `tenant_id` (or a 5,000-byte
     /// `username`) up and answered 404 naming `username`, where the accounts list refused the same
     /// value naming `tenant_id`; an unknown account in the path was a 404 naming nothing.
@@ -148,6 +148,9 @@ struct AccountsAndErrorsTests {
         #expect(try await stack.request("GET", "/v1/accounts/\(id)").status == 200)
     }
 
+    @Test("Sign-in callback refuses unknown, replayed and declined states")
+    func callbackProblems() async throws {
+        let stack = try await InProcessApp(name: "inproc_callback")
         defer { stack.stop() }
         let unknown = try await stack.request("GET", "/v1/sign-ins/callback?code=abc&state=nope", authenticated: false)
         #expect(unknown.status == 400)
