@@ -48,8 +48,8 @@ public struct IDTokenClaims: Sendable {
             audiences = claims["aud"]?.stringValue.map { [$0] } ?? []
         }
         nonce = claims["nonce"]?.stringValue
-        expiresAt = claims["exp"]?.intValue
-        issuedAt = claims["iat"]?.intValue
-        notBefore = claims["nbf"]?.intValue
+        expiresAt = claims["exp"]?.numericDate
+        issuedAt = claims["iat"]?.numericDate
+        notBefore = claims["nbf"]?.numericDate
     }
 }

@@ -64,6 +64,16 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// A JWT's time claim (`exp`, `nbf`, `iat`) in whole unix seconds: RFC 7519 §2's NumericDate
+    /// is a JSON number that may be non-integer (`1700000000.5`), read with its fraction dropped
+    /// (rounded down); else, as ``intValue`` reads it, a string of digits. Nil for anything else,
+    /// or a number past ±9e15.
+    public var numericDate: Int? {
+        guard case .number(let value) = self else { return intValue }
+        guard value.isFinite, abs(value) < 9.0e15 else { return nil }
+        return Int(value.rounded(.down))
+    }
+
     /// The Boolean, when this is a Boolean.
     public var boolValue: Bool? {
         if case .bool(let value) = self { return value }

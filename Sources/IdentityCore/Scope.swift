@@ -33,6 +33,26 @@ struct Scope: Sendable, Hashable {
         }
     }
 
+    /// Why the platform could grant no such scope, nil when it could: a permission name is
+    /// not empty, and a resource is an absolute URI with a host (`https://graph.microsoft.com`,
+    /// `api://{app id}`, `https://database.windows.net/` of `…//.default`) or an application id
+    /// (`{app id}/.default`). `/.default`, `https:///User.Read`, `api://` and
+    /// `https://graph.microsoft.com/` name none, and were sent upstream ("Scopes and permissions
+    /// in the Microsoft identity platform": a permission is appended to the resource's
+    /// identifier; the platform takes everything before the last `/` as the resource).
+    var malformation: String? {
+        if name.isEmpty { return "names no permission after its last '/'" }
+        if resource.isEmpty { return "names no resource before '/\(name)'" }
+        if let separator = resource.range(of: "://") {
+            let host = resource[separator.upperBound...].prefix { $0 != "/" }
+            if resource[..<separator.lowerBound].isEmpty || host.isEmpty { return "names a resource URI without a host" }
+        } else if resource.hasPrefix("/") || resource.firstIndex(of: ":").map({ resource[resource.index(after: $0)...].first ?? "/" }) == "/" {
+            // `//x`, `/x`, `api:/`: a path with no resource, or a scheme with nothing after it.
+            return "names no resource: '\(resource)' is neither an absolute URI nor an application id"
+        }
+        return nil
+    }
+
     var isDefault: Bool { name.lowercased() == ".default" }
     var isGraph: Bool { resource == Scope.graph }
 

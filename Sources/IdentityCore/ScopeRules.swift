@@ -67,10 +67,20 @@ public enum ScopeRules {
                 throw ScopeError(
                     field: "resource", detail: "resource is a resource URI such as https://graph.microsoft.com; '\(trimmed)' is a scope: send it in scopes")
             }
+            if let malformation = Scope(trimmed + "/.default").malformation {
+                throw ScopeError(field: "resource", detail: "resource '\(trimmed)' \(malformation); \(resourceForms)")
+            }
             return ScopeSet(normalizing: [trimmed + "/.default"])
         case (.some(let scopes), nil):
             for element in scopes where element.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
                 throw ScopeError(field: "scopes", detail: "scopes must not contain an empty string")
+            }
+            for (index, element) in scopes.enumerated() {
+                for text in ScopeSet.tokens(of: element) {
+                    if let malformation = Scope(text).malformation {
+                        throw ScopeError(field: "scopes", detail: "scopes[\(index)] '\(text)' \(malformation); \(resourceForms)")
+                    }
+                }
             }
             let set = ScopeSet(normalizing: scopes)
             guard !set.isEmpty else {
@@ -89,6 +99,11 @@ public enum ScopeRules {
             return set
         }
     }
+
+    /// The forms a scope's resource takes, for the problem that refuses another.
+    static let resourceForms =
+        "a scope is a permission of Microsoft Graph (User.Read) or a resource and a permission: "
+        + "https://{host}/{permission}, api://{app id}/{permission}, {app id}/.default"
 
     /// A byte of RFC 6749 §3.3's `scope-token`: `%x21 / %x23-5B / %x5D-7E`. A line break inside
     /// a scope used to pass as whitespace the scope check did not split on ("\r\n" is one

@@ -127,8 +127,10 @@ package struct RelayError: Error, Sendable {
         RelayError(.invalidRequest, detail, extensions: ["field": .string(field)])
     }
 
-    package static func accountNotFound() -> RelayError {
-        RelayError(.accountNotFound, "No account matches the given identifier.")
+    /// - Parameter field: the member, parameter or header that named the account, when known here
+    ///   (a path's `account_id`); else the caller names it (behaviour §4.1).
+    package static func accountNotFound(field: String? = nil) -> RelayError {
+        RelayError(.accountNotFound, "No account matches the given identifier.", extensions: field.map { ["field": .string($0)] } ?? [:])
     }
 
     /// 503 `upstream_unavailable` with `Retry-After` (behaviour §12: always carried).

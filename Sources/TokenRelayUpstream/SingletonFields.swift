@@ -44,9 +44,10 @@ extension HTTPRequest {
     }
 }
 
-/// Integers sent as text (a query parameter): decimal digits only, as the service writes them
-/// (`+5`, `05`, ` 5` and `5.0` are no page size or wait we hand out), and the answer says which
-/// is wrong: not an integer, or one out of range.
+/// Integers sent as text (a query parameter): decimal digits only (`+5`, ` 5` and `5.0` are no
+/// page size or wait we hand out), leading zeros read as HTTP reads `1*DIGIT` and as
+/// `Request-Timeout: 005` is (`limit=05` is 5: it was refused as "must be an integer (decimal
+/// digits)", which it is), and the answer says which is wrong: not an integer, or one out of range.
 package enum IntegerText {
     /// The value of `text` within `range`.
     /// - Throws: `RelayError` 400 `invalid_request` naming `field`.
@@ -59,16 +60,14 @@ package enum IntegerText {
                 "'\(field)' may not contain control characters (here \(code)); it must be an integer from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)."
             )
         }
-        // An optional minus, then digits without a leading zero (`0` itself aside, never `-0`).
+        // An optional minus (every range here is of naturals: a negative is out of it), then digits.
         let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
-        guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            digits.first != UInt8(ascii: "0") || text == "0"
-        else {
+        guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
             throw RelayError.invalidRequest(
                 field: field, "'\(field)' must be an integer (decimal digits) from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)."
             )
         }
-        // Digits that no Int holds are out of range too.
+        // Digits that no Int holds are out of range too; leading zeros are read past (`Int("007")` is 7).
         guard let value = Int(text), range.contains(value) else {
             throw RelayError.invalidRequest(field: field, outOfRange(field, range, unit: unit))
         }

@@ -90,9 +90,12 @@ struct AppAndOnBehalfOfTests {
             #expect(refused.status == 400)
             #expect(refused.json["error"] as? String == "invalid_scope")
         }
+        // Named by the member that chose `common`: the request had no `tenant_id` (it was named).
         let common = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault], "authority": "\(stack.emulator.baseURL)/common"])
         #expect(common.status == 400)
-        #expect(common.json["field"] as? String == "tenant_id")
+        #expect(common.json["field"] as? String == "authority", "\(common.text)")
+        let commonTenant = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault], "tenant_id": "organizations"])
+        #expect(commonTenant.status == 400 && commonTenant.json["field"] as? String == "tenant_id", "\(commonTenant.text)")
         #expect(try await Self.grantCount(stack, "client_credentials") == 1)
     }
 
@@ -106,9 +109,12 @@ struct AppAndOnBehalfOfTests {
         func app(_ key: String, _ body: [String: Any]) async throws -> TestResponse {
             try await stack.request("POST", "/v1/tokens/app", json: body, headers: StackHelpers.bearer(key), authenticated: false)
         }
+        // No tenant or authority named: `authority`, the member that would choose another (behaviour §4.3), as sign-ins name it.
         let defaultTenant = try await app(tenantLimited.key, ["scopes": [Self.graphDefault]])
         #expect(defaultTenant.status == 403, "\(defaultTenant.text)")
-        #expect(defaultTenant.json["field"] as? String == "tenant_id")
+        #expect(defaultTenant.json["field"] as? String == "authority", "\(defaultTenant.text)")
+        let foreignTenant = try await app(tenantLimited.key, ["scopes": [Self.graphDefault], "tenant_id": stack.tenantId])
+        #expect(foreignTenant.status == 403 && foreignTenant.json["field"] as? String == "tenant_id", "\(foreignTenant.text)")
         #expect(try await app(tenantLimited.key, ["scopes": [Self.graphDefault], "tenant_id": other]).status == 200)
         #expect(try await app(scopeLimited.key, ["scopes": [Self.graphDefault]]).status == 200)
         let management = try await app(scopeLimited.key, ["scopes": ["https://management.azure.com/.default"]])

@@ -120,4 +120,38 @@ struct InputValidationTests {
         let signIn = try await stack.request("POST", "/v1/sign-ins", json: ["scopes": (0..<1000).map { "S\($0)" }])
         #expect(signIn.status == 400)
     }
+
+    /// Each went to the identity platform (new-user attack): `/.default` on the app route came back
+    /// a token with an empty `aud`, and was cached; `https://graph.microsoft.com/` redeemed a
+    /// refresh token before failing.
+    @Test("A scope naming no resource, host or permission is 400 invalid_scope naming scopes on every route that takes scopes, before any STS call")
+    func malformedScopes() async throws {
+        let stack = try await TokenRelayStack(name: "e2e_malformed_scopes")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        let before = try await stack.emulatorCount("token_requests")
+        let scopes = ["/.default", "https:///User.Read", "api://", "//x/.default", "https://graph.microsoft.com/"]
+        for scope in scopes {
+            let bodies: [(route: String, body: [String: Any])] = [
+                ("/v1/tokens/silent", ["account_id": id, "scopes": ["User.Read", scope], "force_refresh": true]),
+                ("/v1/tokens/app", ["scopes": ["User.Read", scope]]),
+                ("/v1/tokens/on-behalf-of", ["assertion": "a.b.c", "scopes": ["User.Read", scope]]),
+                ("/v1/sign-ins", ["scopes": ["User.Read", scope]]),
+            ]
+            for (route, body) in bodies {
+                let refused = try await stack.request("POST", route, json: body)
+                #expect(refused.status == 400, "\(route) \(scope): \(refused.text)")
+                #expect(refused.json["error"] as? String == "invalid_scope", "\(route) \(scope): \(refused.text)")
+                #expect(refused.json["field"] as? String == "scopes", "\(route) \(scope): \(refused.text)")
+                #expect((refused.json["detail"] as? String)?.hasPrefix("scopes[1] '\(scope)'") == true, "\(route) \(scope): \(refused.text)")
+            }
+        }
+        let resource = try await stack.request("POST", "/v1/tokens/app", json: ["resource": "https://"])
+        #expect(resource.status == 400 && resource.json["field"] as? String == "resource", "\(resource.text)")
+        #expect(try await stack.emulatorCount("token_requests") == before)
+        // The documented forms still reach the platform.
+        let graph = try await stack.request(
+            "POST", "/v1/tokens/silent", json: ["account_id": id, "scopes": ["https://graph.microsoft.com/User.Read", "offline_access"]])
+        #expect(graph.status == 200, "\(graph.text)")
+    }
 }

@@ -86,6 +86,49 @@ struct ScopeTests {
         }
     }
 
+    /// Each went to the platform (new-user attack): `/.default` on the app route was granted a
+    /// token whose `aud` was empty; `https://graph.microsoft.com/` redeemed a refresh token.
+    @Test(
+        "requested: a scope naming no resource or host, or no permission, is invalid_scope naming scopes and its index",
+        arguments: [
+            (["/.default"], 0), (["https:///User.Read"], 0), (["api://"], 0), (["//x/.default"], 0), (["https://graph.microsoft.com/"], 0),
+            (["User.Read", "Mail.Read https://graph.microsoft.com/"], 1), (["://x/.default"], 0), (["User.Read/"], 0), (["/x/.default"], 0),
+        ])
+    func malformedScope(_ scopes: [String], _ index: Int) {
+        #expect {
+            _ = try ScopeRules.requested(scopes: scopes, resource: nil)
+        } throws: { error in
+            guard let error = error as? ScopeError else { return false }
+            return error.field == "scopes" && error.detail.hasPrefix("scopes[\(index)] '")
+        }
+    }
+
+    @Test(
+        "requested: a legacy resource naming no host is invalid_scope naming resource",
+        arguments: ["https://", "/", "//x", "api:/"])
+    func malformedResource(_ resource: String) {
+        do {
+            _ = try ScopeRules.requested(scopes: nil, resource: resource)
+            Issue.record("accepted: \(resource)")
+        } catch {
+            #expect(error.field == "resource" && error.detail.hasPrefix("resource '\(resource)'"), "\(error)")
+        }
+    }
+
+    /// The forms "Scopes and permissions in the Microsoft identity platform" and the daemon
+    /// scenario's `//.default` note document.
+    @Test(
+        "requested: every documented scope form is still accepted",
+        arguments: [
+            ["User.Read"], ["https://graph.microsoft.com/User.Read"], ["api://00001111-aaaa-2222-bbbb-3333cccc4444/.default"],
+            ["00001111-aaaa-2222-bbbb-3333cccc4444/.default"], ["offline_access", "openid", "User.Read"], ["https://database.windows.net//.default"],
+            ["https://contoso.onmicrosoft.com/api/read"], ["api://contoso.com/productsapi/read"], [".default"], ["urn:contoso:api/read"],
+            ["https://graph.microsoft.com/.default"], ["api://1111/access_as_user"],
+        ])
+    func documentedForms(_ scopes: [String]) throws {
+        #expect(!(try ScopeRules.requested(scopes: scopes, resource: nil)).isEmpty)
+    }
+
     @Test("granted: empty scope means the requested set; unprefixed means the requested resource")
     func granted() {
         let graph = ScopeSet(normalizing: ["User.Read"])

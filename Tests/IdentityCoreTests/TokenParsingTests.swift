@@ -205,6 +205,16 @@ struct IDTokenTests {
         #expect(try validate(token(), now: now - 300).oid == "oid-1")
     }
 
+    /// RFC 7519 §2: a NumericDate may be non-integer; a fractional `exp` read as no `exp` at all
+    /// failed the token as "exp is missing".
+    @Test("exp, nbf and iat are NumericDates: a fraction is read in whole seconds, rounded down")
+    func fractionalNumericDates() {
+        let claims = IDTokenClaims(["exp": .number(1_700_000_000.5), "nbf": .number(1_699_999_999.9), "iat": .number(-1.5)])
+        #expect(claims.expiresAt == 1_700_000_000 && claims.notBefore == 1_699_999_999 && claims.issuedAt == -2)
+        #expect(IDTokenClaims(["exp": .number(.infinity)]).expiresAt == nil && IDTokenClaims(["exp": .number(1e16)]).expiresAt == nil)
+        #expect(IDTokenClaims(["exp": .string("1700000000")]).expiresAt == 1_700_000_000 && IDTokenClaims(["exp": .bool(true)]).expiresAt == nil)
+    }
+
     @Test("B2C: username falls back to the first of emails")
     func b2cUsername() {
         let claims = IDTokenClaims(["emails": .array([.string("a@b.com"), .string("c@d.com")]), "aud": .array([.string("x")])])

@@ -320,11 +320,29 @@ struct CachedPathTests {
         "Request-Timeout is decimal seconds above 0 and at most 120",
         arguments: [
             ("2", 2.0), (" 0.5 ", 0.5), ("120", 120.0), ("0x10", nil), ("1e1", nil), ("inf", nil), ("nan", nil), ("0", nil), ("-1", nil),
-            ("121", nil), ("1.2.3", nil), ("", nil),
+            ("121", nil), ("1.2.3", nil), ("", nil), ("00005", 5.0),
         ] as [(String, Double?)])
     func requestTimeout(_ text: String, _ expected: Double?) {
         // 0x10 and 1e1 were taken as 16 and 10 seconds.
         #expect((try? AppHTTPHandler.requestTimeout(HTTPHeaders([("Request-Timeout", text)]), default: 30)) == expected, "\(text.debugDescription)")
+    }
+
+    /// As the query integers say it: a number past the bound is "at most 120" however many digits
+    /// it has (400 digits were "must be a positive number").
+    @Test("Request-Timeout past 120 is 'at most 120 seconds' however many digits it has; other text is 'a positive number'")
+    func requestTimeoutDetail() {
+        func detail(_ text: String) -> String? {
+            do {
+                _ = try AppHTTPHandler.requestTimeout(HTTPHeaders([("Request-Timeout", text)]), default: 30)
+                return nil
+            } catch { return (error as? RelayError)?.detail }
+        }
+        for text in ["121", "1" + String(repeating: "0", count: 400), String(repeating: "9", count: 400) + ".5"] {
+            #expect(detail(text) == "'Request-Timeout' may be at most 120 seconds.", "\(text.prefix(12))")
+        }
+        for text in ["0", "abc", "0x10", "-1", "0.0"] {
+            #expect(detail(text) == "'Request-Timeout' must be a positive number of seconds.", "\(text)")
+        }
     }
 
     @Test("New correlation ids are lower-case random version-4 UUIDs")

@@ -236,7 +236,10 @@ struct DownstreamIdentityTests {
         }
         let (exp, tid) = try GrantTokenService.inspect(assertion: jwt(#"{"exp":2000,"tid":"t1"}"#), now: 1000)
         #expect(exp == 2000 && tid == "t1")
-        for bad in [jwt(#"{"exp":1000}"#), jwt(#"{"tid":"t"}"#), jwt(#"{"exp":"soon"}"#), "a.b", ""] {
+        // RFC 7519 §2: a NumericDate may be non-integer; it was "not a JWT with 'exp'".
+        #expect(try GrantTokenService.inspect(assertion: jwt(#"{"exp":2000.5}"#), now: 1000).expiresOn == 2000)
+        #expect(try GrantTokenService.inspect(assertion: jwt(#"{"exp":1001.25,"nbf":999.5,"iat":999.5}"#), now: 1000).expiresOn == 1001)
+        for bad in [jwt(#"{"exp":1000}"#), jwt(#"{"exp":1000.5}"#), jwt(#"{"tid":"t"}"#), jwt(#"{"exp":"soon"}"#), "a.b", ""] {
             #expect {
                 try GrantTokenService.inspect(assertion: bad, now: 1000)
             } throws: { error in

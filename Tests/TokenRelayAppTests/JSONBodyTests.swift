@@ -58,13 +58,17 @@ struct JSONBodyTests {
                 return error.detail
             }
         }
-        for text in ["0", "201", "-5", "99999999999999999999"] {
+        for text in ["0", "201", "-5", "99999999999999999999", "-0", "000", "0201", "-05"] {
             #expect(detail(text) == "'limit' is out of range: it must be from 1 to 200.", "\(text)")
         }
-        for text in ["", "abc", "+5", "05", " 5", "5.0", "-0", "1e2", "-"] {
+        for text in ["", "abc", "+5", " 5", "5.0", "1e2", "-", "0x5", "5 "] {
             #expect(detail(text) == "'limit' must be an integer (decimal digits) from 1 to 200.", "\(text)")
         }
         #expect(detail("200") == nil && detail("1") == nil)
+        // Leading zeros are decimal digits, read as Request-Timeout reads them (`02` was refused as no integer).
+        #expect(detail("02") == nil && detail("0200") == nil)
+        #expect((try? HTTPRequest(method: "GET", path: "/v1/accounts", query: [("limit", "007")]).pageLimit()) == 7)
+        #expect((try? IntegerText.parse("000", field: "wait", in: 0...120)) == 0)
         #expect((try? IntegerText.parse("0", field: "wait", in: 0...120)) == 0)
     }
 
@@ -122,9 +126,10 @@ struct JSONBodyTests {
         let utf16LE = duplicate.utf16.flatMap { [UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)] }
         let utf16BE: [UInt8] = [0xFE, 0xFF] + duplicate.utf16.flatMap { [UInt8(truncatingIfNeeded: $0 >> 8), UInt8(truncatingIfNeeded: $0)] }
         let utf32LE = duplicate.unicodeScalars.flatMap { scalar in (0..<4).map { UInt8(truncatingIfNeeded: scalar.value >> (8 * $0)) } }
-        let withNUL: [UInt8] = Array("{\"a\":1}".utf8) + [0]
+        let utf32BE = duplicate.unicodeScalars.flatMap { scalar in (0..<4).reversed().map { UInt8(truncatingIfNeeded: scalar.value >> (8 * $0)) } }
         let byteOrderMark: [UInt8] = [0xFF, 0xFE, 0x7B, 0x7D]
-        for bytes in [utf16LE, utf16BE, utf32LE, withNUL, byteOrderMark] {
+        // A NUL after UTF-8 text is no other encoding: "not valid JSON" (``NotJSONTextTests``).
+        for bytes in [utf16LE, utf16BE, utf32LE, utf32BE, byteOrderMark] {
             let refused = try #require(problem(bytes), "\(bytes.prefix(8))")
             #expect(refused.extensions["field"] == .string("body"))
             #expect(refused.detail.contains("UTF-8"), "\(refused.detail)")
@@ -187,10 +192,10 @@ struct JSONBodyTests {
     func valid() throws {
         let body = try JSONBody(
             Self.request(
-                #"{"username":"Alice@Contoso.example","tenant_id":"t1","scopes":["https://graph.microsoft.com/User.Read","openid"],"min_ttl_s":600,"allow_partial":true}"#
+                #"{"username":"Alice@Contoso.example","tenant_id":"t1.example","scopes":["https://graph.microsoft.com/User.Read","openid"],"min_ttl_s":600,"allow_partial":true}"#
             ))
         let request = try TokenRoutes.parseSilent(body, authorities: try AuthorityValidator(knownAuthorities: [], allowHTTPLoopback: false))
-        #expect(request.account == .username("Alice@Contoso.example", tenantId: "t1"))
+        #expect(request.account == .username("Alice@Contoso.example", tenantId: "t1.example"))
         #expect(request.scopes.canonical == ["User.Read"])
         #expect(request.minTTLSeconds == 600)
         #expect(request.allowPartial)
@@ -298,5 +303,57 @@ struct LoneSurrogateTests {
         } catch {
             #expect(error.detail == "'min_ttl_s' is a number out of range.")
         }
+    }
+}
+
+/// `JSONSerialization` refuses these texts, and the walk that names a number out of range or a
+/// lone surrogate took each for one: a raw tab in a scope was "'scopes.0' is not Unicode text",
+/// `1.` "'min_ttl_s' is a number out of range", a trailing NUL "not UTF-8" (new-user attack).
+@Suite("Text that is no JSON is 400 naming body and says why, not blamed on a member (behaviour §4.5)")
+struct NotJSONTextTests {
+    static func problem(_ bytes: [UInt8]) -> RelayError? {
+        do {
+            _ = try JSONBody(bytes: bytes)
+            return nil
+        } catch { return error }
+    }
+
+    @Test(
+        "Raw control characters in strings, unknown escapes, numbers outside RFC 8259 §6, a NUL and a lone surrogate in a name",
+        arguments: [
+            ("{\"account_id\":\"a\",\"scopes\":[\"User.Read\tMail.Read\"]}", "control character"),
+            ("{\"account_id\":\"a\",\"scopes\":[\"User.Read\nMail.Read\"]}", "control character"),
+            ("{\"account_id\":\"a\u{1F}\",\"scopes\":[\"User.Read\"]}", "control character"),
+            (#"{"account_id":"\x41","scopes":["User.Read"]}"#, "escape"),
+            (#"{"account_id":"\u12","scopes":["User.Read"]}"#, "escape"),
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1.}"#, "'1.' is not a JSON number"),
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":-}"#, "'-' is not a JSON number"),
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1e}"#, "'1e' is not a JSON number"),
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":00}"#, "'00' is not a JSON number"),
+            (#"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":-01}"#, "'-01' is not a JSON number"),
+            (#"{"min_ttl_s":.5}"#, "'.5' is not a JSON number"),
+            (#"{"min_ttl_s":+1}"#, "'+1' is not a JSON number"),
+            (#"{"claims":{"x":[1,1.e5]}}"#, "'1.e5' is not a JSON number"),
+            ("{\"account_id\":\"a\",\"scopes\":[\"User.Read\"]}\u{0}", "NUL"),
+            (#"{"\ud800":1}"#, "member name is not Unicode text"),
+            (#"{"claims":{"a\udc00b":1}}"#, "member name is not Unicode text"),
+        ])
+    func named(_ text: String, _ reason: String) throws {
+        let refused = try #require(Self.problem(Array(text.utf8)), "\(text)")
+        #expect(refused.extensions["field"] == .string("body"), "\(text): \(refused)")
+        #expect(refused.detail.hasPrefix("The request body is not valid JSON"), "\(text): \(refused.detail)")
+        #expect(refused.detail.contains(reason), "\(text): \(refused.detail)")
+        #expect(!refused.detail.contains("range") && !refused.detail.contains("UTF-8"), "\(text): \(refused.detail)")
+    }
+
+    @Test("Every token RFC 8259 allows is still read, and the cases the member walk was written for still name their member")
+    func validTokensAndNamedMembers() throws {
+        let body = try JSONBody(bytes: Array(#"{"a":[0,-0,1.5,-0.5e+3,2E-2,10],"b":"\t\"\\\/\b\f\n\r\u00e9\ud83d\ude00","\ud83d\ude00":1}"#.utf8))
+        #expect(body.members["a"] == .array([.number(0), .number(0), .number(1.5), .number(-500), .number(0.02), .number(10)]))
+        #expect(body.members["\u{1F600}"] == .number(1))
+        let surrogate = try #require(Self.problem(Array(#"{"account_id":"a","scopes":["\udc00"]}"#.utf8)))
+        #expect(surrogate.extensions["field"] == .string("scopes.0") && surrogate.detail.contains("surrogate"), "\(surrogate)")
+        let range = try #require(Self.problem(Array(#"{"min_ttl_s":-1E+400}"#.utf8)))
+        #expect(range.extensions["field"] == .string("min_ttl_s") && range.detail == "'min_ttl_s' is a number out of range.", "\(range)")
     }
 }

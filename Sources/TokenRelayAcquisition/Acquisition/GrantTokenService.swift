@@ -62,12 +62,19 @@ package struct GrantTokenService: Sendable {
 
         package var forceRefresh = false
         package var minTTLSeconds = 0
+        /// The members that chose the scopes and authority, named by the problems about them:
+        /// `tenant_id` only when it chose the authority, else `authority` (behaviour §4.1, §4.3).
+        package var inputFields = RelayError.InputFields()
 
-        package init(scopes: ScopeSet, authority: Authority? = nil, forceRefresh: Bool = false, minTTLSeconds: Int = 0) {
+        package init(
+            scopes: ScopeSet, authority: Authority? = nil, forceRefresh: Bool = false, minTTLSeconds: Int = 0,
+            inputFields: RelayError.InputFields = RelayError.InputFields()
+        ) {
             self.scopes = scopes
             self.authority = authority
             self.forceRefresh = forceRefresh
             self.minTTLSeconds = minTTLSeconds
+            self.inputFields = inputFields
         }
     }
 
@@ -91,12 +98,15 @@ package struct GrantTokenService: Sendable {
                 .invalidScope, "App tokens take exactly one scope of the form '{resource}/.default'.", extensions: ["field": .string("scopes")])
         }
         let authority = request.authority ?? defaultAuthority
+        // Named by the member that chose the authority: `authority`, or `tenant_id` when that did;
+        // `authority` when neither did (the configured one), the member that would choose another.
         guard !authority.isMultiTenant else {
             throw RelayError.invalidRequest(
-                field: "tenant_id", "App tokens are issued by one tenant: give 'tenant_id' or an authority naming a tenant, not '\(authority.tenant)'.")
+                field: request.inputFields.authority,
+                "App tokens are issued by one tenant: give 'tenant_id' or an authority naming a tenant, not '\(authority.tenant)'.")
         }
         try context.access.check(request.scopes, field: "scopes")
-        try context.access.check(tenant: authority.tenant, field: request.authority == nil ? "tenant_id" : "authority")
+        try context.access.check(tenant: authority.tenant, field: request.inputFields.authority)
         let realm = authority.tenant.lowercased()
         try suspensions.check(tenant: realm)
         let owner = "app:" + realm
@@ -179,10 +189,12 @@ package struct GrantTokenService: Sendable {
     }
 
     /// The assertion's `exp` and `tid`, without verifying its signature.
+    /// `exp` is a NumericDate (RFC 7519 §2), which may be non-integer: read in whole seconds,
+    /// rounded down (``IdentityCore/JSONValue/numericDate``).
     /// - Throws: `RelayError` 400 `invalid_request` field `assertion` when it is not a JWT with a
     ///   numeric `exp`, or `exp` ≤ `now`.
     package static func inspect(assertion: String, now: Int) throws(RelayError) -> (expiresOn: Int, tenantId: String?) {
-        guard !assertion.isEmpty, let jwt = try? JWT.parse(assertion), let exp = jwt.claims["exp"]?.intValue else {
+        guard !assertion.isEmpty, let jwt = try? JWT.parse(assertion), let exp = jwt.claims["exp"]?.numericDate else {
             throw RelayError.invalidRequest(field: "assertion", "'assertion' must be the caller's incoming access token (a JWT with 'exp').")
         }
         guard exp > now else {

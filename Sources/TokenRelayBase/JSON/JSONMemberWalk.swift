@@ -65,7 +65,10 @@ package struct JSONMemberWalk: Decodable {
 /// Finds a number too large for a `Double` (`1e400`, a 400-digit integer), or a string value
 /// holding a lone surrogate escape (`"\ud800"`), for which `JSONSerialization` refuses the whole
 /// text, so that the answer names the member (behaviour §4.5) instead of calling the body "not
-/// valid JSON". `JSONBody` calls this only after such a refusal.
+/// valid JSON". `JSONBody` calls this only after such a refusal, and only for text whose every
+/// token RFC 8259 allows (``JSONTokenFaults``): the walk cannot tell a string its decoder refuses
+/// for a lone surrogate from one refused for a raw control character, nor a number out of range
+/// from text that is no number (`1.`).
 package enum UnreadableMembers {
     /// What is wrong with the member ``first(in:)`` names.
     package enum Fault: Equatable {

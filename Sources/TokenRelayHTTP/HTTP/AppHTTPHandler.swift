@@ -339,13 +339,16 @@ package final class AppHTTPHandler: HTTPHandler {
     package static func newCorrelationId() -> String { CorrelationId.make() }
 
     /// The request budget in seconds: `Request-Timeout` (decimals allowed, at most 120) or the default.
+    /// Read as the query integers are (``TokenRelayUpstream/IntegerText``): decimal digits, leading
+    /// zeros read past, and a value past the bound "at most 120" however many digits it has.
     package static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws -> Double {
         // Few requests carry it: a length check per field settles that without building a String.
         guard headers.containsName(ofLength: 15), let text = try headers.only("Request-Timeout") else { return seconds }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        // Decimal digits and one point only: `Double` also reads hexadecimal (`0x10` is 16) and exponents.
+        // Decimal digits and one point only: `Double` also reads hexadecimal (`0x10` is 16) and
+        // exponents. Digits past a Double's range read as infinity, which the bound below refuses.
         guard trimmed.utf8.allSatisfy({ $0.isASCIIDigit || $0 == UInt8(ascii: ".") }),
-            let value = Double(trimmed), value > 0, value.isFinite
+            let value = Double(trimmed), value > 0
         else {
             throw RelayError.invalidRequest(field: "Request-Timeout", "'Request-Timeout' must be a positive number of seconds.")
         }

@@ -22,9 +22,10 @@ package struct JSONBody: Sendable {
     }
 
     /// Parses `bytes` (the content type already checked).
-    /// - Throws: `RelayError` 400 naming `body` when they are empty or not a JSON object, and 400
-    ///   naming the member (its dotted path when nested) when an object names a member twice or
-    ///   holds a number out of a Double's range (`1e400`).
+    /// - Throws: `RelayError` 400 naming `body` when they are empty, not JSON (saying which token
+    ///   RFC 8259 refuses, ``JSONTokenFaults``) or not a JSON object, and 400 naming the member (its
+    ///   dotted path when nested) when an object names a member twice, holds a number out of a
+    ///   Double's range (`1e400`) or a string with a lone surrogate escape (`"\ud800"`).
     package init(bytes: [UInt8]) throws(RelayError) {
         guard !bytes.isEmpty else {
             throw RelayError.invalidRequest(field: "body", "The request body is empty; a JSON object is required.")
@@ -36,7 +37,10 @@ package struct JSONBody: Sendable {
             object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
         } catch {
             // `JSONSerialization` refuses a whole text for one number a Double cannot hold, or
-            // one string holding a lone surrogate escape.
+            // one string holding a lone surrogate escape, and for text that is no JSON. The last
+            // is told by its tokens first: the walk below takes every string its decoder refuses
+            // for a lone surrogate and every number for one out of range.
+            if let fault = JSONTokenFaults.first(in: bytes) { throw Self.notJSON(fault) }
             switch UnreadableMembers.first(in: bytes) {
             // The client's names are quoted shortened (``QuotedText``), here and below.
             case (let member, .numberOutOfRange)?:
@@ -64,6 +68,18 @@ package struct JSONBody: Sendable {
         self.members = members
     }
 
+    /// 400 naming `body` for a token RFC 8259 refuses, saying which.
+    private static func notJSON(_ fault: JSONTokenFaults.Fault) -> RelayError {
+        let reason =
+            switch fault {
+            case .controlCharacterInString: "a control character (U+0000 to U+001F) is written unescaped inside a string (RFC 8259 §7)"
+            case .invalidEscape: #"a string holds an escape other than \", \\, \/, \b, \f, \n, \r, \t or \u and four hexadecimal digits (RFC 8259 §7)"#
+            case .invalidNumber(let text): "'\(QuotedText.shown(text))' is not a JSON number (RFC 8259 §6)"
+            case .memberNameNotUnicode: "a member name is not Unicode text: a \\u escape names half of a surrogate pair (RFC 8259 §8.2)"
+            }
+        return RelayError.invalidRequest(field: "body", "The request body is not valid JSON: \(reason).")
+    }
+
     /// The deepest nesting of objects and arrays a body may have, the outermost counted: the
     /// depth `JSONSerialization` itself reads (it refuses 513 levels, and that refusal was
     /// answered "not valid JSON"). No route's body nests more than a few levels.
@@ -76,8 +92,15 @@ package struct JSONBody: Sendable {
     /// outside string literals.
     /// - Throws: `RelayError` 400 naming `body`, or the member nested too deep.
     package static func requireStrictText(_ bytes: [UInt8]) throws(RelayError) {
-        guard String(validating: bytes, as: UTF8.self) != nil, !bytes.contains(0) else {
+        // UTF-16 and UTF-32 are valid UTF-8 when the text is ASCII, but JSON text starts with an
+        // ASCII character, so in them one of the first two bytes is zero (RFC 4627 §3). A zero
+        // byte later is U+0000 in UTF-8, which JSON text holds only escaped (`\u0000`).
+        let nul = bytes.firstIndex(of: 0)
+        guard String(validating: bytes, as: UTF8.self) != nil, (nul ?? 2) >= 2 else {
             throw RelayError.invalidRequest(field: "body", "The request body must be JSON text in UTF-8 (RFC 8259 §8.1).")
+        }
+        guard nul == nil else {
+            throw RelayError.invalidRequest(field: "body", "The request body is not valid JSON: it holds a NUL byte (U+0000) (RFC 8259 §2, §7).")
         }
         var inString = false
         var escaped = false

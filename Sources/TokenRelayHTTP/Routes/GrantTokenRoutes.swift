@@ -51,7 +51,9 @@ package enum GrantTokenRoutes {
             authority = try services.authorities.validate(candidate.url, field: "tenant_id")
         }
         let minTTL = try body.minTTLSeconds()
-        return GrantTokenService.Request(scopes: scopes, authority: authority, forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL)
+        return GrantTokenService.Request(
+            scopes: scopes, authority: authority, forceRefresh: try body.bool("force_refresh") ?? false, minTTLSeconds: minTTL,
+            inputFields: RelayError.InputFields(body, tenantChoosesAuthority: tenantField))
     }
 
     /// Runs `acquire` under the body's correlation id and writes the token answer; the STS's input

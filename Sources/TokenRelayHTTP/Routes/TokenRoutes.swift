@@ -104,7 +104,9 @@ package enum TokenRoutes {
         // `has` made sure the selector is given and not null.
         case "account_id": account = .accountId(try body.identifier("account_id")!)
         case "home_account_id": account = .homeAccountId(try body.identifier("home_account_id")!)
-        default: account = .username(try body.identifier("username")!, tenantId: try body.identifier("tenant_id"))
+        default:
+            account = .username(
+                try AccountLookupRules.username(body.identifier("username")!), tenantId: try body.identifier("tenant_id").map(AccountLookupRules.tenantId))
         }
         if body.has("tenant_id") && selectors[0] != "username" {
             throw RelayError.invalidRequest(field: "tenant_id", "'tenant_id' narrows a 'username' lookup; it cannot be used with '\(selectors[0])'.")

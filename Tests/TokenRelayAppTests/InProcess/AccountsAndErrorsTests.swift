@@ -26,7 +26,10 @@ struct AccountsAndErrorsTests {
 
         let filtered = try await stack.request("GET", "/v1/accounts?username=BOB@contoso.example")
         #expect((filtered.json["accounts"] as? [[String: Any]])?.map { $0["username"] as? String } == ["bob@contoso.example"])
-        for limit in ["500", "%2B5", "05", "", "1e2"] {
+        // Leading zeros are decimal digits (`02` was "must be an integer (decimal digits)").
+        let zeros = try await stack.request("GET", "/v1/accounts?limit=01")
+        #expect(zeros.status == 200 && (zeros.json["accounts"] as? [Any])?.count == 1, "\(zeros.text)")
+        for limit in ["500", "%2B5", "0201", "", "1e2"] {
             let badLimit = try await stack.request("GET", "/v1/accounts?limit=\(limit)")
             #expect(badLimit.status == 400, "limit=\(limit)")
             #expect(badLimit.json["field"] as? String == "limit")
@@ -105,6 +108,44 @@ struct AccountsAndErrorsTests {
         let echoed = try await stack.request("GET", "/v1/nothing", headers: ["client-request-id": "0a0b0c0d-0000-4000-8000-000000000001"])
         #expect(echoed.headers["client-request-id"] == "0a0b0c0d-0000-4000-8000-000000000001")
         #expect(echoed.json["correlation_id"] as? String == "0a0b0c0d-0000-4000-8000-000000000001")
+    }
+
+    /// Found by a new-user attack: the silent route looked a malformed `tenant_id` (or a 5,000-byte
+    /// `username`) up and answered 404 naming `username`, where the accounts list refused the same
+    /// value naming `tenant_id`; an unknown account in the path was a 404 naming nothing.
+    @Test("username and tenant_id are held to one rule on the accounts list and the silent route; an unknown path account_id is named")
+    func lookupMembersAndPathParameters() async throws {
+        let stack = try await InProcessApp(name: "inproc_lookup_members")
+        defer { stack.stop() }
+        let id = try await stack.signInAccountId()
+        func both(_ member: String, _ value: String) async throws -> (silent: TestResponse, list: TestResponse) {
+            var body: [String: Any] = ["username": "alice@contoso.example", "scopes": ["User.Read"]]
+            body[member] = value
+            let silent = try await stack.request("POST", "/v1/tokens/silent", json: body)
+            let encoded = try #require(value.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+            let list = try await stack.request("GET", "/v1/accounts?\(member)=\(encoded)")
+            return (silent, list)
+        }
+        for (member, value) in [
+            ("tenant_id", "x y"), ("tenant_id", "\u{202E}"), ("tenant_id", String(repeating: "a", count: 3000)),
+            ("username", String(repeating: "u", count: 5000)), ("username", "alice\u{7}@contoso.example"),
+        ] {
+            let (silent, list) = try await both(member, value)
+            let shown = "\(member)=\(value.prefix(8).debugDescription)…"
+            #expect(silent.status == 400 && silent.json["field"] as? String == member, "\(shown): \(silent.status) \(silent.text.prefix(300))")
+            #expect(list.status == 400 && list.json["field"] as? String == member, "\(shown): \(list.status) \(list.text.prefix(300))")
+            #expect(silent.json["detail"] as? String == list.json["detail"] as? String, "\(shown): \(silent.text.prefix(300)) / \(list.text.prefix(300))")
+        }
+        // Valid values still reach the lookup: a tenant id and a domain name.
+        let (byId, listById) = try await both("tenant_id", stack.tenantId)
+        #expect(byId.status == 200 && listById.status == 200, "\(byId.text.prefix(300))")
+        let (byDomain, _) = try await both("tenant_id", "contoso.example")
+        #expect(byDomain.status != 400, "\(byDomain.text.prefix(300))")
+
+        let unknown = try await stack.request("GET", "/v1/accounts/acc_nope")
+        #expect(unknown.status == 404 && unknown.json["error"] as? String == "account_not_found", "\(unknown.text)")
+        #expect(unknown.json["field"] as? String == "account_id", "\(unknown.text)")
+        #expect(try await stack.request("GET", "/v1/accounts/\(id)").status == 200)
     }
 
     @Test("Sign-in callback refuses unknown, replayed and declined states")

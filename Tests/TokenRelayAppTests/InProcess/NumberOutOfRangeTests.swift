@@ -21,6 +21,11 @@ struct NumberOutOfRangeTests {
             ("/v1/tokens/on-behalf-of", #"{"assertion":"a.b.c","scopes":["User.Read"],"min_ttl_s":1e400}"#, "min_ttl_s"),
             ("/v1/sign-ins", #"{"scopes":["User.Read"],"prompt":1e400}"#, "prompt"),
             ("/v1/tokens/silent", #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1e400"#, "body"),
+            // No JSON numbers or strings at all: they were called a number out of range, or not Unicode text.
+            ("/v1/tokens/silent", #"{"account_id":"a","scopes":["User.Read"],"min_ttl_s":1.}"#, "body"),
+            ("/v1/tokens/app", #"{"scopes":["https://graph.microsoft.com/.default"],"min_ttl_s":00}"#, "body"),
+            ("/v1/tokens/silent", "{\"account_id\":\"a\",\"scopes\":[\"User.Read\tMail.Read\"]}", "body"),
+            ("/v1/sign-ins", #"{"scopes":["User.Read"],"prompt":"\x41"}"#, "body"),
         ]
         for (route, body, field) in cases {
             let answer = try await stack.request("POST", route, body: Array(body.utf8), headers: json)
