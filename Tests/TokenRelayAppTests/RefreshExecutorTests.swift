@@ -440,8 +440,11 @@ struct RefreshExecutorTests {
             endpoint.release(1)
             _ = try #require(Self.token(try await running.value))
             #expect(try await db.row(slow)?.leaseOwner == nil)
-            // About one renewal per 0.5 s of the 3 s call.
-            #expect(replicaA.metrics.value("tokenrelay_refresh_lease_renewals_total", ["result": "renewed"]) >= 4)
+            // The cadence is a third of the lease, about six renewals over the 3 s call; a lease of
+            // 1.5 s held through it needs at least two, which is what holds whatever the machine's
+            // load (a full suite on two cores once left three, and asking for four failed). That B
+            // only waited, above, is the lease kept alive.
+            #expect(replicaA.metrics.value("tokenrelay_refresh_lease_renewals_total", ["result": "renewed"]) >= 2)
             #expect(replicaA.metrics.value("tokenrelay_refresh_lease_renewals_total", ["result": "lost"]) == 0)
         }
     }
