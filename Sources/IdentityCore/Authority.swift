@@ -80,11 +80,13 @@ public final class Authority: Sendable, Hashable {
 
     /// True for `common`, `organizations` and `consumers`: the id_token issuer then holds
     /// `{tenantid}` and the realm comes from the token's `tid`.
-    public var isMultiTenant: Bool {
-        Authority.multiTenantNames.contains(tenant.lowercased())
-    }
+    public var isMultiTenant: Bool { Authority.isMultiTenantName(tenant) }
 
     static let multiTenantNames: Set<String> = ["common", "organizations", "consumers"]
+
+    /// Whether `text` is `common`, `organizations` or `consumers` (any case): a tenant segment
+    /// that names no one tenant.
+    public static func isMultiTenantName(_ text: String) -> Bool { multiTenantNames.contains(text.lowercased()) }
 
     static func defaultPort(_ scheme: String) -> Int { scheme == "http" ? 80 : 443 }
 

@@ -37,9 +37,10 @@ struct Scope: Sendable, Hashable {
     /// not empty, and a resource is an absolute URI with a host (`https://graph.microsoft.com`,
     /// `api://{app id}`, `https://database.windows.net/` of `…//.default`) or an application id
     /// (`{app id}/.default`). `/.default`, `https:///User.Read`, `api://` and
-    /// `https://graph.microsoft.com/` name none, and were sent upstream ("Scopes and permissions
-    /// in the Microsoft identity platform": a permission is appended to the resource's
-    /// identifier; the platform takes everything before the last `/` as the resource).
+    /// `https://graph.microsoft.com/` name none: refused before any call, since the platform would
+    /// only decline them ("Scopes and permissions in the Microsoft identity platform": a permission
+    /// is appended to the resource's identifier; the platform takes everything before the last `/`
+    /// as the resource).
     var malformation: String? {
         if name.isEmpty { return "names no permission after its last '/'" }
         if resource.isEmpty { return "names no resource before '/\(name)'" }

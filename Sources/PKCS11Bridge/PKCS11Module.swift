@@ -19,7 +19,7 @@ public final class PKCS11Module: @unchecked Sendable {
     /// cut short, is marked invalid, and that `C_GenerateKey` fails with `CKR_GENERAL_ERROR` or
     /// `CKR_TEMPLATE_INCONSISTENT` (SoftHSMv2 issue 573, fixed in 2.7.0). Sealing and opening do
     /// not take it: they reread only their own key, which no other session writes.
-    let objectStore = Mutex<Void>(())
+    let objectStoreTurn = Mutex<Void>(())
 
     private static let loaded = Mutex<[String: PKCS11Module]>([:])
 

@@ -13,7 +13,7 @@ public struct PKCS11Key: Sendable, Equatable {
 /// One logged-in read-write session on a token (PKCS#11 v2.40 §5.6). A session runs one
 /// operation at a time, so calls are serialised here; open one session per worker for parallel
 /// sealing and opening. Finding, generating and destroying keys take turns across the module's
-/// sessions (`PKCS11Module.objectStore` says why).
+/// sessions (`PKCS11Module.objectStoreTurn` says why).
 public final class PKCS11Session: Sendable {
     private let module: PKCS11Module
     private let handle: Mutex<CK_SESSION_HANDLE?>
@@ -55,11 +55,11 @@ public final class PKCS11Session: Sendable {
 
     /// ``withSession(_:_:)`` while no other session of the module creates, searches or destroys
     /// token objects.
-    private func withObjectStore<R: Sendable>(
+    private func withObjectStoreTurn<R: Sendable>(
         _ function: String, _ body: (UnsafeMutablePointer<CK_FUNCTION_LIST>, CK_SESSION_HANDLE) throws(PKCS11Error) -> R
     ) throws(PKCS11Error) -> R {
         try withSession(function) { (functions, session) throws(PKCS11Error) -> R in
-            try module.objectStore.withLock { (_: inout Void) throws(PKCS11Error) -> R in try body(functions, session) }
+            try module.objectStoreTurn.withLock { (_: inout Void) throws(PKCS11Error) -> R in try body(functions, session) }
         }
     }
 
@@ -70,7 +70,7 @@ public final class PKCS11Session: Sendable {
         template.add(CKA_CLASS, ulong: CK_ULONG(CKO_SECRET_KEY))
         template.add(CKA_KEY_TYPE, ulong: CK_ULONG(CKK_AES))
         template.add(CKA_LABEL, bytes: Array(label.utf8))
-        return try withObjectStore("C_FindObjects") { (functions, session) throws(PKCS11Error) -> PKCS11Key? in
+        return try withObjectStoreTurn("C_FindObjects") { (functions, session) throws(PKCS11Error) -> PKCS11Key? in
             try check(template.withAttributes { functions.pointee.C_FindObjectsInit!(session, $0, $1) }, "C_FindObjectsInit")
             var object = CK_OBJECT_HANDLE(0)
             var count = CK_ULONG(0)
@@ -97,7 +97,7 @@ public final class PKCS11Session: Sendable {
         template.add(CKA_EXTRACTABLE, bool: false)
         template.add(CKA_ENCRYPT, bool: true)
         template.add(CKA_DECRYPT, bool: true)
-        return try withObjectStore("C_GenerateKey") { (functions, session) throws(PKCS11Error) -> PKCS11Key in
+        return try withObjectStoreTurn("C_GenerateKey") { (functions, session) throws(PKCS11Error) -> PKCS11Key in
             var mechanism = CK_MECHANISM(mechanism: CK_MECHANISM_TYPE(CKM_AES_KEY_GEN), pParameter: nil, ulParameterLen: 0)
             var object = CK_OBJECT_HANDLE(0)
             try check(template.withAttributes { functions.pointee.C_GenerateKey!(session, &mechanism, $0, $1, &object) }, "C_GenerateKey")
@@ -108,7 +108,7 @@ public final class PKCS11Session: Sendable {
     /// Destroys the key object on the token (`C_DestroyObject`): what it sealed can no longer be opened.
     /// - Throws: ``PKCS11Error`` from `C_DestroyObject`.
     public func destroy(_ key: PKCS11Key) throws(PKCS11Error) {
-        try withObjectStore("C_DestroyObject") { (functions, session) throws(PKCS11Error) in
+        try withObjectStoreTurn("C_DestroyObject") { (functions, session) throws(PKCS11Error) in
             try check(functions.pointee.C_DestroyObject!(session, CK_OBJECT_HANDLE(key.handle)), "C_DestroyObject")
         }
     }

@@ -141,7 +141,7 @@ public enum CommandLineTool {
         switch arguments.first {
         case "create":
             guard let name = option("--name", in: arguments) else { return usageError("api-keys create needs --name", help: ["api-keys", "create"]) }
-            // Checked before anything else runs (`--name "   "` and `--name bootstrap` were taken, found by new-user tries).
+            // Checked before anything else runs, as every option value (the rule is the key store's own).
             if let refusal = APIKeyAuthenticator.refusal(ofName: name) { return usage(refusal) }
             let requested = try listOption("--permissions", in: arguments)
             var permissions: [Permission] = []

@@ -330,6 +330,15 @@ public struct ConfigurationLoader: Sendable {
                 }
                 appScopes = list
             }
+            // Held at start-up to the rules of a request's scopes: a scope the service would refuse
+            // (malformed, too long, two resources) otherwise failed every call to the API with 500.
+            for (member, list) in [("scopes", scopes), ("app_scopes", appScopes ?? [])] where !list.isEmpty {
+                do {
+                    _ = try ScopeRules.requested(scopes: list, resource: nil)
+                } catch {
+                    throw ConfigurationError(setting: setting, reason: "\(name).\(member): \(error.detail)")
+                }
+            }
             apis[name] = DownstreamAPI(baseURL: trimmed, scopes: scopes, appScopes: appScopes)
         }
         return apis

@@ -454,7 +454,9 @@ package struct SignInService: Sendable {
     /// sign-in that nobody started yet has no row: its id vouches for it (``SignInStartLinks``).
     private func outcome(of id: String, reader: String?, readsAccounts: Bool) async throws -> SignInOutcome {
         let link = links?.linkSignInId(id, reader: reader)
-        let unknown = RelayError(.notFound, "No sign-in with this id is known to this key; a sign-in is kept until an hour after it expires.")
+        let unknown = RelayError(
+            .notFound, "No sign-in with this id is known to this key; a sign-in is kept until an hour after it expires.",
+            extensions: ["field": .string("sign_in_id")])
         let current = now()
         if let stored = try await store.signInOutcome(id: id, now: current) {
             guard readsAccounts || (reader != nil && stored.startedBy == reader) || link?.isReader == true else { throw unknown }

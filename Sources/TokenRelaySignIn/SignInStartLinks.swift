@@ -59,9 +59,11 @@ package struct SignInStartLinks: Sendable {
     package static let path = "/v1/sign-ins/start"
 
     /// A fresh signed URL for `hint`, valid for `lifetimeSeconds`, the `sign_in_id` of the
-    /// sign-in it starts, and the bytes of its request target as the service counts them when
-    /// the link comes back (`HTTPRequest.targetBytes`: the path and the decoded query), for the
-    /// caller to hand out only a link within the request-target limit (behaviour §7.4).
+    /// sign-in it starts, and the bytes of its request target as sent (the path and the
+    /// percent-encoded query), for the caller to hand out only a link within the request-target
+    /// limit (behaviour §7.4). The encoded target is counted, not the decoded one the service
+    /// checks: it is never the smaller, and it is what a proxy in front and libmicrohttpd's
+    /// connection memory hold (`"`, `{` and `,` of claims take three bytes each there).
     /// - Parameter reader: the API key id the link is handed to (it may read the sign-in); nil
     ///   on an open route (only `accounts:read` keys may).
     package func mint(_ hint: SignInHint, reader: String?) -> (url: String, signInId: String, targetBytes: Int) {
@@ -78,9 +80,8 @@ package struct SignInStartLinks: Sendable {
         query.append(("nonce", RandomToken.make(bytes: 12)))
         let canonical = Self.canonical(query)
         let signature = Base64URL.encode(HMACSHA256.authenticationCode(for: Array(canonical.utf8), key: keys[0]))
-        query.append(("sig", signature))
-        let targetBytes = query.reduce(Self.path.utf8.count) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 }
-        return (baseURL() + Self.path + "?" + canonical + "&sig=" + signature, signInId, targetBytes)
+        let target = Self.path + "?" + canonical + "&sig=" + signature
+        return (baseURL() + target, signInId, target.utf8.count)
     }
 
     /// What a link's `sign_in_id` says of itself (see the type's comment).

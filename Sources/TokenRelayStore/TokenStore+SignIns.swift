@@ -123,12 +123,16 @@ extension TokenStore {
         }
     }
 
+    /// The sign-in a callback's state hash (`$1`) names, still pending at `$2` (Unix seconds):
+    /// one condition for the callback that takes it and the `HEAD` that only looks.
+    private static let pendingForState = "state_hash = $1 AND status = 'pending' AND expires_at > to_timestamp($2)"
+
     /// Whether a callback with `stateHash` would find its sign-in pending (not taken, not expired
     /// at `now`, Unix seconds), without taking it: `HEAD` on the callback (behaviour §3.2).
     package func isSignInPending(stateHash: [UInt8], now: Int) async throws -> Bool {
         try await database.run { connection in
             try connection.query(
-                "SELECT 1 AS pending FROM sign_ins WHERE state_hash = $1 AND status = 'pending' AND expires_at > to_timestamp($2)",
+                "SELECT 1 AS pending FROM sign_ins WHERE \(Self.pendingForState)",
                 [.bytes(stateHash), .int(Int64(now))]
             ).rows.first != nil
         }
@@ -146,7 +150,7 @@ extension TokenStore {
                 let row = try connection.query(
                     """
                     WITH taken AS (
-                      SELECT * FROM sign_ins WHERE state_hash = $1 AND status = 'pending' AND expires_at > to_timestamp($2) FOR UPDATE)
+                      SELECT * FROM sign_ins WHERE \(Self.pendingForState) FOR UPDATE)
                     UPDATE sign_ins s SET status = 'redeeming', verifier_key_id = NULL, verifier_nonce = NULL, verifier_ciphertext = NULL
                     FROM taken WHERE s.state_hash = taken.state_hash
                     RETURNING taken.sign_in_id, taken.authority, taken.scopes, taken.nonce, taken.verifier_key_id, taken.verifier_nonce,

@@ -46,8 +46,8 @@ extension HTTPRequest {
 
 /// Integers sent as text (a query parameter): decimal digits only (`+5`, ` 5` and `5.0` are no
 /// page size or wait we hand out), leading zeros read as HTTP reads `1*DIGIT` and as
-/// `Request-Timeout: 005` is (`limit=05` is 5: it was refused as "must be an integer (decimal
-/// digits)", which it is), and the answer says which is wrong: not an integer, or one out of range.
+/// `Request-Timeout: 005` is (`limit=05` is 5: a number written with them is still an integer),
+/// and the answer says which is wrong: not an integer, or one out of range.
 package enum IntegerText {
     /// The value of `text` within `range`.
     /// - Throws: `RelayError` 400 `invalid_request` naming `field`.

@@ -70,7 +70,7 @@ struct PKCS11Tests {
     }
 
     /// SoftHSM2 2.6 rereads every object of the token in `C_FindObjectsInit`; a key another session
-    /// was writing then failed to generate (`PKCS11Module.objectStore`), about one in three here.
+    /// was writing then failed to generate (`PKCS11Module.objectStoreTurn`), about one in three here.
     @Test("Keys generated while another session of the process searches the token are all made")
     func generateWhileSearching() async throws {
         let token = try Self.newToken()

@@ -96,6 +96,12 @@ struct AppAndOnBehalfOfTests {
         #expect(common.json["field"] as? String == "authority", "\(common.text)")
         let commonTenant = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault], "tenant_id": "organizations"])
         #expect(commonTenant.status == 400 && commonTenant.json["field"] as? String == "tenant_id", "\(commonTenant.text)")
+        // Neither a tenant id nor a domain: refused before the STS, as every `tenant_id` is (it went
+        // to the STS and came back as AADSTS90002).
+        for notATenant in ["contoso_com", "t1", "-contoso.example"] {
+            let refused = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault], "tenant_id": notATenant])
+            #expect(refused.status == 400 && refused.json["field"] as? String == "tenant_id", "\(notATenant): \(refused.text)")
+        }
         #expect(try await Self.grantCount(stack, "client_credentials") == 1)
     }
 

@@ -131,5 +131,9 @@ struct RequestEdgesTests {
         #expect(
             field.unicodeScalars.elementsEqual(quoted("X-e").unicodeScalars),
             "header name: \(field.unicodeScalars.count) scalars")
+        // A valid name past the header limit (431 names the largest field): quoted the same way.
+        let long = try await stack.request("GET", "/v1/accounts", headers: ["X-" + String(repeating: "n", count: 13_000): "1"])
+        #expect(long.status == 431, "\(long.status)")
+        #expect(long.json["field"] as? String == "X-" + String(repeating: "n", count: 198) + "…", "\(long.text.prefix(300))")
     }
 }

@@ -113,7 +113,8 @@ struct SignInFollowTests {
             #expect(refused.status == 400, "wait=\(bad): \(refused.text)")
             #expect(refused.json["field"] as? String == "wait")
         }
-        #expect(try await stack.request("GET", "/v1/sign-ins/si_unknown").status == 404)
+        let unknown = try await stack.request("GET", "/v1/sign-ins/si_unknown")
+        #expect(unknown.status == 404 && unknown.json["field"] as? String == "sign_in_id", "\(unknown.text)")
         #expect(try await stack.request("GET", "/v1/sign-ins/\(id)", authenticated: false).status == 401)
     }
 

@@ -88,6 +88,22 @@ struct ClientCredentialTests {
         #expect(throws: RelayError.self) { try never.formFields(tokenEndpoint: Self.endpoint, now: Self.now) }
     }
 
+    /// A fractional `exp` (RFC 7519 §2 NumericDate) read as no `exp`: credential health said the
+    /// file "holds no JWT with an exp claim" and stopped watching its expiry.
+    @Test("The assertion file's exp is read as a NumericDate: an integer, or a fraction rounded down")
+    func assertionFileExpiry() async throws {
+        let files = try await TestCertificate.make()
+        defer { files.remove() }
+        let path = files.directory + "/token"
+        try "first.assertion.value".write(toFile: path, atomically: true, encoding: .utf8)
+        let credential = try Self.credential(["TOKENRELAY_CLIENT_ASSERTION_FILE": path])
+        for (claims, expiry) in [(#"{"exp":2000}"#, 2000), (#"{"exp":2000.75}"#, 2000), (#"{"exp":"soon"}"#, nil) as (String, Int?)] {
+            let payload = CryptoBridge.Base64URL.encode(Array(claims.utf8))
+            try "eyJhbGciOiJSUzI1NiJ9.\(payload).c2ln".write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(credential.assertionExpiry(path) == expiry, "\(claims)")
+        }
+    }
+
     @Test("Start-up refuses two credentials, an unknown algorithm, a key that is not the certificate's, and an unreadable file")
     func configurationErrors() async throws {
         let files = try await TestCertificate.make()
@@ -224,6 +240,16 @@ struct DownstreamIdentityTests {
         }
         #expect(throws: ConfigurationError.self) {
             try ConfigurationLoader.parseDownstreamAPIs(#"{"a": {"base_url": "https://a.example", "scopes": ["s"], "app_scopes": []}}"#)
+        }
+        // A scope a request would be refused (it was a 500 on every call to the API): refused at start-up, naming it.
+        for (entry, member) in [
+            (#""scopes": ["https:///User.Read"]"#, "a.scopes"), (#""scopes": ["s"], "app_scopes": ["/.default"]"#, "a.app_scopes"),
+        ] {
+            #expect {
+                try ConfigurationLoader.parseDownstreamAPIs(#"{"a": {"base_url": "https://a.example", "# + entry + "}}")
+            } throws: { error in
+                (error as? ConfigurationError)?.setting == "TOKENRELAY_DOWNSTREAM_APIS" && "\(error)".contains(member)
+            }
         }
     }
 

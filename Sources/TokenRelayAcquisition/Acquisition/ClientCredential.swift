@@ -251,13 +251,14 @@ package final class ClientCredential: Sendable {
     }
 
     /// The `exp` of the federated assertion in `path` (the file now, else its last good content):
-    /// unix seconds, nil when no JWT with a numeric `exp` can be read.
+    /// unix seconds (an RFC 7519 NumericDate, a fraction rounded down), nil when no JWT with a
+    /// numeric `exp` can be read.
     package func assertionExpiry(_ path: String) -> Int? {
         let read = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let jwt = (read?.isEmpty == false ? read : nil) ?? lastAssertions.withLock({ $0[path] }) else { return nil }
         let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = CryptoBridge.Base64URL.decode(String(parts[1])), let claims = JSONValue.parse(payload) else { return nil }
-        return claims["exp"]?.intValue
+        return claims["exp"]?.numericDate
     }
 
     /// The client-authentication form fields for one token request.

@@ -5,8 +5,8 @@
 ///
 /// `JSONBody` asks only after `JSONSerialization` refused a text, before ``UnreadableMembers``
 /// names a member: that walk reads every string its decoder refuses as a lone surrogate and every
-/// number as out of range, so a raw tab in a scope was "half of a surrogate pair" and `1.` "out
-/// of range". Tokens only, no structure: a missing colon or bracket is left to the decoders.
+/// number as out of range, which for these tokens would blame a member for text that is no JSON.
+/// Tokens only, no structure: a missing colon or bracket is left to the decoders.
 /// - Complexity: O(n) in the text's bytes, one pass.
 package enum JSONTokenFaults {
     package enum Fault: Equatable, Sendable {

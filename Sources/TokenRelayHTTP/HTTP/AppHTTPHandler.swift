@@ -339,8 +339,9 @@ package final class AppHTTPHandler: HTTPHandler {
     package static func newCorrelationId() -> String { CorrelationId.make() }
 
     /// The request budget in seconds: `Request-Timeout` (decimals allowed, at most 120) or the default.
-    /// Read as the query integers are (``TokenRelayUpstream/IntegerText``): decimal digits, leading
-    /// zeros read past, and a value past the bound "at most 120" however many digits it has.
+    /// Read like the query integers (``TokenRelayUpstream/IntegerText``), with a decimal point
+    /// allowed: decimal digits, leading zeros read past, and a value past the bound "at most 120"
+    /// however many digits it has.
     package static func requestTimeout(_ headers: HTTPHeaders, default seconds: Double) throws -> Double {
         // Few requests carry it: a length check per field settles that without building a String.
         guard headers.containsName(ofLength: 15), let text = try headers.only("Request-Timeout") else { return seconds }

@@ -53,7 +53,7 @@ package enum RequestHeadLimits {
             let largest = request.headers.max { $0.name.utf8.count + $0.value.utf8.count < $1.name.utf8.count + $1.value.utf8.count }
             throw RelayError(
                 .headerFieldsTooLarge, "The request's header fields exceed \(maxHeaderFieldBytes) bytes.",
-                extensions: largest.map { ["field": .string($0.name)] } ?? [:])
+                extensions: largest.map { ["field": .string(QuotedText.shown($0.name))] } ?? [:])
         }
         // libmicrohttpd refuses two Host fields only in its strict mode, and a missing one never.
         if facts.hostFields > 1 || (facts.hostFields == 0 && request.version == "HTTP/1.1") {

@@ -4,8 +4,7 @@ import TokenRelayBase
 /// The rules for the members that look accounts up by name, `username` and `tenant_id`: one
 /// reading for `GET /v1/accounts?username=&tenant_id=` and `POST /v1/tokens/silent`'s
 /// `username` + `tenant_id` (behaviour §4.5: the same member is held to the same rules on every
-/// route). The silent route once looked any text up and answered 404 naming `username` for a
-/// `tenant_id` no account could have.
+/// route), so a `tenant_id` no account could have is a 400 naming it, not a 404 naming `username`.
 package enum AccountLookupRules {
     /// The most bytes (UTF-8) of a name a lookup takes; the accounts list holds every query value to it.
     package static let maximumBytes = 512

@@ -24,7 +24,7 @@ struct STSInputProblemFieldTests {
         defer { stack.stop() }
         let unknownAuthority = "\(stack.emulator.baseURL)/nope.example"
 
-        let byTenant = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault], "tenant_id": "nope"])
+        let byTenant = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault], "tenant_id": "nope.example"])
         Self.expectRefused(byTenant, "invalid_authority", code: 90002, field: "tenant_id")
         let byAuthority = try await stack.request("POST", "/v1/tokens/app", json: ["scopes": [Self.graphDefault], "authority": unknownAuthority])
         Self.expectRefused(byAuthority, "invalid_authority", code: 90002, field: "authority")
