@@ -3,8 +3,9 @@ import TokenRelayBase
 
 /// The rules for the members that look accounts up by name, `username` and `tenant_id`: one
 /// reading for `GET /v1/accounts?username=&tenant_id=` and `POST /v1/tokens/silent`'s
-/// `username` + `tenant_id` (behaviour §4.5: the same member is held to the same rules on every
-/// route), so a `tenant_id` no account could have is a 400 naming it, not a 404 naming `username`.
+/// `username` + `tenant_id`, and the tenant of `/v1/tokens/app` (behaviour §4.5: the same member is
+/// held to the same rules on every route), so a `tenant_id` no account could have is a 400 naming
+/// it, not a 404 naming `username`, and one no tenant could have is not sent to the platform.
 package enum AccountLookupRules {
     /// The most bytes (UTF-8) of a name a lookup takes; the accounts list holds every query value to it.
     package static let maximumBytes = 512

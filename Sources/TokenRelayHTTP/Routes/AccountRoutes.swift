@@ -13,7 +13,8 @@ package enum AccountRoutes {
         router.add(
             "GET", "/v1/accounts", access: .requires(.accountsRead), query: .only(["username", "tenant_id", "state", "failure_class", "cursor", "limit"])
         ) { request in
-            // `tenant_id` has its own rule (shorter, ASCII), so it says the same as on the silent route.
+            // Every value is bounded text (`username`'s rule, ``AccountLookupRules/username(_:)``);
+            // `tenant_id` has its own (shorter, ASCII), so it says the same as on the silent route.
             for item in request.http.query where item.name != "tenant_id" { _ = try AccountLookupRules.boundedText(item.value, field: item.name) }
             let limit = try request.http.pageLimit()
             var after: String?
@@ -23,7 +24,7 @@ package enum AccountRoutes {
                 }
                 after = decoded
             }
-            let username = try request.http.onlyQueryValue("username").flatMap { $0.isEmpty ? nil : $0 }.map(AccountLookupRules.username)
+            let username = try request.http.onlyQueryValue("username").flatMap { $0.isEmpty ? nil : $0 }
             let tenantId = try request.http.onlyQueryValue("tenant_id").flatMap { $0.isEmpty ? nil : $0 }.map(AccountLookupRules.tenantId)
             // An empty `state=` or `failure_class=` is no filter the caller can mean: 400 as any other value.
             let state = try request.http.onlyQueryValue("state").map { value in

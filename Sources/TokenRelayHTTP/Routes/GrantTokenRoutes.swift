@@ -43,10 +43,7 @@ package enum GrantTokenRoutes {
         } else if tenantField, let tenant = try body.string("tenant_id") {
             // Held to the rule of every `tenant_id` (behaviour §4.5); `common` and the like go on
             // to the refusal that app tokens come from one tenant.
-            guard TenantName.isTenant(tenant) || Authority.isMultiTenantName(tenant) else {
-                throw RelayError.invalidRequest(
-                    field: "tenant_id", "'tenant_id' must be a tenant id (a GUID such as 72f988bf-86f1-41af-91ab-2d7cd011db47) or a domain name.")
-            }
+            if !Authority.isMultiTenantName(tenant) { _ = try AccountLookupRules.tenantId(tenant) }
             let base = services.grants.defaultAuthority
             let candidate = Authority(scheme: base.scheme, host: base.host, port: base.port, tenant: tenant, policy: nil, type: base.type)
             authority = try services.authorities.validate(candidate.url, field: "tenant_id")
